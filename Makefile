@@ -1,0 +1,34 @@
+# The two set-up commands: `make run` (main job) and `make test` (whole suite).
+# Both create the virtual environment first if it is missing.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+DATASET ?= scifact
+INDEX ?= scifact
+
+.PHONY: env run test bench clean-env
+
+env: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q torch==2.13.0   # first and exactly: a looser torch pulls a CUDA build
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+run: env
+	$(BIN)/scix ingest --dataset $(DATASET) --index $(INDEX)
+	$(BIN)/scix info --index $(INDEX)
+
+test: env
+	@dsn=$$(scripts/postgres.sh start) && \
+	SCIX_PG_DSN=$$dsn $(BIN)/python -m pytest $(PYTEST_ARGS); status=$$?; \
+	scripts/postgres.sh stop; exit $$status
+
+bench: env
+	$(BIN)/python -m scix_core.bench.ingest $(BENCH_ARGS)
+
+clean-env:
+	rm -rf $(VENV)

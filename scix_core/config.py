@@ -1,0 +1,116 @@
+"""One frozen configuration object, read from TOML with environment overrides.
+
+Resolution order for every field: built-in default < ``scix.toml`` (or the
+file named by ``SCIX_CONFIG``) < environment variable < per-call override
+(:func:`Config.replace`). Section and field names are the ones papermill
+parameters map onto, e.g. ``embedding.model`` or ``vectors.backend``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from scix_core.errors import ConfigError
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class EmbeddingConfig:
+    """``model`` is a sentence-transformers name or path; ``bundled-minilm`` is the offline default."""
+
+    model: str = "bundled-minilm"
+    batch_size: int = 64
+    max_length: int = 512
+    query_cache_size: int = 128
+    device: str = "cpu"
+
+
+@dataclass(frozen=True)
+class VectorConfig:
+    """``backend``: ``edge`` (embedded qdrant-edge, default) or ``qdrant`` (qdrant-client)."""
+
+    backend: str = "edge"
+    url: str | None = None
+    hnsw_m: int = 16
+    hnsw_ef_construct: int = 100
+    timeout_s: float = 10.0
+
+
+@dataclass(frozen=True)
+class PostgresConfig:
+    dsn: str | None = None
+
+
+@dataclass(frozen=True)
+class Config:
+    home: Path = PROJECT_ROOT / ".scix"
+    data_dir: Path = PROJECT_ROOT / "data"
+    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    vectors: VectorConfig = field(default_factory=VectorConfig)
+    postgres: PostgresConfig = field(default_factory=PostgresConfig)
+
+    def replace(self, **overrides: Any) -> "Config":
+        """Per-call overrides with dotted names: ``cfg.replace(**{"embedding.model": "x"})``."""
+        return _apply(self, overrides)
+
+
+_ENV = {
+    "SCIX_HOME": "home",
+    "SCIX_DATA_DIR": "data_dir",
+    "SCIX_EMBED_MODEL": "embedding.model",
+    "SCIX_EMBED_BATCH": "embedding.batch_size",
+    "SCIX_VECTOR_BACKEND": "vectors.backend",
+    "SCIX_QDRANT_URL": "vectors.url",
+    "SCIX_PG_DSN": "postgres.dsn",
+}
+
+
+def _coerce(value: Any, current: Any, name: str) -> Any:
+    if isinstance(current, Path) or name in ("home", "data_dir"):
+        return Path(value).expanduser()
+    if isinstance(current, bool):
+        return str(value).lower() in ("1", "true", "yes", "on")
+    if isinstance(current, (int, float)) and not isinstance(value, (int, float)):
+        try:
+            return type(current)(value)
+        except ValueError:
+            raise ConfigError(f"{name}: {value!r} is not a {type(current).__name__}") from None
+    return value
+
+
+def _apply(cfg: Any, overrides: dict[str, Any]) -> Any:
+    nested: dict[str, dict[str, Any]] = {}
+    flat: dict[str, Any] = {}
+    names = {f.name for f in dataclasses.fields(cfg)}
+    for key, value in overrides.items():
+        head, _, rest = key.partition(".")
+        if head not in names:
+            raise ConfigError(f"unknown config field {key!r}; valid: {', '.join(sorted(names))}")
+        if rest:
+            nested.setdefault(head, {})[rest] = value
+        elif isinstance(value, dict):
+            nested.setdefault(head, {}).update(value)
+        else:
+            flat[head] = _coerce(value, getattr(cfg, head), head)
+    for head, sub in nested.items():
+        flat[head] = _apply(getattr(cfg, head), sub)
+    return dataclasses.replace(cfg, **flat)
+
+
+def load_config(path: Path | str | None = None, **overrides: Any) -> Config:
+    """Defaults, then the TOML file, then ``SCIX_*`` variables, then ``overrides``."""
+    cfg = Config()
+    path = Path(path) if path else Path(os.environ.get("SCIX_CONFIG", PROJECT_ROOT / "scix.toml"))
+    if path.exists():
+        try:
+            cfg = _apply(cfg, tomllib.loads(path.read_text()))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: {exc}") from exc
+    env = {dotted: os.environ[var] for var, dotted in _ENV.items() if os.environ.get(var)}
+    return _apply(_apply(cfg, env), overrides)

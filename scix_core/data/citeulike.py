@@ -1,0 +1,64 @@
+"""CiteULike user libraries (citeulike-a layout; ids are 0-based line numbers).
+
+``users.dat`` line *u*: ``N item ...`` (user *u*'s saved items);
+``citations.dat`` line *i*: ``N item ...`` (undirected links of item *i*);
+``item-tag.dat`` line *i*: ``N tag ...``; ``tags.dat`` line *t*: tag text;
+a titles file (``citeutitles.txt`` or ``titles.txt``) line *i*: item title.
+The last line may lack a newline. The count prefix of each line is checked.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scix_core.data.dataset import Dataset, PaperCollector
+from scix_core.data.textio import read_lines
+from scix_core.errors import DataFormatError, DataPathError
+from scix_core.types import CitationLink, Interaction, Paper
+
+_TITLE_FILES = ("citeutitles.txt", "titles.txt", "title.txt")
+
+
+def read_adjacency(path: Path) -> list[list[str]]:
+    """One list of ids per line; the ``N`` prefix must equal the count that follows."""
+    rows = []
+    for lineno, line in read_lines(path):
+        parts = line.split()
+        if not parts:
+            rows.append([])
+            continue
+        if not parts[0].isdigit() or int(parts[0]) != len(parts) - 1:
+            raise DataFormatError(path, lineno, f"count prefix {parts[0]!r} does not match {len(parts) - 1} ids")
+        rows.append(parts[1:])
+    return rows
+
+
+def load_citeulike(path: Path) -> Dataset:
+    users_file = path / "users.dat"
+    if not users_file.exists():
+        raise DataPathError(f"{path} is not a CiteULike folder: users.dat is missing")
+    title_file = next((path / n for n in _TITLE_FILES if (path / n).exists()), None)
+    titles = [line.strip() for _, line in read_lines(title_file)] if title_file else []
+    tag_names = [line.strip() for _, line in read_lines(path / "tags.dat")] if (path / "tags.dat").exists() else []
+    item_tags = read_adjacency(path / "item-tag.dat") if (path / "item-tag.dat").exists() else []
+    adjacency = read_adjacency(path / "citations.dat") if (path / "citations.dat").exists() else []
+    libraries = read_adjacency(users_file)
+
+    n_items = max(len(titles), len(item_tags), len(adjacency),
+                  1 + max((int(i) for lib in libraries for i in lib), default=-1))
+    links = sorted({(min(int(i), int(j)), max(int(i), int(j))) for i, row in enumerate(adjacency) for j in row})
+    degree = [len(set(row) - {str(i)}) for i, row in enumerate(adjacency)]
+    out = PaperCollector()
+    for i in range(n_items):
+        title = titles[i] if i < len(titles) else ""
+        out.add(Paper(str(i), title, citation_count=degree[i] if i < len(degree) else 0))
+    tags = {str(i): tuple(tag_names[int(t)] if int(t) < len(tag_names) else t for t in row)
+            for i, row in enumerate(item_tags) if row}
+    interactions = tuple(Interaction(str(u), item, "save", pos)
+                         for u, lib in enumerate(libraries) for pos, item in enumerate(lib))
+    return Dataset(
+        name=path.name, format="citeulike", papers=out.papers, interactions=interactions,
+        citations=tuple(CitationLink(str(a), str(b)) for a, b in links), tags=tags,
+        rejected=tuple(out.rejected), duplicates=out.duplicates,
+        sources=tuple(str(p) for p in (users_file, title_file) if p),
+    )

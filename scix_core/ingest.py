@@ -1,0 +1,135 @@
+"""Ingest: dataset -> paper store + FTS5 indexes -> embeddings -> vector store.
+
+One call builds a whole index in a fresh folder and swaps it in atomically
+(:meth:`Workspace.new_build`). The build key is the content of the corpus
+plus the model and vector backend, so ingesting the same input twice is a
+no-op that reports ``unchanged`` (``force=True`` rebuilds anyway).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import resource
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from scix_core import __version__
+from scix_core.config import Config, load_config
+from scix_core.data import Dataset, load_dataset
+from scix_core.embeddings import EmbeddingCache, Encoder, corpus_hash
+from scix_core.stores.papers import build_store
+from scix_core.types import Rejection
+from scix_core.vectors import open_store, payload
+from scix_core.workspace import Workspace, read_json, write_json_atomic
+
+
+@dataclass(frozen=True)
+class StageTiming:
+    stage: str
+    seconds: float
+    records: int
+
+    @property
+    def per_second(self) -> float:
+        return self.records / self.seconds if self.seconds > 0 else float("inf")
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    index: str
+    path: Path
+    status: str  # "built" or "unchanged"
+    taken: int
+    rejected: tuple[Rejection, ...]
+    duplicates: int
+    stages: tuple[StageTiming, ...] = ()
+    encoded: int = 0
+    reused: int = 0
+    peak_rss_mb: float = 0.0
+    manifest: dict = field(default_factory=dict)
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _build_key(dataset: Dataset, texts_hash: str, cfg: Config, embed: bool) -> str:
+    h = hashlib.sha256()
+    for p in dataset.papers:
+        h.update(json.dumps(dataclasses.astuple(p), default=str).encode())
+    for part in (texts_hash, cfg.embedding.model if embed else "-", str(cfg.embedding.max_length),
+                 cfg.vectors.backend, cfg.vectors.url or "", str(len(dataset.queries)), str(len(dataset.interactions)),
+                 json.dumps(dataset.qrels, sort_keys=True), str(len(dataset.citations))):
+        h.update(part.encode())
+    return h.hexdigest()[:16]
+
+
+def _progress(total: int, desc: str, enabled: bool):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="rec", disable=not enabled, leave=False)
+
+
+def ingest(source: Path | str | Dataset, index: str, fmt: str | None = None, *, config: Config | None = None,
+           limit: int | None = None, embed: bool = True, force: bool = False, progress: bool = True,
+           encoder: Encoder | None = None) -> IngestReport:
+    """Build (or confirm unchanged) the index ``index`` from a dataset path."""
+    cfg = config or load_config()
+    ws = Workspace(cfg.home)
+    stages: list[StageTiming] = []
+
+    t = time.perf_counter()
+    dataset = source if isinstance(source, Dataset) else load_dataset(source, fmt)
+    if limit is not None:
+        dataset = dataclasses.replace(dataset, papers=dataset.papers[:limit])
+    stages.append(StageTiming("parse", time.perf_counter() - t, len(dataset.papers)))
+    texts = [p.text for p in dataset.papers]
+    key = _build_key(dataset, corpus_hash(texts), cfg, embed)
+
+    root = ws.index_root(index)
+    if not force and (root / "current" / "manifest.json").exists():
+        old = read_json(root / "current" / "manifest.json")
+        if old.get("build_key") == key:
+            return IngestReport(index, (root / "current").resolve(), "unchanged", len(dataset.papers), dataset.rejected,
+                                dataset.duplicates, tuple(stages), peak_rss_mb=peak_rss_mb(), manifest=old)
+
+    manifest = {
+        "index": index, "build_key": key, "scix_core": __version__, "dataset": dataset.name, "format": dataset.format,
+        "sources": list(dataset.sources), "papers": len(dataset.papers), "rejected": len(dataset.rejected),
+        "duplicates": dataset.duplicates, "limit": limit, "corpus_hash": corpus_hash(texts),
+    }
+    with ws.new_build(index, key) as build:
+        t = time.perf_counter()
+        build_store(build / "papers.sqlite", dataset, {k: str(v) for k, v in manifest.items()})
+        stages.append(StageTiming("store+fts", time.perf_counter() - t, len(dataset.papers)))
+        encoded = reused = 0
+        if embed and dataset.papers:
+            encoder = encoder or Encoder(cfg.embedding)
+            cache = EmbeddingCache(ws.embedding_cache(encoder.slug), cfg.embedding.model, cfg.embedding.max_length)
+            t = time.perf_counter()
+            with _progress(len(texts), "embed", progress) as bar:
+                vectors = cache.vectors(texts, encoder.encode, on_chunk=bar.update)
+            stages.append(StageTiming("embed", time.perf_counter() - t, cache.misses))
+            encoded, reused = cache.misses, cache.hits
+            t = time.perf_counter()
+            store = open_store(cfg.vectors, build, index, dim=int(vectors.shape[1]))
+            try:
+                with _progress(len(texts), "vectors", progress) as bar:
+                    for start in range(0, len(texts), 4096):
+                        chunk = dataset.papers[start:start + 4096]
+                        store.upsert(range(start, start + len(chunk)), vectors[start:start + len(chunk)], [payload(p) for p in chunk])
+                        bar.update(len(chunk))
+                store.finish()
+            finally:
+                store.close()
+            stages.append(StageTiming("vectors+index", time.perf_counter() - t, len(texts)))
+            manifest.update(model=cfg.embedding.model, model_slug=encoder.slug, dim=int(vectors.shape[1]),
+                            max_length=cfg.embedding.max_length, vector_backend=cfg.vectors.backend,
+                            vector_url=cfg.vectors.url, vectors=len(texts), vector_dtype="float16-cache/float32-store")
+        manifest["stages"] = {s.stage: round(s.seconds, 3) for s in stages}
+        write_json_atomic(build / "manifest.json", manifest)
+    return IngestReport(index, (root / "current").resolve(), "built", len(dataset.papers), dataset.rejected,
+                        dataset.duplicates, tuple(stages), encoded, reused, peak_rss_mb(), manifest)

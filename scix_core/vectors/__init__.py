@@ -1,0 +1,33 @@
+"""Vector stores: one contract, qdrant-edge (embedded default) and qdrant-client backends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scix_core.config import VectorConfig
+from scix_core.errors import UnknownNameError
+from scix_core.vectors.base import VectorFilter, VectorHit, VectorStore
+
+BACKENDS = ("edge", "qdrant")
+
+
+def payload(paper) -> dict:
+    return {"paper_id": paper.paper_id, "year": paper.year, "categories": list(paper.categories)}
+
+
+def open_store(config: VectorConfig, build_dir: Path, index: str, dim: int | None = None) -> VectorStore:
+    """Open (``dim=None``) or create the vector store of an index build."""
+    if config.backend == "edge":
+        from scix_core.vectors.edge import EdgeVectorStore
+
+        return EdgeVectorStore(build_dir / "vectors", dim, config.hnsw_m, config.hnsw_ef_construct)
+    if config.backend == "qdrant":
+        from scix_core.vectors.client import ClientVectorStore
+
+        if config.url:
+            return ClientVectorStore(f"scix-{index}", dim, url=config.url, timeout_s=config.timeout_s)
+        return ClientVectorStore(f"scix-{index}", dim, path=str(build_dir / "qdrant-local"))
+    raise UnknownNameError("vector backend", config.backend, BACKENDS)
+
+
+__all__ = ["BACKENDS", "VectorFilter", "VectorHit", "VectorStore", "open_store", "payload"]

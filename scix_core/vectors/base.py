@@ -1,0 +1,52 @@
+"""The vector-store contract shared by every backend.
+
+Points carry ``paper_id``, ``year`` and ``categories`` as payload; the
+point id is the paper's position in the corpus (``papers.idx``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+import numpy as np
+
+PAYLOAD_INDEXES = {"paper_id": "keyword", "year": "integer", "categories": "keyword"}
+
+
+@dataclass(frozen=True, slots=True)
+class VectorFilter:
+    """Conditions a vector store evaluates as payload filters (all must hold)."""
+
+    year_min: int | None = None
+    year_max: int | None = None
+    categories: tuple[str, ...] = ()
+    paper_ids: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return any((self.year_min is not None, self.year_max is not None, self.categories, self.paper_ids))
+
+
+@dataclass(frozen=True, slots=True)
+class VectorHit:
+    point_id: int
+    paper_id: str | None
+    score: float
+
+
+class VectorStore(Protocol):
+    """Cosine kNN over paper vectors."""
+
+    name: str
+
+    def upsert(self, ids: Sequence[int], vectors: np.ndarray, payloads: Sequence[dict]) -> None: ...
+
+    def finish(self) -> None:
+        """Build indexes and flush after the last upsert."""
+
+    def search(self, vector: np.ndarray, k: int, flt: VectorFilter | None = None,
+               exact: bool = False) -> list[VectorHit]: ...
+
+    def count(self) -> int: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,85 @@
+"""qdrant-client: a Qdrant server by URL (REST), or the client's own local modes.
+
+``location=":memory:"`` and ``path=`` are qdrant-client's exact brute-force
+local mode, used as a reference in tests; serving at scale goes to a server.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from scix_core.errors import BackendUnavailableError
+from scix_core.vectors.base import PAYLOAD_INDEXES, VectorFilter, VectorHit
+
+BATCH = 512
+
+
+def client_filter(flt: VectorFilter | None):
+    if not flt:
+        return None
+    from qdrant_client import models as m
+
+    must = []
+    if flt.year_min is not None or flt.year_max is not None:
+        must.append(m.FieldCondition(key="year", range=m.Range(gte=flt.year_min, lte=flt.year_max)))
+    if flt.categories:
+        must.append(m.FieldCondition(key="categories", match=m.MatchAny(any=list(flt.categories))))
+    if flt.paper_ids:
+        must.append(m.FieldCondition(key="paper_id", match=m.MatchAny(any=list(flt.paper_ids))))
+    return m.Filter(must=must)
+
+
+class ClientVectorStore:
+    name = "qdrant"
+
+    def __init__(self, collection: str, dim: int | None = None, url: str | None = None,
+                 location: str | None = None, path: str | None = None, timeout_s: float = 10.0):
+        try:
+            from qdrant_client import QdrantClient, models as m
+        except ImportError:
+            raise BackendUnavailableError("qdrant-client is not installed: `pip install qdrant-client`") from None
+        self.collection = collection
+        self.remote = url is not None  # local mode is exact brute force: no indexes, no search params
+        try:
+            self.client = QdrantClient(url=url, location=location, path=path, timeout=int(timeout_s))
+            if dim is not None:
+                if self.client.collection_exists(collection):
+                    self.client.delete_collection(collection)
+                self.client.create_collection(collection, vectors_config=m.VectorParams(size=dim, distance=m.Distance.COSINE))
+                kinds = {"keyword": m.PayloadSchemaType.KEYWORD, "integer": m.PayloadSchemaType.INTEGER}
+                for field, kind in PAYLOAD_INDEXES.items() if self.remote else ():
+                    self.client.create_payload_index(collection, field, kinds[kind])
+            elif not self.client.collection_exists(collection):
+                raise BackendUnavailableError(f"Qdrant collection {collection!r} does not exist; run `scix ingest` first")
+        except BackendUnavailableError:
+            raise
+        except Exception as exc:
+            where = url or path or location
+            raise BackendUnavailableError(f"cannot reach Qdrant at {where}: {exc}") from exc
+
+    def upsert(self, ids: Sequence[int], vectors: np.ndarray, payloads: Sequence[dict]) -> None:
+        from qdrant_client import models as m
+
+        for start in range(0, len(ids), BATCH):
+            self.client.upsert(self.collection, points=[
+                m.PointStruct(id=int(i), vector=v.astype(np.float32).tolist(), payload=p)
+                for i, v, p in zip(ids[start:start + BATCH], vectors[start:start + BATCH], payloads[start:start + BATCH])])
+
+    def finish(self) -> None:
+        pass
+
+    def search(self, vector: np.ndarray, k: int, flt: VectorFilter | None = None, exact: bool = False) -> list[VectorHit]:
+        from qdrant_client import models as m
+
+        res = self.client.query_points(self.collection, query=np.asarray(vector, dtype=np.float32).tolist(), limit=k,
+                                       query_filter=client_filter(flt), with_payload=["paper_id"],
+                                       search_params=m.SearchParams(exact=exact) if self.remote else None)
+        return [VectorHit(int(p.id), (p.payload or {}).get("paper_id"), float(p.score)) for p in res.points]
+
+    def count(self) -> int:
+        return int(self.client.count(self.collection, exact=True).count)
+
+    def close(self) -> None:
+        self.client.close()

@@ -1,0 +1,84 @@
+"""qdrant-edge: the Qdrant engine in-process (HNSW, payload indexes), the embedded default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from scix_core.errors import BackendUnavailableError
+from scix_core.vectors.base import PAYLOAD_INDEXES, VectorFilter, VectorHit
+
+BATCH = 1024
+
+
+def _edge():
+    try:
+        import qdrant_edge
+    except ImportError:
+        raise BackendUnavailableError("qdrant-edge is not installed: `pip install qdrant-edge-py`") from None
+    return qdrant_edge
+
+
+def edge_filter(flt: VectorFilter | None):
+    if not flt:
+        return None
+    qe = _edge()
+    must = []
+    if flt.year_min is not None or flt.year_max is not None:
+        must.append(qe.FieldCondition(key="year", range=qe.RangeFloat(
+            gte=None if flt.year_min is None else float(flt.year_min),
+            lte=None if flt.year_max is None else float(flt.year_max))))
+    if flt.categories:
+        must.append(qe.FieldCondition(key="categories", match=qe.MatchAny(list(flt.categories))))
+    if flt.paper_ids:
+        must.append(qe.FieldCondition(key="paper_id", match=qe.MatchAny(list(flt.paper_ids))))
+    return qe.Filter(must=must)
+
+
+class EdgeVectorStore:
+    name = "edge"
+
+    def __init__(self, path: Path, dim: int | None = None, hnsw_m: int = 16, ef_construct: int = 100):
+        qe = _edge()
+        self.path = Path(path)
+        try:
+            if dim is None:
+                self.shard = qe.EdgeShard.load(str(self.path))
+            else:
+                self.path.mkdir(parents=True, exist_ok=True)
+                config = qe.EdgeConfig(
+                    vectors=qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine),
+                    hnsw_config=qe.HnswIndexConfig(m=hnsw_m, ef_construct=ef_construct, full_scan_threshold=10_000),
+                )
+                self.shard = qe.EdgeShard.create(str(self.path), config)
+                kinds = {"keyword": qe.PayloadSchemaType.Keyword, "integer": qe.PayloadSchemaType.Integer}
+                for field, kind in PAYLOAD_INDEXES.items():
+                    self.shard.update(qe.UpdateOperation.create_field_index(field, kinds[kind]))
+        except Exception as exc:
+            raise BackendUnavailableError(f"cannot open qdrant-edge shard at {self.path}: {exc}") from exc
+
+    def upsert(self, ids: Sequence[int], vectors: np.ndarray, payloads: Sequence[dict]) -> None:
+        qe = _edge()
+        for start in range(0, len(ids), BATCH):
+            points = [qe.Point(int(i), v.astype(np.float32).tolist(), p)
+                      for i, v, p in zip(ids[start:start + BATCH], vectors[start:start + BATCH], payloads[start:start + BATCH])]
+            self.shard.update(qe.UpdateOperation.upsert_points(points))
+
+    def finish(self) -> None:
+        self.shard.optimize()
+        self.shard.flush()
+
+    def search(self, vector: np.ndarray, k: int, flt: VectorFilter | None = None, exact: bool = False) -> list[VectorHit]:
+        qe = _edge()
+        request = qe.QueryRequest(limit=k, query=qe.Query.Nearest(np.asarray(vector, dtype=np.float32).tolist()),
+                                  filter=edge_filter(flt), with_payload=["paper_id"],
+                                  params=qe.SearchParams(exact=exact))
+        return [VectorHit(int(p.id), (p.payload or {}).get("paper_id"), float(p.score)) for p in self.shard.query(request)]
+
+    def count(self) -> int:
+        return int(self.shard.info().points_count)
+
+    def close(self) -> None:
+        self.shard.close()

@@ -1,0 +1,112 @@
+"""The one module that lays out and writes the workspace on disk.
+
+Layout under ``home`` (``SCIX_HOME``)::
+
+    indexes/NAME/current -> builds/BUILD      symlink, swapped atomically
+    indexes/NAME/builds/BUILD/papers.sqlite   paper store + FTS5 tables
+    indexes/NAME/builds/BUILD/vectors/        embedded vector shard
+    indexes/NAME/builds/BUILD/manifest.json   what the build holds
+    cache/embeddings/MODEL/CHUNK.npy          float16 vectors, content-addressed
+
+A build is written in a temporary folder beside the others and only then
+becomes ``current`` through an atomic symlink replace, so a crash or Ctrl-C
+at any point leaves the previous index usable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from scix_core.errors import ConfigError, IndexNotFoundError
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def check_index_name(name: str) -> str:
+    if not _NAME.match(name or ""):
+        raise ConfigError(f"index name {name!r} must be 1-64 letters, digits, '.', '_' or '-'")
+    return name
+
+
+def write_json_atomic(path: Path, payload: Any) -> None:
+    """Write JSON to a temp file in the same folder, fsync, then rename over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(payload, fh, indent=2, sort_keys=True, default=str)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_text())
+
+
+class Workspace:
+    def __init__(self, home: Path):
+        self.home = Path(home)
+
+    def index_root(self, name: str) -> Path:
+        return self.home / "indexes" / check_index_name(name)
+
+    def index_dir(self, name: str) -> Path:
+        """The folder of the current build of ``name``; IndexNotFoundError if none."""
+        current = self.index_root(name) / "current"
+        if not current.exists():
+            raise IndexNotFoundError(
+                f"no index named {name!r} in {self.home}; build it with `scix ingest --index {name} ...`"
+            )
+        return current.resolve()
+
+    def indexes(self) -> list[str]:
+        root = self.home / "indexes"
+        return sorted(p.name for p in root.iterdir() if (p / "current").exists()) if root.exists() else []
+
+    def embedding_cache(self, model_slug: str) -> Path:
+        return self.home / "cache" / "embeddings" / model_slug
+
+    @contextmanager
+    def new_build(self, name: str, build_id: str) -> Iterator[Path]:
+        """Yield an empty folder to build in; on success it becomes ``current``.
+
+        On any exception (KeyboardInterrupt included) the partial build is
+        removed and ``current`` still points at the previous build.
+        """
+        builds = self.index_root(name) / "builds"
+        builds.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".building-", dir=builds))
+        try:
+            yield tmp
+            final = builds / build_id
+            if final.exists():
+                shutil.rmtree(final)
+            os.replace(tmp, final)
+            self._point_current(name, final)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        self._prune(name, keep=final)
+
+    def _point_current(self, name: str, target: Path) -> None:
+        root = self.index_root(name)
+        link = root / f".current-{os.getpid()}"
+        link.unlink(missing_ok=True)
+        link.symlink_to(target.relative_to(root))
+        os.replace(link, root / "current")
+
+    def _prune(self, name: str, keep: Path) -> None:
+        for old in (self.index_root(name) / "builds").iterdir():
+            if old != keep and not old.name.startswith(".building-"):
+                shutil.rmtree(old, ignore_errors=True)
