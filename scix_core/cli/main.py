@@ -45,6 +45,3 @@ def main(argv: list[str] | None = None) -> int:
         print("scix: interrupted; nothing was changed", file=sys.stderr)
         return 130
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,107 @@
+"""The scix command in-process: ingest, info, doctor, data fetch (loopback HTTP only)."""
+
+import hashlib
+import http.server
+import json
+import threading
+import zipfile
+from functools import partial
+
+import pytest
+
+from scix_core.cli.main import main
+from tests.conftest import FIXTURES
+
+
+def test_ingest_then_info_json(home, capsys):
+    assert main(["ingest", "--path", str(FIXTURES / "smart"), "--index", "sm", "--no-embed", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "taken 3 papers" in out and "rejected 0" in out
+    assert main(["info", "--index", "sm", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["counts"]["papers"] == 3 and info["counts"]["queries"] == 3 and info["format"] == "smart"
+    assert info["sizes_bytes"]["papers.sqlite"] > 0
+
+
+def test_ingest_reports_rejections_with_file_and_line(home, capsys):
+    assert main(["ingest", "--path", str(FIXTURES / "beir"), "--index", "b", "--no-embed", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "rejected 1" in out and "corpus.jsonl:3" in out and "duplicate ids dropped 1" in out
+
+
+def test_typed_errors_exit_cleanly(home, capsys, tmp_path):
+    assert main(["ingest", "--path", str(tmp_path / "nowhere"), "--index", "x"]) == 2
+    assert "nowhere" in capsys.readouterr().err
+    assert main(["ingest", "--path", str(FIXTURES / "beir"), "--index", "x", "--format", "nope"]) == 2
+    assert "valid: arxiv-jsonl, arxiv-kaggle, beir" in capsys.readouterr().err
+    assert main(["info", "--index", "never-built"]) == 2
+    assert main(["ingest", "--path", str(FIXTURES / "beir"), "--index", "../escape"]) == 2
+
+
+@pytest.mark.realdata
+def test_ingest_dataset_by_name(home, data_dir, monkeypatch, capsys):
+    monkeypatch.setenv("SCIX_DATA_DIR", str(data_dir))
+    assert main(["ingest", "--dataset", "cacm", "--index", "cacm", "--no-embed", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["info", "--index", "cacm", "--json"]) == 0
+    counts = json.loads(capsys.readouterr().out)["counts"]
+    assert counts["papers"] == 3204 and counts["queries"] == 64 and counts["qrels"] == 796
+    assert counts["with_abstract"] == 1587
+
+
+@pytest.mark.postgres
+def test_doctor_reports_every_backend(home, postgresql, monkeypatch, capsys):
+    info = postgresql.info  # a fresh database on the server the test command started
+    monkeypatch.setenv("SCIX_PG_DSN", f"postgresql://{info.user}@{info.host}:{info.port}/{info.dbname}")
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    for name in ("sqlite-fts5", "postgresql", "vectors", "model"):
+        assert name in out
+    assert "PostgreSQL" in out and "reachable" in out and "FAIL" not in out
+
+
+def test_doctor_fails_on_unreachable_postgres(home, monkeypatch, capsys):
+    monkeypatch.setenv("SCIX_PG_DSN", "postgresql://postgres@127.0.0.1:1/none")
+    assert main(["doctor"]) == 1
+    assert "FAIL postgresql" in capsys.readouterr().out
+
+
+@pytest.fixture
+def loopback(tmp_path):
+    """A real HTTP server on 127.0.0.1 serving a zip of the BEIR fixture."""
+    served = tmp_path / "served"
+    served.mkdir()
+    archive = served / "tiny.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        for f in (FIXTURES / "beir").rglob("*"):
+            if f.is_file():
+                zf.write(f, "tiny/" + str(f.relative_to(FIXTURES / "beir")))
+    handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/tiny.zip", hashlib.sha256(archive.read_bytes()).hexdigest()
+    server.shutdown()
+
+
+def test_fetch_verifies_checksum_and_unpacks(home, tmp_path, loopback, capsys):
+    url, sha = loopback
+    dest = tmp_path / "data"
+    assert main(["data", "fetch", "tiny", "--url", url, "--sha256", sha, "--dest", str(dest)]) == 0
+    assert (dest / "tiny" / "corpus.jsonl").exists()
+    assert main(["ingest", "--path", str(dest / "tiny"), "--index", "t", "--no-embed", "--quiet"]) == 0
+
+
+def test_fetch_rejects_mismatch_and_leaves_nothing(home, tmp_path, loopback, capsys):
+    url, _ = loopback
+    dest = tmp_path / "data"
+    assert main(["data", "fetch", "tiny", "--url", url, "--sha256", "0" * 64, "--dest", str(dest)]) == 2
+    assert "checksum" in capsys.readouterr().err
+    assert not (dest / "tiny").exists() and not list(dest.glob(".fetch-*"))
+
+
+def test_fetch_refuses_unknown_source_without_checksum(home, tmp_path, loopback, capsys):
+    url, _ = loopback
+    assert main(["data", "fetch", "tiny", "--url", url, "--dest", str(tmp_path / "d")]) == 2
+    assert "no checksum" in capsys.readouterr().err
+    assert main(["data", "fetch", "nonesuch", "--dest", str(tmp_path / "d")]) == 2
+    assert "scifact" in capsys.readouterr().err

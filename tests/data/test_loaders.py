@@ -1,0 +1,113 @@
+"""Every loader on a small hand-checkable fixture, including its quirks."""
+
+import datetime as dt
+import gzip
+import shutil
+
+import pytest
+
+from scix_core.data import LOADERS, detect_format, load_dataset
+from scix_core.data.scifact_csv import parse_sentences
+from scix_core.errors import DataFormatError, DataPathError, UnknownNameError
+from tests.conftest import FIXTURES
+
+
+def test_beir_folder_crlf_qrels_bad_line_and_duplicate():
+    ds = load_dataset(FIXTURES / "beir")
+    assert ds.format == "beir"
+    assert [p.paper_id for p in ds.papers] == ["d1", "d2", "d3"]
+    assert ds.papers[0].title == "Dark matter halos"  # first occurrence wins
+    assert ds.duplicates == 1
+    assert len(ds.rejected) == 1 and ds.rejected[0].line == 3 and "corpus.jsonl" in ds.rejected[0].path
+    assert ds.qrels == {"test": {"q1": {"d1": 2, "d3": 1}, "q2": {"d2": 1}}}
+    assert ds.queries[0].fields == {"bucket": "short"}
+
+
+def test_smart_positional_qrels_grades_links_and_empty_abstract():
+    ds = load_dataset(FIXTURES / "smart")
+    assert ds.format == "smart"
+    assert [p.paper_id for p in ds.papers] == ["1", "2", "3"]
+    first = ds.papers[0]
+    assert first.title == "flutter of panels" and first.authors == ("smith,j.",)
+    assert first.published == dt.date(1961, 3, 1)
+    assert ds.papers[1].abstract == ""  # empty .W kept, not rejected
+    assert [q.query_id for q in ds.queries] == ["1", "4", "9"]
+    # qrels name queries by position: 2 -> the second query, .I 004; codes 1..4 -> gain 5-code; -1 kept negative
+    assert ds.qrels["test"] == {"1": {"1": 4, "2": -1}, "4": {"3": 3, "1": 1}}
+    direct = {(c.source, c.target) for c in ds.citations if c.kind == "direct"}
+    assert direct == {("1", "2"), ("2", "1")}  # self-link 1->1 dropped
+    assert {c.kind for c in ds.citations} == {"direct", "coupling"}
+    assert first.citation_count == 1
+
+
+def test_scifact_csv_numpy_printout():
+    assert parse_sentences("['a b.'\n 'c \\'d\\'.' \"e's\"]") == ["a b.", "c 'd'.", "e's"]
+    with pytest.raises(ValueError):
+        parse_sentences("['ok' garbage 'x']")
+    ds = load_dataset(FIXTURES / "scifact_csv", "scifact-csv")
+    assert [p.paper_id for p in ds.papers] == ["11", "13"]
+    assert ds.papers[0].abstract == "First sentence. Second, with a comma. It's quoted. Escaped 'single' quotes."
+    assert len(ds.rejected) == 1 and "abstract" in ds.rejected[0].reason
+    assert ds.qrels == {"train": {"5": {"11": 1, "13": 1}, "6": {"13": 1}}}
+
+
+def test_citeulike_without_trailing_newline():
+    ds = load_dataset(FIXTURES / "citeulike")
+    assert ds.format == "citeulike"
+    assert len(ds.papers) == 3 and ds.papers[2].title == "Metabolic networks"
+    assert [(i.user_id, i.paper_id, i.position) for i in ds.interactions] == [
+        ("0", "0", 0), ("0", "2", 1), ("1", "0", 0), ("1", "1", 1), ("1", "2", 2)]
+    assert {(c.source, c.target) for c in ds.citations} == {("0", "1"), ("1", "2")}
+    assert ds.papers[1].citation_count == 2
+    assert ds.tags == {"0": ("networks", "metabolism"), "2": ("metabolism",)}
+
+
+def test_citeulike_count_prefix_mismatch_names_file_and_line(tmp_path):
+    shutil.copytree(FIXTURES / "citeulike", tmp_path / "c")
+    (tmp_path / "c" / "users.dat").write_text("2 0 2\n5 0 1")
+    with pytest.raises(DataFormatError) as err:
+        load_dataset(tmp_path / "c")
+    assert err.value.line == 2 and err.value.path.endswith("users.dat")
+
+
+def test_arxiv_listing_filters_codes_dedupes_and_rejects_bad_lines():
+    ds = load_dataset(FIXTURES / "arxiv")
+    assert ds.format == "arxiv-jsonl"
+    assert [p.paper_id for p in ds.papers] == ["2103.01234", "1812.00001"]
+    assert ds.papers[0].categories == ("cs.AI", "cs.CL")
+    assert ds.papers[0].abstract == "An abstract with a line break."
+    assert ds.papers[0].published == dt.date(2021, 3, 1)
+    assert ds.papers[1].categories == ("astro-ph.GA",)
+    assert ds.duplicates == 1 and len(ds.rejected) == 1 and ds.rejected[0].line == 4
+
+
+def test_truncated_gzip_is_a_typed_error_naming_the_file(tmp_path):
+    data = (FIXTURES / "arxiv" / "listing.jsonl.gz").read_bytes()
+    (tmp_path / "cut.jsonl.gz").write_bytes(data[: len(data) // 2])
+    with pytest.raises(DataFormatError) as err:
+        load_dataset(tmp_path / "cut.jsonl.gz")
+    assert "cut.jsonl.gz" in str(err.value)
+
+
+def test_kaggle_csv_repairs_ids_and_dates():
+    ds = load_dataset(FIXTURES / "arxiv_kaggle.csv")
+    assert ds.format == "arxiv-kaggle"
+    assert [p.paper_id for p in ds.papers] == ["0704.0010", "0704.2000"]
+    assert ds.papers[0].published == dt.date(2007, 3, 31)  # v1 creation date
+    assert ds.papers[1].published == dt.date(2007, 4, 1)  # no versions: from the id
+    assert ds.papers[0].authors == ("A. B", "C. D")
+    assert ds.papers[0].categories == ("hep-ph", "math.NT")
+    assert ds.papers[0].abstract == "An abstract wrapped."
+
+
+def test_bad_paths_and_formats(tmp_path):
+    with pytest.raises(DataPathError, match="no such file"):
+        load_dataset(tmp_path / "missing")
+    with pytest.raises(UnknownNameError) as err:
+        load_dataset(FIXTURES / "beir", "trec-web")
+    assert "beir" in str(err.value) and "smart" in str(err.value)
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "notes.txt").write_text("hello")
+    with pytest.raises(DataPathError, match="--format"):
+        detect_format(tmp_path / "x")
+    assert set(LOADERS) == {"beir", "scifact-csv", "smart", "arxiv-jsonl", "arxiv-kaggle", "citeulike"}
