@@ -108,7 +108,7 @@ def ingest(source: Path | str | Dataset, index: str, fmt: str | None = None, *, 
         encoded = reused = 0
         if embed and dataset.papers:
             encoder = encoder or Encoder(cfg.embedding)
-            cache = EmbeddingCache(ws.embedding_cache(encoder.slug), cfg.embedding.model, cfg.embedding.max_length)
+            cache = EmbeddingCache(ws.embedding_cache(encoder.slug), cfg.embedding.model, encoder.max_length)
             t = time.perf_counter()
             with _progress(len(texts), "embed", progress) as bar:
                 vectors = cache.vectors(texts, encoder.encode, on_chunk=bar.update)
@@ -127,7 +127,7 @@ def ingest(source: Path | str | Dataset, index: str, fmt: str | None = None, *, 
                 store.close()
             stages.append(StageTiming("vectors+index", time.perf_counter() - t, len(texts)))
             manifest.update(model=cfg.embedding.model, model_slug=encoder.slug, dim=int(vectors.shape[1]),
-                            max_length=cfg.embedding.max_length, vector_backend=cfg.vectors.backend,
+                            max_length=encoder.max_length, vector_backend=cfg.vectors.backend,
                             vector_url=cfg.vectors.url, vectors=len(texts), vector_dtype="float16-cache/float32-store")
         manifest["stages"] = {s.stage: round(s.seconds, 3) for s in stages}
         write_json_atomic(build / "manifest.json", manifest)

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import ast
-import csv
 import datetime as dt
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 
 from scix_core.data.arxiv_ids import arxiv_categories, published_from_id, repair_float_id
 from scix_core.data.dataset import Dataset, PaperCollector
-from scix_core.data.scifact_csv import _csv_rows
-from scix_core.data.textio import read_jsonl
+from scix_core.data.textio import read_csv_rows, read_jsonl
 from scix_core.errors import DataPathError
 from scix_core.types import Paper
 
@@ -77,14 +75,14 @@ def _authors(row: dict) -> tuple[str, ...]:
 def load_arxiv_kaggle(path: Path) -> Dataset:
     """The Kaggle snapshot schema as CSV; repairs float-mangled ids (``704.001``).
 
-    ``published`` is the v1 creation date, else the id's month; the
-    ``update_date`` (``M/D/YYYY``) is a revision date and is not used for it.
+    ``published`` is the v1 creation date, else the id's month, and only as
+    a last resort the ``update_date`` (``M/D/YYYY``), which is a revision date.
     """
     file = path if path.is_file() else next(iter(sorted(path.glob("*.csv"))), None)
     if file is None:
         raise DataPathError(f"{path} holds no CSV file")
     out = PaperCollector()
-    for lineno, row in _csv_rows(file):
+    for lineno, row in read_csv_rows(file):
         pid = repair_float_id(row.get("id") or "")
         if not pid or not _clean(row.get("title")):
             out.reject(file, lineno, "row has no id or title")
@@ -92,7 +90,8 @@ def load_arxiv_kaggle(path: Path) -> Dataset:
         out.add(Paper(
             pid, _clean(row.get("title")), _clean(row.get("abstract")),
             authors=_authors(row), categories=arxiv_categories(row.get("categories") or ""),
-            published=_first_version_date(row.get("versions") or "") or published_from_id(pid),
+            published=(_first_version_date(row.get("versions") or "") or published_from_id(pid)
+                       or parse_update_date(row.get("update_date") or "")),
         ))
     return Dataset(name=file.parent.name if path.is_dir() else file.stem, format="arxiv-kaggle",
                    papers=out.papers, rejected=tuple(out.rejected), duplicates=out.duplicates,

@@ -9,21 +9,16 @@ the sentences joined by spaces.
 from __future__ import annotations
 
 import ast
-import csv
 import re
-import sys
 from pathlib import Path
 
 from scix_core.data.beir import load_qrels_dir, load_queries
 from scix_core.data.dataset import Dataset, PaperCollector
-from scix_core.data.textio import require_file
-from scix_core.errors import DataFormatError, DataPathError
+from scix_core.data.textio import read_csv_rows
+from scix_core.errors import DataPathError
 from scix_core.types import Paper, Query
 
 _LITERAL = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*\"""", re.S)
-
-csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-
 
 def parse_sentences(printout: str) -> list[str]:
     """Sentences from a numpy list printout; raises ValueError on leftovers."""
@@ -42,21 +37,10 @@ def parse_sentences(printout: str) -> list[str]:
     return sentences
 
 
-def _csv_rows(path: Path):
-    require_file(path)
-    with open(path, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        try:
-            for row in reader:
-                yield reader.line_num, row
-        except csv.Error as exc:
-            raise DataFormatError(path, reader.line_num, f"malformed CSV: {exc}") from exc
-
-
 def _claims(path: Path) -> tuple[tuple[Query, ...], dict[str, dict[str, int]]]:
     queries: dict[str, Query] = {}
     qrels: dict[str, dict[str, int]] = {}
-    for _, row in _csv_rows(path):
+    for _, row in read_csv_rows(path):
         qid = row["id"].strip()
         queries.setdefault(qid, Query(qid, row["claim"]))
         for doc in re.findall(r"\d+", row.get("cited_doc_ids") or ""):
@@ -84,7 +68,7 @@ def load_scifact_csv(path: Path) -> Dataset:
     if not corpus.exists():
         raise DataPathError(f"{path} has no corpus_train.csv (looked in {csv_dir})")
     out = PaperCollector()
-    for lineno, row in _csv_rows(corpus):
+    for lineno, row in read_csv_rows(corpus):
         doc_id = (row.get("doc_id") or "").strip()
         if not doc_id or row.get("abstract") is None:
             out.reject(corpus, lineno, "row has no doc_id or abstract column")

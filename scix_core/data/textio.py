@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import csv
 import gzip
 import json
+import sys
 import zlib
 from pathlib import Path
 from typing import Iterator
+
+csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # abstracts and bodies can be long
 
 from scix_core.errors import DataFormatError, DataPathError
 
@@ -46,3 +50,15 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, object]]:
             yield lineno, json.loads(line)
         except json.JSONDecodeError as exc:
             yield lineno, ValueError(f"invalid JSON: {exc.msg} at column {exc.colno}")
+
+
+def read_csv_rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
+    """Yield ``(line_number, row)`` from an RFC-4180 CSV with a header (fields may span lines)."""
+    require_file(path)
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        try:
+            for row in reader:
+                yield reader.line_num, row
+        except csv.Error as exc:
+            raise DataFormatError(path, reader.line_num, f"malformed CSV: {exc}") from exc

@@ -78,8 +78,8 @@ class Encoder:
             raise ModelUnavailableError(
                 f"cannot load embedding model {self.config.model!r} ({source}): {exc}. "
                 "Models are never downloaded at run time; point embedding.model at a local path.") from exc
-        limit = getattr(model[0].auto_model.config, "max_position_embeddings", None) or self.config.max_length
-        model.max_seq_length = min(self.config.max_length, limit)
+        # the model's own configured maximum (256 for MiniLM), not its position-embedding size
+        model.max_seq_length = min(self.config.max_length, model.max_seq_length or self.config.max_length)
         return model
 
     @property

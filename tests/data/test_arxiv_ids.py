@@ -31,3 +31,10 @@ def test_category_filter_keeps_arxiv_codes_in_order():
 ])
 def test_repair_float_id(raw, expected):
     assert repair_float_id(raw) == expected
+
+
+def test_kaggle_update_date():
+    from scix_core.data.arxiv import parse_update_date
+
+    assert parse_update_date("5/23/2007") == dt.date(2007, 5, 23)
+    assert parse_update_date("2007-05-23") is None
