@@ -83,3 +83,41 @@ class Rejection:
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredPaper:
+    paper_id: str
+    score: float
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """An ordered list of scored papers from one lane or stage, best first.
+
+    Ranks are 1-based everywhere (``rank_of``), matching the RRF definition.
+    """
+
+    name: str
+    items: tuple[ScoredPaper, ...] = ()
+
+    @classmethod
+    def from_pairs(cls, name: str, pairs) -> "Ranking":
+        return cls(name, tuple(ScoredPaper(str(p), float(s)) for p, s in pairs))
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(i.paper_id for i in self.items)
+
+    def ranks(self) -> dict[str, int]:
+        """paper id -> 1-based rank (first occurrence if an id repeats)."""
+        out: dict[str, int] = {}
+        for rank, item in enumerate(self.items, start=1):
+            out.setdefault(item.paper_id, rank)
+        return out
+
+    def top(self, k: int) -> "Ranking":
+        return Ranking(self.name, self.items[:k])

@@ -1,0 +1,41 @@
+"""CombSUM and CombMNZ (Fox & Shaw, TREC-2 1994) over min-max normalised scores.
+
+Normalisation is guarded: a ranking whose scores are all equal (max == min)
+gives every paper 1.0 instead of dividing by zero.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from scix_core.fusion.order import ordered
+from scix_core.types import Ranking
+
+
+def minmax(ranking: Ranking) -> dict[str, float]:
+    scores = {i.paper_id: i.score for i in reversed(ranking.items)}  # first occurrence wins
+    if not scores:
+        return {}
+    lo, hi = min(scores.values()), max(scores.values())
+    if hi == lo:
+        return dict.fromkeys(scores, 1.0)
+    return {p: (s - lo) / (hi - lo) for p, s in scores.items()}
+
+
+def combsum(rankings: Sequence[Ranking], name: str = "combsum") -> Ranking:
+    total: dict[str, float] = {}
+    for ranking in rankings:
+        for p, s in minmax(ranking).items():
+            total[p] = total.get(p, 0.0) + s
+    return ordered(name, total, rankings)
+
+
+def combmnz(rankings: Sequence[Ranking], name: str = "combmnz") -> Ranking:
+    """CombSUM times the number of rankings that retrieved the paper."""
+    total: dict[str, float] = {}
+    hits: dict[str, int] = {}
+    for ranking in rankings:
+        for p, s in minmax(ranking).items():
+            total[p] = total.get(p, 0.0) + s
+            hits[p] = hits.get(p, 0) + 1
+    return ordered(name, {p: total[p] * hits[p] for p in total}, rankings)
