@@ -83,9 +83,9 @@ def ingest(source: Path | str | Dataset, index: str, fmt: str | None = None, *, 
 
     t = time.perf_counter()
     dataset = source if isinstance(source, Dataset) else load_dataset(source, fmt)
+    stages.append(StageTiming("parse", time.perf_counter() - t, len(dataset.papers)))
     if limit is not None:
         dataset = dataclasses.replace(dataset, papers=dataset.papers[:limit])
-    stages.append(StageTiming("parse", time.perf_counter() - t, len(dataset.papers)))
     texts = [p.text for p in dataset.papers]
     key = _build_key(dataset, corpus_hash(texts), cfg, embed)
 
