@@ -89,9 +89,8 @@ class Workspace:
         tmp = Path(tempfile.mkdtemp(prefix=".building-", dir=builds))
         try:
             yield tmp
-            final = builds / build_id
-            if final.exists():
-                shutil.rmtree(final)
+            # a fresh folder name even for an identical rebuild, so `current` never dangles
+            final = builds / f"{build_id}{tmp.name.removeprefix('.building')}"
             os.replace(tmp, final)
             self._point_current(name, final)
         except BaseException:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from scix_core.fusion.order import ordered
+from scix_core.fusion.order import ordered, summed
 from scix_core.types import Ranking
 
 
@@ -23,19 +23,11 @@ def minmax(ranking: Ranking) -> dict[str, float]:
 
 
 def combsum(rankings: Sequence[Ranking], name: str = "combsum") -> Ranking:
-    total: dict[str, float] = {}
-    for ranking in rankings:
-        for p, s in minmax(ranking).items():
-            total[p] = total.get(p, 0.0) + s
+    total, _ = summed(rankings, minmax)
     return ordered(name, total, rankings)
 
 
 def combmnz(rankings: Sequence[Ranking], name: str = "combmnz") -> Ranking:
     """CombSUM times the number of rankings that retrieved the paper."""
-    total: dict[str, float] = {}
-    hits: dict[str, int] = {}
-    for ranking in rankings:
-        for p, s in minmax(ranking).items():
-            total[p] = total.get(p, 0.0) + s
-            hits[p] = hits.get(p, 0) + 1
+    total, hits = summed(rankings, minmax)
     return ordered(name, {p: total[p] * hits[p] for p in total}, rankings)

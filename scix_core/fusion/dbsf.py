@@ -10,7 +10,7 @@ from __future__ import annotations
 import statistics
 from typing import Sequence
 
-from scix_core.fusion.order import ordered
+from scix_core.fusion.order import ordered, summed
 from scix_core.types import Ranking
 
 
@@ -27,8 +27,5 @@ def _normalise(ranking: Ranking) -> dict[str, float]:
 
 
 def dbsf(rankings: Sequence[Ranking], name: str = "dbsf") -> Ranking:
-    total: dict[str, float] = {}
-    for ranking in rankings:
-        for p, s in _normalise(ranking).items():
-            total[p] = total.get(p, 0.0) + s
+    total, _ = summed(rankings, _normalise)
     return ordered(name, total, rankings)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from scix_core.types import Ranking
 
@@ -16,3 +16,15 @@ def ordered(name: str, scores: Mapping[str, float], rankings: Sequence[Ranking])
             best[paper_id] = min(best.get(paper_id, (rank, lane)), (rank, lane))
     keys = sorted(scores, key=lambda p: (-scores[p], *best.get(p, (0, 0)), p))
     return Ranking.from_pairs(name, ((p, scores[p]) for p in keys))
+
+
+def summed(rankings: Sequence[Ranking], normalise: Callable[[Ranking], dict[str, float]]
+           ) -> tuple[dict[str, float], dict[str, int]]:
+    """Per paper: the sum of its normalised scores, and how many rankings had it."""
+    total: dict[str, float] = {}
+    hits: dict[str, int] = {}
+    for ranking in rankings:
+        for p, s in normalise(ranking).items():
+            total[p] = total.get(p, 0.0) + s
+            hits[p] = hits.get(p, 0) + 1
+    return total, hits
