@@ -52,9 +52,6 @@ class PaperCollector:
     def reject(self, path: object, line: int, reason: str) -> None:
         self.rejected.append(Rejection(str(path), line, reason))
 
-    def __contains__(self, paper_id: str) -> bool:
-        return paper_id in self._papers
-
     @property
     def papers(self) -> tuple[Paper, ...]:
         return tuple(self._papers.values())

@@ -10,8 +10,6 @@ import zlib
 from pathlib import Path
 from typing import Iterator
 
-csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # abstracts and bodies can be long
-
 from scix_core.errors import DataFormatError, DataPathError
 
 
@@ -55,6 +53,7 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, object]]:
 def read_csv_rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
     """Yield ``(line_number, row)`` from an RFC-4180 CSV with a header (fields may span lines)."""
     require_file(path)
+    csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # abstracts and bodies can be long
     with open(path, newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)
         try:
