@@ -119,5 +119,12 @@ class Ranking:
             out.setdefault(item.paper_id, rank)
         return out
 
+    def scores(self) -> dict[str, float]:
+        """paper id -> score (first occurrence if an id repeats, like :meth:`ranks`)."""
+        out: dict[str, float] = {}
+        for item in self.items:
+            out.setdefault(item.paper_id, item.score)
+        return out
+
     def top(self, k: int) -> "Ranking":
         return Ranking(self.name, self.items[:k])

@@ -20,6 +20,7 @@ from scix_core.types import Paper, Query
 
 _LITERAL = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*\"""", re.S)
 
+
 def parse_sentences(printout: str) -> list[str]:
     """Sentences from a numpy list printout; raises ValueError on leftovers."""
     body = printout.strip()

@@ -13,7 +13,7 @@ from scix_core.types import Ranking
 
 
 def minmax(ranking: Ranking) -> dict[str, float]:
-    scores = {i.paper_id: i.score for i in reversed(ranking.items)}  # first occurrence wins
+    scores = ranking.scores()
     if not scores:
         return {}
     lo, hi = min(scores.values()), max(scores.values())

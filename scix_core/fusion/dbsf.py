@@ -15,7 +15,7 @@ from scix_core.types import Ranking
 
 
 def _normalise(ranking: Ranking) -> dict[str, float]:
-    scores = {i.paper_id: i.score for i in reversed(ranking.items)}
+    scores = ranking.scores()
     if not scores:
         return {}
     mean = statistics.fmean(scores.values())
