@@ -45,6 +45,28 @@ class VectorConfig:
 @dataclass(frozen=True)
 class PostgresConfig:
     dsn: str | None = None
+    connect_timeout_s: int = 5
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    """Search defaults (SPEC §3). The per-call lexical knobs ``SCIX_LEXICAL_POOL``,
+    ``SCIX_LEXICAL_RANK_FLAG`` and ``SCIX_QDRANT_EXACT`` are environment variables
+    re-read on every query (:mod:`scix_core.search.knobs`), as in the reference design.
+    """
+
+    lexical_backend: str = "sqlite"  # or "postgres"
+    lexical_mode: str = "and"  # or "or" (attribution experiments)
+    depth: int = 60  # per-lane candidates fed to fusion
+    rrf_k: int = 60
+    limit: int = 10
+    title_weight: float = 1.0  # FTS5 bm25() column weights
+    abstract_weight: float = 1.0
+    ts_config: str = "english"  # PostgreSQL text-search config, from a whitelist
+    lane_timeout_ms: int = 5000
+    max_query_chars: int = 2000
+    max_query_tokens: int = 64
+    body: bool = True  # run the body lane when the index has full texts
 
 
 @dataclass(frozen=True)
@@ -54,6 +76,7 @@ class Config:
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     vectors: VectorConfig = field(default_factory=VectorConfig)
     postgres: PostgresConfig = field(default_factory=PostgresConfig)
+    search: SearchConfig = field(default_factory=SearchConfig)
 
     def replace(self, **overrides: Any) -> "Config":
         """Per-call overrides with dotted names: ``cfg.replace(**{"embedding.model": "x"})``."""
@@ -68,6 +91,7 @@ _ENV = {
     "SCIX_VECTOR_BACKEND": "vectors.backend",
     "SCIX_QDRANT_URL": "vectors.url",
     "SCIX_PG_DSN": "postgres.dsn",
+    "SCIX_LEXICAL_BACKEND": "search.lexical_backend",
 }
 
 

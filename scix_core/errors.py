@@ -72,3 +72,21 @@ class BackendUnavailableError(ScixError):
     """A storage or vector backend cannot be reached or opened."""
 
     code = "backend_unavailable"
+
+
+class QueryError(ScixError):
+    """A search query is empty or unusable."""
+
+    code = "invalid_query"
+
+
+class FilterError(ScixError):
+    """A search filter names an unknown key or an impossible range."""
+
+    code = "invalid_filter"
+
+
+class VectorIndexUnavailableError(ScixError):
+    """Semantic search was asked for but the index has no usable dense lane."""
+
+    code = "vector_index_unavailable"

@@ -104,3 +104,15 @@ class Encoder:
         vec = self.encode([text])[0]
         vec.setflags(write=False)  # cached: callers must not mutate it
         return vec
+
+
+_SHARED: dict[EmbeddingConfig, Encoder] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_encoder(config: EmbeddingConfig) -> Encoder:
+    """One encoder per model config per process: a model is loaded once, never per request."""
+    with _SHARED_LOCK:
+        if config not in _SHARED:
+            _SHARED[config] = Encoder(config)
+        return _SHARED[config]

@@ -12,6 +12,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
+import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -72,7 +74,25 @@ def connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
     except sqlite3.OperationalError as exc:
         raise BackendUnavailableError(f"cannot open paper store {path}: {exc}") from exc
     conn.row_factory = sqlite3.Row
+    conn.create_function("scix_author_match", 2, _author_match, deterministic=True)
     return conn
+
+
+def _author_match(authors_json: str, needles_json: str) -> int:
+    """1 when a case-folded author name contains a case-folded needle (see ``SearchFilters.authors``)."""
+    needles = json.loads(needles_json)
+    return int(any(n in a.casefold() for a in json.loads(authors_json) for n in needles))
+
+
+@contextmanager
+def time_limit(conn: sqlite3.Connection, ms: float) -> Iterator[None]:
+    """Interrupt statements on ``conn`` that run past ``ms`` (``sqlite3.OperationalError: interrupted``)."""
+    deadline = time.perf_counter() + ms / 1000
+    conn.set_progress_handler(lambda: int(time.perf_counter() > deadline), 2000)
+    try:
+        yield
+    finally:
+        conn.set_progress_handler(None, 0)
 
 
 def build_store(path: Path, dataset: Dataset, meta: dict[str, str]) -> None:

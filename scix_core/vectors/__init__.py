@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from scix_core.config import VectorConfig
@@ -30,4 +31,21 @@ def open_store(config: VectorConfig, build_dir: Path, index: str, dim: int | Non
     raise UnknownNameError("vector backend", config.backend, BACKENDS)
 
 
-__all__ = ["BACKENDS", "VectorFilter", "VectorHit", "VectorStore", "open_store", "payload"]
+_READERS: dict[tuple, VectorStore] = {}
+_READERS_LOCK = threading.Lock()
+
+
+def open_reader(config: VectorConfig, build_dir: Path, index: str) -> VectorStore:
+    """The vector store of a built index, opened once per process and shared.
+
+    An embedded shard can be opened only once at a time, and every
+    searcher over the same build should reuse it anyway.
+    """
+    key = (config.backend, config.url, str(Path(build_dir).resolve()), index)
+    with _READERS_LOCK:
+        if key not in _READERS:
+            _READERS[key] = open_store(config, build_dir, index)
+        return _READERS[key]
+
+
+__all__ = ["BACKENDS", "VectorFilter", "VectorHit", "VectorStore", "open_reader", "open_store", "payload"]

@@ -1,0 +1,79 @@
+"""Lanes and the registry that assembles the lexical ones for a backend.
+
+A backend factory returns the lanes it could build and, for those it
+could not (server unreachable, index not synced), the reason — a lane that
+cannot reach its backend is dropped and reported, never faked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from scix_core.config import Config
+from scix_core.errors import BackendUnavailableError, UnknownNameError
+from scix_core.search.lanes.base import Lane, LaneRequest, LaneTimeout
+
+
+@dataclass
+class LaneSet:
+    lanes: list[Lane] = field(default_factory=list)
+    unavailable: dict[str, str] = field(default_factory=dict)  # lane name -> why
+
+
+def _lane_names(with_body: bool) -> list[str]:
+    return ["lexical", "body"] if with_body else ["lexical"]
+
+
+def sqlite_lanes(cfg: Config, build_dir: Path, index: str, with_body: bool) -> LaneSet:
+    from scix_core.search.lanes.fts5 import Fts5Lane
+    from scix_core.stores.papers import connect
+
+    s = cfg.search
+    path = build_dir / "papers.sqlite"
+    out = LaneSet([Fts5Lane(connect(path, readonly=True), "lexical", "papers_fts", (s.title_weight, s.abstract_weight),
+                            s.lexical_mode, s.lane_timeout_ms)])
+    if with_body:
+        out.lanes.append(Fts5Lane(connect(path, readonly=True), "body", "body_fts", (1.0,), s.lexical_mode, s.lane_timeout_ms))
+    return out
+
+
+def postgres_lanes(cfg: Config, build_dir: Path, index: str, with_body: bool) -> LaneSet:
+    from scix_core.search.lanes.postgres import PostgresLane
+    from scix_core.stores.papers import PaperStore
+    from scix_core.stores.postgres import connect, schema_name, synced_build_key
+
+    s, names = cfg.search, _lane_names(with_body)
+    try:
+        conns = [connect(cfg.postgres.dsn, cfg.postgres.connect_timeout_s) for _ in names]
+    except BackendUnavailableError as exc:
+        return LaneSet(unavailable={n: str(exc) for n in names})
+    store = PaperStore(build_dir / "papers.sqlite")
+    key = store.meta().get("build_key")
+    store.close()
+    schema = schema_name(index)
+    if synced_build_key(conns[0], schema) != key:
+        for c in conns:
+            c.close()
+        why = f"index {index!r} is not synced to PostgreSQL (or is stale); run `scix ingest ... --backend postgres`"
+        return LaneSet(unavailable={n: why for n in names})
+    fields = {"lexical": "title_abstract", "body": "body"}
+    return LaneSet([PostgresLane(c, schema, n, fields[n], s.lexical_mode, s.ts_config, s.lane_timeout_ms)
+                    for c, n in zip(conns, names)])
+
+
+LEXICAL_BACKENDS: dict[str, Callable[[Config, Path, str, bool], LaneSet]] = {
+    "sqlite": sqlite_lanes,
+    "postgres": postgres_lanes,
+}
+
+
+def lexical_lanes(cfg: Config, build_dir: Path, index: str, with_body: bool) -> LaneSet:
+    backend = cfg.search.lexical_backend
+    if backend not in LEXICAL_BACKENDS:
+        raise UnknownNameError("lexical backend", backend, list(LEXICAL_BACKENDS))
+    return LEXICAL_BACKENDS[backend](cfg, build_dir, index, with_body)
+
+
+__all__ = ["LEXICAL_BACKENDS", "Lane", "LaneRequest", "LaneSet", "LaneTimeout", "lexical_lanes"]

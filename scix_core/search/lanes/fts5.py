@@ -1,0 +1,65 @@
+"""Lexical lanes on SQLite FTS5 (the embedded default).
+
+The query becomes an FTS5 expression of quoted terms only (``"graph" AND
+"neural"``), so no user text ever reaches ``MATCH`` as syntax. ``bm25()``
+ranks with configurable column weights; scores are reported negated, so
+higher is better as in every other lane.
+
+Candidate pool (``SCIX_LEXICAL_POOL``): the inner query takes the first
+``pool`` matching rows in rowid (= ingest) order, after the filters, and
+only those are ranked — the same trade-off as the PostgreSQL CTE.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from scix_core.search.lanes.base import BODY_MAX_CHARS, LaneRequest, LaneTimeout
+from scix_core.search.where import sqlite_where
+from scix_core.stores.papers import time_limit
+from scix_core.types import Ranking
+
+MODES = {"and": " AND ", "or": " OR "}
+
+
+def fts5_expression(tokens: tuple[str, ...], mode: str = "and") -> str:
+    """Quoted terms joined by AND/OR; tokens are letters and digits only, so quoting is total."""
+    return MODES[mode].join(f'"{t}"' for t in tokens)
+
+
+class Fts5Lane:
+    """``table`` is ``papers_fts`` (title, abstract) or ``body_fts`` (full text)."""
+
+    def __init__(self, conn: sqlite3.Connection, name: str = "lexical", table: str = "papers_fts",
+                 weights: tuple[float, ...] = (1.0, 1.0), mode: str = "and", timeout_ms: float = 5000):
+        if table not in ("papers_fts", "body_fts"):
+            raise ValueError(f"unknown FTS5 table {table!r}")
+        if mode not in MODES:
+            from scix_core.errors import UnknownNameError
+
+            raise UnknownNameError("lexical mode", mode, list(MODES))
+        self.conn, self.name, self.table, self.weights, self.mode = conn, name, table, weights, mode
+        self.timeout_ms = timeout_ms
+
+    def search(self, request: LaneRequest, k: int) -> Ranking:
+        tokens = request.query.tokens
+        if not tokens or k <= 0:
+            return Ranking(self.name)
+        where, params = sqlite_where(request.filters)
+        if self.table == "body_fts":
+            where += f" AND length(p.body) <= {BODY_MAX_CHARS}"
+        restrict = "" if where == "1" else f" AND rowid IN (SELECT p.idx FROM papers p WHERE {where})"
+        weights = ", ".join("?" * len(self.weights))
+        sql = (f"SELECT p.paper_id, -f.s FROM (SELECT rowid AS idx, bm25({self.table}, {weights}) AS s "
+               f"FROM {self.table} WHERE {self.table} MATCH ?{restrict} LIMIT ?) f "
+               "JOIN papers p ON p.idx = f.idx ORDER BY f.s, f.idx LIMIT ?")
+        pool = -1 if request.knobs.pool is None else request.knobs.pool
+        args = [*self.weights, fts5_expression(tokens, self.mode), *params, pool, k]
+        try:
+            with time_limit(self.conn, self.timeout_ms):
+                rows = self.conn.execute(sql, args).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "interrupted" in str(exc):
+                raise LaneTimeout(f"{self.name} lane exceeded {self.timeout_ms:g} ms") from None
+            raise
+        return Ranking.from_pairs(self.name, rows)

@@ -1,0 +1,54 @@
+"""Query preparation: one user string -> the text every lane sees.
+
+Nothing the user types reaches a search engine's syntax: control characters
+(NUL included) become spaces, the text is capped at ``max_chars`` and the
+lexical tokens at ``max_tokens`` (each cap noted in the result metadata).
+FTS5 gets its tokens quoted one by one (:mod:`scix_core.search.lanes.fts5`);
+PostgreSQL gets the text as a bound parameter to ``plainto_tsquery``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
+
+from scix_core.errors import QueryError
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_TOKEN = re.compile(r"[^\W_]+")  # letters/digits; '_' splits words, as in both engines' parsers
+
+
+@cache
+def stopwords() -> frozenset[str]:
+    """PostgreSQL's ``english.stop`` (the Snowball list), so FTS5 drops the words PostgreSQL drops."""
+    text = files("scix_core.search").joinpath("english.stop").read_text()
+    return frozenset(w.strip() for w in text.split() if w.strip())
+
+
+@dataclass(frozen=True)
+class PreparedQuery:
+    original: str  # as the user typed it (the title boost uses this)
+    text: str  # cleaned and capped: what the lanes search
+    tokens: tuple[str, ...]  # lexical terms: case-folded, stopwords removed, capped
+    notes: tuple[str, ...] = ()
+
+
+def prepare(query: str, max_chars: int = 2000, max_tokens: int = 64) -> PreparedQuery:
+    """Clean ``query``; raise :class:`QueryError` when nothing searchable is left."""
+    if not isinstance(query, str):
+        raise QueryError(f"query must be a string, got {type(query).__name__}")
+    text = " ".join(_CONTROL.sub(" ", query).split())
+    if not text:
+        raise QueryError("empty query: type some words to search for")
+    notes = []
+    if len(text) > max_chars:
+        notes.append(f"query truncated from {len(text):,} to {max_chars:,} characters")
+        text = text[:max_chars].rsplit(" ", 1)[0] or text[:max_chars]
+    stop = stopwords()
+    tokens = tuple(dict.fromkeys(t for t in _TOKEN.findall(text.casefold()) if t not in stop))
+    if len(tokens) > max_tokens:
+        notes.append(f"lexical terms capped at {max_tokens} of {len(tokens)}")
+        tokens = tokens[:max_tokens]
+    return PreparedQuery(query, text, tokens, tuple(notes))
