@@ -13,6 +13,10 @@ class ScixError(Exception):
 
     code = "scix_error"
 
+    def describe(self) -> str:
+        """``code: message`` on one line, the form used in result metadata."""
+        return f"{self.code}: {' '.join(str(self).split())}"
+
 
 class ConfigError(ScixError):
     """A configuration value is missing, malformed or out of range."""

@@ -1,4 +1,4 @@
-"""Subcommands: ingest, info, doctor, data fetch."""
+"""Subcommands: ingest, search, info, doctor, data fetch."""
 
 from __future__ import annotations
 
@@ -29,6 +29,8 @@ def _ingest_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-embed", action="store_true", help="build the paper store and FTS only")
     p.add_argument("--force", action="store_true", help="rebuild even if the input is unchanged")
     p.add_argument("--vector-backend", choices=["edge", "qdrant"], help="override vectors.backend")
+    p.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite",
+                   help="postgres: also mirror the index into PostgreSQL (SCIX_PG_DSN), idempotently")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
@@ -43,6 +45,12 @@ def ingest_cmd(args: argparse.Namespace) -> int:
     report = ingest(path, args.index, args.fmt, config=cfg, limit=args.limit, embed=not args.no_embed,
                     force=args.force, progress=not args.quiet)
     print_ingest(report)
+    if args.backend == "postgres":
+        from scix_core.stores.postgres import sync_index
+
+        sync = sync_index(args.index, report.path, cfg.postgres.dsn, force=args.force)
+        console.print(f"postgres: {sync.status} {sync.papers} papers into schema {sync.schema} in {sync.seconds:.1f} s",
+                      highlight=False)
     return 0
 
 
@@ -139,3 +147,66 @@ def data_cmd(args: argparse.Namespace) -> int:
     dest = fetch_named(args.name, args.dest or _config(args).data_dir, args.url, args.sha256)
     console.print(f"fetched {args.name} into {dest}", highlight=False)
     return 0
+
+
+def _search_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("query", help="the query text (quote it)")
+    p.add_argument("--index", required=True)
+    p.add_argument("--mode", choices=["hybrid", "keyword", "semantic"], default="hybrid")
+    p.add_argument("--limit", type=int, help="number of hits (default search.limit = 10)")
+    p.add_argument("--year", help="year range: 2019-2021, 2019-, -2021 or 2020")
+    p.add_argument("--category", action="append", default=[], help="category code (repeatable; any of)")
+    p.add_argument("--author", action="append", default=[], help="author name substring (repeatable; any of)")
+    p.add_argument("--backend", choices=["sqlite", "postgres"], help="lexical backend (default search.lexical_backend)")
+    p.add_argument("--lexical-mode", choices=["and", "or"], help="AND (default) or OR semantics for the lexical lanes")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the whole SearchResult as one JSON object")
+    out.add_argument("--explain", action="store_true", help="a table of lane ranks per hit, and stage timings")
+
+
+@command("search", "search an index (hybrid, keyword or semantic)", _search_args)
+def search_cmd(args: argparse.Namespace) -> int:
+    from scix_core.search import Searcher
+
+    overrides = {"search.lexical_mode": args.lexical_mode} if args.lexical_mode else {}
+    searcher = Searcher(args.index, _config(args, **overrides), backend=args.backend)
+    if args.mode != "keyword":
+        searcher.warm()  # load the model first, so the timings are the query's own
+    filters = {"year": args.year, "categories": args.category or None, "authors": args.author or None}
+    result = searcher.search(args.query, args.mode, filters, args.limit)
+    if args.json:
+        print(result.to_json())
+    elif args.explain:
+        print_explain(result)
+    else:
+        for rank, hit in enumerate(result.hits, start=1):
+            console.print(f"{rank:>3}. [bold]{hit.paper_id}[/]  {hit.title}  [dim]{hit.score:.4f}[/]", highlight=False)
+        print_degradation(result)
+    return 0
+
+
+def print_degradation(result) -> None:
+    for lane, why in result.metadata["dropped_lanes"].items():
+        console.print(f"[yellow]lane {lane} dropped:[/] {why}", highlight=False)
+    for note in result.metadata["notes"]:
+        console.print(f"[yellow]note:[/] {note}", highlight=False)
+
+
+def print_explain(result) -> None:
+    lanes = list(result.metadata["lanes_run"])
+    table = Table(title=f"{result.metadata['mode']} search, rrf k={result.metadata['rrf_k']}, {result.total} candidates")
+    for name, width in (("#", 3), ("paper", 10), *((n, len(n)) for n in lanes), ("fused", 6), ("score", 6)):
+        table.add_column(name, no_wrap=True, min_width=width)
+    table.add_column("title", no_wrap=True, overflow="ellipsis", max_width=max(20, console.width - 60))
+    for rank, hit in enumerate(result.hits, start=1):
+        cells = [str(hit.lanes[n].rank) if n in hit.lanes else "-" for n in lanes]
+        table.add_row(str(rank), hit.paper_id, *cells, f"{hit.fused_score:.4f}", f"{hit.score:.4f}", hit.title)
+    console.print(table)
+    overlapped = result.metadata["overlapped_stages"]
+    timing = Table("stage", "ms", "", title="stage timings")
+    for stage, ms in result.timing_ms.items():
+        timing.add_row(stage, f"{ms:.2f}", "concurrent" if stage in overlapped else "")
+    console.print(timing)
+    console.print(f"lexical terms: {' '.join(result.metadata['lexical_terms']) or '(none)'}; "
+                  f"knobs: {result.metadata['knobs']}", highlight=False)
+    print_degradation(result)

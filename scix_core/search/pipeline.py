@@ -47,8 +47,9 @@ def _timed(fn: Callable, *args) -> tuple[Any, float]:
 
 
 def _reason(exc: BaseException) -> str:
-    code = getattr(exc, "code", type(exc).__name__)
-    return f"{code}: {exc}" if str(exc) else str(code)
+    if isinstance(exc, ScixError):
+        return exc.describe()
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
 
 
 class Searcher:
@@ -92,6 +93,15 @@ class Searcher:
     @property
     def lane_names(self) -> list[str]:
         return [lane.name for lane in self.lexical] + (["dense"] if self.dense else []) + list(self.unavailable)
+
+    def warm(self) -> None:
+        """Load the query encoder now rather than inside the first query's timing."""
+        if self.encoder is not None:
+            try:
+                self.encoder.encode_query("warm up")
+            except ScixError as exc:
+                self.unavailable["dense"] = _reason(exc)
+                self.dense = None
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -109,8 +109,19 @@ def synced_build_key(conn, schema: str) -> str | None:
     return row[0] if row else None
 
 
-def sync_index(index: str, build_dir: Path, dsn: str | None, force: bool = False) -> SyncReport:
-    """Mirror the build at ``build_dir`` (its ``papers.sqlite``) into PostgreSQL, atomically."""
+def _text(value: str | None) -> str | None:
+    """PostgreSQL text cannot hold NUL; nothing searchable is lost by dropping it."""
+    return value.replace("\x00", "") if value else value
+
+
+def sync_index(index: str, build_dir: Path, dsn: str | None, force: bool = False,
+               lock_timeout_ms: int = 30_000) -> SyncReport:
+    """Mirror the build at ``build_dir`` (its ``papers.sqlite``) into PostgreSQL, atomically.
+
+    Readers holding the old schema for longer than ``lock_timeout_ms`` make the
+    swap fail; the transaction rolls back and PostgreSQL is left as it was.
+    """
+    import psycopg
     from psycopg import sql
 
     t = time.perf_counter()
@@ -122,6 +133,7 @@ def sync_index(index: str, build_dir: Path, dsn: str | None, force: bool = False
             if not force and key and synced_build_key(conn, schema) == key:
                 return SyncReport(index, schema, "unchanged", len(store), time.perf_counter() - t)
             with conn.transaction():
+                conn.execute("SELECT set_config('lock_timeout', %s, true)", [f"{int(lock_timeout_ms)}ms"])
                 conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(staging)))
                 for stmt in _ddl(staging):
                     conn.execute(stmt)
@@ -134,7 +146,8 @@ def sync_index(index: str, build_dir: Path, dsn: str | None, force: bool = False
                     for row in store.conn.execute("SELECT idx, paper_id, title, abstract, body, authors, categories, "
                                                   "published, year, citation_count FROM papers ORDER BY idx"):
                         authors = json.loads(row["authors"])
-                        out.write_row((row["idx"], row["paper_id"], row["title"], row["abstract"], row["body"], authors,
+                        out.write_row((row["idx"], row["paper_id"], _text(row["title"]), _text(row["abstract"]),
+                                       _text(row["body"]), authors,
                                        [a.casefold() for a in authors], json.loads(row["categories"]),
                                        row["published"], row["year"], row["citation_count"]))
                         n += 1
@@ -145,6 +158,9 @@ def sync_index(index: str, build_dir: Path, dsn: str | None, force: bool = False
                     conn.execute(stmt)
                 conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
                 conn.execute(sql.SQL("ALTER SCHEMA {} RENAME TO {}").format(sql.Identifier(staging), sql.Identifier(schema)))
+    except psycopg.Error as exc:
+        raise BackendUnavailableError(f"sync of index {index!r} to PostgreSQL failed and was rolled back "
+                                      f"(PostgreSQL is unchanged): {exc}") from exc
     finally:
         store.close()
     return SyncReport(index, schema, "synced", n, time.perf_counter() - t)

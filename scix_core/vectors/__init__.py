@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import threading
 from pathlib import Path
 
@@ -43,9 +44,18 @@ def open_reader(config: VectorConfig, build_dir: Path, index: str) -> VectorStor
     """
     key = (config.backend, config.url, str(Path(build_dir).resolve()), index)
     with _READERS_LOCK:
+        if not _READERS:
+            atexit.register(close_readers)
         if key not in _READERS:
             _READERS[key] = open_store(config, build_dir, index)
         return _READERS[key]
 
 
-__all__ = ["BACKENDS", "VectorFilter", "VectorHit", "VectorStore", "open_reader", "open_store", "payload"]
+def close_readers() -> None:
+    """Close every shared reader (at exit, or before deleting a build in tests)."""
+    with _READERS_LOCK:
+        while _READERS:
+            _READERS.popitem()[1].close()
+
+
+__all__ = ["BACKENDS", "VectorFilter", "VectorHit", "VectorStore", "close_readers", "open_reader", "open_store", "payload"]

@@ -48,7 +48,7 @@ def postgres_lanes(cfg: Config, build_dir: Path, index: str, with_body: bool) ->
     try:
         conns = [connect(cfg.postgres.dsn, cfg.postgres.connect_timeout_s) for _ in names]
     except BackendUnavailableError as exc:
-        return LaneSet(unavailable={n: str(exc) for n in names})
+        return LaneSet(unavailable={n: exc.describe() for n in names})
     store = PaperStore(build_dir / "papers.sqlite")
     key = store.meta().get("build_key")
     store.close()
@@ -56,7 +56,7 @@ def postgres_lanes(cfg: Config, build_dir: Path, index: str, with_body: bool) ->
     if synced_build_key(conns[0], schema) != key:
         for c in conns:
             c.close()
-        why = f"index {index!r} is not synced to PostgreSQL (or is stale); run `scix ingest ... --backend postgres`"
+        why = f"index_not_synced: index {index!r} is not synced to PostgreSQL (or is stale); run `scix ingest ... --backend postgres`"
         return LaneSet(unavailable={n: why for n in names})
     fields = {"lexical": "title_abstract", "body": "body"}
     return LaneSet([PostgresLane(c, schema, n, fields[n], s.lexical_mode, s.ts_config, s.lane_timeout_ms)

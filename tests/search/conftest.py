@@ -1,0 +1,107 @@
+"""A hand-checkable corpus built into real indexes: SQLite FTS5, qdrant-edge,
+qdrant-client local mode and (per test) a PostgreSQL mirror."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import pytest
+
+from scix_core.config import load_config
+from scix_core.data import Dataset
+from scix_core.types import Paper
+
+HUGE_BODY = "galaxy zyzzyva " * 75_000  # 1.1 MB: over the body lane's 1,048,575-character cap
+
+
+def _p(pid, title, abstract, year, cats, authors=(), body=None):
+    return Paper(pid, title, abstract, body, tuple(authors), tuple(cats),
+                 dt.date(year, 6, 1) if year else None, 0, ())
+
+
+PAPERS = (
+    _p("p01", "Graph neural networks for molecule property prediction",
+       "We train graph neural networks on molecular graphs to predict solubility and toxicity.",
+       2019, ["cs.LG", "q-bio.BM"], ["Ada Lovelace", "Alan Turing"],
+       body="Message passing neural networks aggregate neighbour features. Transformers are compared as a baseline."),
+    _p("p02", "Convolutional neural networks for image classification",
+       "Deep convolutional networks classify natural images; we study data augmentation.", 2015, ["cs.CV"],
+       ["Yann Lecun"]),
+    _p("p03", "Dark matter halo mass function from cosmological simulations",
+       "N-body simulations measure the halo mass function of dark matter across redshift.", 2020,
+       ["astro-ph.CO", "astro-ph.GA"], ["Vera Rubin"],
+       body="We run simulations with a billion particles. Galaxy clusters trace the largest halos."),
+    _p("p04", "Galaxy rotation curves and the dark matter problem",
+       "Flat rotation curves of spiral galaxies imply dark matter halos.", 2018, ["astro-ph.GA"],
+       ["Vera Rubin", "Kent Ford"]),
+    _p("p05", "Vitamin D deficiency and bone health",
+       "Low vitamin D levels are associated with osteoporosis and fractures in older adults.", 2012, ["q-bio.TO"],
+       ["Émile Durand"]),
+    _p("p06", "Prime gaps and the Riemann zeta function",
+       "We bound gaps between consecutive primes using zeros of the zeta function.", 2021, ["math.NT"],
+       ["Bernhard Riemann"]),
+    _p("p07", "Transformers for protein structure prediction",
+       "Attention-based neural networks predict protein structure from sequence.", 2021, ["q-bio.BM", "cs.LG"],
+       ["Ada Lovelace"],
+       body="The transformer attends over residues; graph neural networks refine contacts."),
+    _p("p08", "Graph theory of social networks",
+       "Degree distributions and clustering in social graphs follow power laws.", 2017, ["cs.SI"],
+       ["Alan Turing"]),
+    _p("p09", "Neural network classification of galaxy morphology",
+       "Convolutional neural networks label spiral and elliptical galaxies in survey images.", 2022,
+       ["astro-ph.GA", "cs.LG"], ["Vera Rubin", "Yann Lecun"]),
+    _p("p10", "Running experiments on stemmed words",
+       "Runners ran and were running; stemming maps these words together.", None, ["cs.IR"]),
+    _p("p11", "Élan and naïve café diacritics in retrieval",
+       "Accented words such as café and naïve should match their plain spellings.", 2016, ["cs.IR"],
+       ["Zoë Ångström"]),
+    _p("p12", "Huge full text about galaxies",
+       "A paper whose full text is too long for the body index.", 2023, ["astro-ph.GA"], ["Vera Rubin"],
+       body=HUGE_BODY),
+)
+
+CORPUS = Dataset("fixture", "python", PAPERS)
+BY_ID = {p.paper_id: p for p in PAPERS}
+
+
+@dataclass(frozen=True)
+class Built:
+    config: object
+    index: str
+
+
+@pytest.fixture(scope="session")
+def fixture_home(tmp_path_factory):
+    return tmp_path_factory.mktemp("search-home")
+
+
+@pytest.fixture(scope="session")
+def built(fixture_home, encoder) -> Built:
+    """The fixture corpus ingested with vectors in qdrant-edge (the default)."""
+    from scix_core.ingest import ingest
+
+    cfg = load_config().replace(home=fixture_home)
+    ingest(CORPUS, "fixture", config=cfg, progress=False, encoder=encoder)
+    return Built(cfg, "fixture")
+
+
+@pytest.fixture(scope="session")
+def built_client(fixture_home, encoder) -> Built:
+    """The same corpus with vectors in qdrant-client local mode (exact reference)."""
+    from scix_core.ingest import ingest
+
+    cfg = load_config().replace(home=fixture_home, **{"vectors.backend": "qdrant"})
+    ingest(CORPUS, "fixture-client", config=cfg, progress=False, encoder=encoder)
+    return Built(cfg, "fixture-client")
+
+
+@pytest.fixture
+def pg_built(built, postgresql) -> Built:
+    """The fixture index mirrored into a fresh PostgreSQL database (pytest-postgresql)."""
+    from scix_core.stores.postgres import sync_index
+    from scix_core.workspace import Workspace
+
+    dsn = postgresql.info.dsn
+    sync_index(built.index, Workspace(built.config.home).index_dir(built.index), dsn)
+    return Built(built.config.replace(**{"postgres.dsn": dsn, "search.lexical_backend": "postgres"}), built.index)

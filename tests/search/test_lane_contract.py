@@ -1,0 +1,115 @@
+"""One contract, every lane: FTS5 and PostgreSQL (title/abstract, body), dense on qdrant-edge and qdrant-client."""
+
+from __future__ import annotations
+
+import pytest
+
+from scix_core.search import Searcher
+from scix_core.search.filters import SearchFilters
+from scix_core.search.lanes import Lane
+from scix_core.types import Ranking
+from tests.search.conftest import BY_ID
+from tests.search.helpers import BAD_QUERIES, make_request, passes
+
+pytestmark = [pytest.mark.model]
+
+LANES = ["sqlite:lexical", "sqlite:body", "postgres:lexical", "postgres:body", "edge:dense", "client:dense"]
+QUERIES = ["neural networks", "galaxy dark matter", "graph", "running", "cafe naive", "protein structure"]
+FILTERS = [
+    {"year": "2018-2021"}, {"categories": ["astro-ph.GA"]}, {"authors": ["rubin"]},
+    {"paper_ids": ["p01", "p07", "p09"]}, {"has_body": True}, {"has_body": False},
+    {"year": "2019-", "categories": ["cs.LG", "q-bio.BM"], "authors": ["LOVELACE"]},
+]
+
+
+def _lane(request, spec: str) -> Lane:
+    where, name = spec.split(":")
+    if where == "postgres":
+        built = request.getfixturevalue("pg_built")
+    else:
+        built = request.getfixturevalue("built_client" if where == "client" else "built")
+    searcher = Searcher(built.index, built.config)
+    found = {ln.name: ln for ln in searcher.lexical}
+    if searcher.dense:
+        found["dense"] = searcher.dense
+    assert name in found, f"{spec} not built: {searcher.unavailable}"
+    return found[name]
+
+
+@pytest.fixture(params=LANES)
+def lane(request) -> Lane:
+    return _lane(request, request.param)
+
+
+@pytest.fixture(params=["edge:dense", "client:dense"])
+def dense_lane(request) -> Lane:
+    return _lane(request, request.param)
+
+
+@pytest.fixture(params=["sqlite:body", "postgres:body"])
+def body_lane(request) -> Lane:
+    return _lane(request, request.param)
+
+
+def _check_shape(ranking: Ranking, lane: Lane, k: int) -> None:
+    assert isinstance(ranking, Ranking) and ranking.name == lane.name
+    assert len(ranking) <= k
+    assert len(set(ranking.ids)) == len(ranking.ids), "a paper appears twice"
+    scores = [i.score for i in ranking.items]
+    assert scores == sorted(scores, reverse=True), "not best first"
+    assert set(ranking.ids) <= set(BY_ID)
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_shape_and_determinism(lane, encoder, query):
+    request = make_request(query, encoder)
+    first = lane.search(request, 5)
+    _check_shape(first, lane, 5)
+    assert lane.search(request, 5) == first
+    assert lane.search(request, 1).ids == first.ids[:1]
+
+
+def test_finds_the_obvious_paper(lane, encoder):
+    expected = {"lexical": "p06", "body": "p07", "dense": "p06"}[lane.name]
+    query = "riemann zeta primes" if lane.name != "body" else "transformer attends residues"
+    assert lane.search(make_request(query, encoder), 3).ids[:1] == (expected,)
+
+
+@pytest.mark.parametrize("spec", FILTERS, ids=lambda s: "+".join(s))
+def test_filters_hold(lane, encoder, spec):
+    flt = SearchFilters.parse(spec)
+    for query in ("neural networks graph", "galaxy", "dark matter halos"):
+        ranking = lane.search(make_request(query, encoder, spec), 20)
+        _check_shape(ranking, lane, 20)
+        assert all(passes(BY_ID[p], flt) for p in ranking.ids), (query, ranking.ids)
+
+
+def test_dense_filters_are_complete(dense_lane, encoder):
+    """Filtering never loses a paper that passes: the dense lane returns every passing paper when k covers them
+    (completeness of the lexical lanes is the congruence test's job)."""
+    lane = dense_lane
+    for spec in FILTERS:
+        flt = SearchFilters.parse(spec)
+        got = set(lane.search(make_request("anything at all", encoder, spec), 50).ids)
+        assert got == {p for p, paper in BY_ID.items() if passes(paper, flt)}, spec
+
+
+def test_body_lane_skips_bodies_over_the_cap(body_lane, encoder):
+    """p12's 1.1 MB body is over the cap on both backends; p03's short body is found."""
+    lane = body_lane
+    assert lane.search(make_request("zyzzyva", encoder), 10).ids == ()
+    assert lane.search(make_request("galaxy", encoder, pool=None), 10).ids == ("p03",)
+
+
+@pytest.mark.parametrize("query", BAD_QUERIES, ids=range(len(BAD_QUERIES)))
+def test_bad_input_is_answered(lane, encoder, query):
+    _check_shape(lane.search(make_request(query, encoder), 5), lane, 5)
+
+
+def test_no_terms_no_match(lane, encoder):
+    """Stopwords and emoji only: lexical lanes return nothing rather than everything."""
+    ranking = lane.search(make_request("the of and 🙂", encoder), 5)
+    if lane.name == "dense":
+        assert len(ranking) == 5
+    else:
+        assert ranking.ids == ()
