@@ -59,3 +59,16 @@ def encoder():
     from scix_core.embeddings import Encoder
 
     return Encoder()
+
+
+@pytest.fixture(scope="session")
+def scifact(tmp_path_factory, data_dir, encoder):
+    """The real SciFact corpus (5,183 papers) ingested with MiniLM vectors into a private workspace.
+
+    Returns ``(config, index name)``. Cold, this encodes the whole corpus once per test session (~3 min).
+    """
+    from scix_core.ingest import ingest
+
+    cfg = load_config().replace(home=tmp_path_factory.mktemp("scifact-home"), data_dir=data_dir)
+    ingest(data_dir / "scifact", "scifact", config=cfg, progress=False, encoder=encoder)
+    return cfg, "scifact"

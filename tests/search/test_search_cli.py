@@ -1,0 +1,67 @@
+"""`scix search` and `scix ingest --backend postgres` end to end."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from scix_core.cli.main import main
+
+pytestmark = [pytest.mark.model]
+
+
+@pytest.fixture
+def on_fixture(built, monkeypatch):
+    monkeypatch.setenv("SCIX_HOME", str(built.config.home))
+    return built
+
+
+def test_json_is_one_object_with_the_contract_keys(on_fixture, capsys):
+    assert main(["search", "graph neural networks", "--index", "fixture", "--json", "--limit", "3"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc) >= {"hits", "total", "timing_ms", "metadata"} and len(doc["hits"]) == 3
+    assert {"lanes_run", "dropped_lanes"} <= set(doc["metadata"])
+    assert all({"paper_id", "title", "score", "lanes"} <= set(h) for h in doc["hits"])
+
+
+def test_filters_from_the_command_line(on_fixture, capsys):
+    argv = ["search", "galaxies", "--index", "fixture", "--json", "--year", "2019-2021", "--category", "astro-ph.GA"]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["metadata"]["filters"] == {"year_min": 2019, "year_max": 2021, "categories": ["astro-ph.GA"]}
+    assert [h["paper_id"] for h in doc["hits"]] == ["p03"]
+
+
+def test_explain_shows_lane_ranks_and_timings(on_fixture, capsys):
+    assert main(["search", "dark matter", "--index", "fixture", "--explain", "--limit", "4"]) == 0
+    out = capsys.readouterr().out
+    for word in ("lexical", "body", "dense", "fused", "stage timings", "encode", "total", "concurrent"):
+        assert word in out
+
+
+@pytest.mark.parametrize("argv, code", [
+    (["search", "  ", "--index", "fixture"], "invalid_query"),
+    (["search", "x", "--index", "fixture", "--year", "2021-2019"], "invalid_filter"),
+    (["search", "x", "--index", "nope"], "index_not_found"),
+])
+def test_typed_errors_exit_2(on_fixture, capsys, argv, code):
+    assert main(argv) == 2
+    assert f"[{code}]" in capsys.readouterr().err
+
+
+@pytest.mark.postgres
+def test_ingest_with_postgres_backend_then_search(home, postgresql, monkeypatch, capsys, tmp_path):
+    from tests.conftest import FIXTURES
+
+    monkeypatch.setenv("SCIX_PG_DSN", postgresql.info.dsn)
+    argv = ["ingest", "--path", str(FIXTURES / "beir"), "--index", "beirfix", "--no-embed", "--backend", "postgres",
+            "--quiet"]
+    assert main(argv) == 0
+    assert "postgres: synced" in capsys.readouterr().out
+    assert main(argv) == 0
+    assert "postgres: unchanged" in capsys.readouterr().out
+    assert main(["search", "halo", "--index", "beirfix", "--mode", "keyword", "--backend", "postgres", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["metadata"]["lexical_backend"] == "postgres" and doc["metadata"]["dropped_lanes"] == {}
+    assert {h["paper_id"] for h in doc["hits"]} == {"d1", "d3"}
