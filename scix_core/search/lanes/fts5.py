@@ -50,9 +50,10 @@ class Fts5Lane:
             where += f" AND length(p.body) <= {BODY_MAX_CHARS}"
         restrict = "" if where == "1" else f" AND rowid IN (SELECT p.idx FROM papers p WHERE {where})"
         weights = ", ".join("?" * len(self.weights))
-        sql = (f"SELECT p.paper_id, -f.s FROM (SELECT rowid AS idx, bm25({self.table}, {weights}) AS s "
-               f"FROM {self.table} WHERE {self.table} MATCH ?{restrict} LIMIT ?) f "
-               "JOIN papers p ON p.idx = f.idx ORDER BY f.s, f.idx LIMIT ?")
+        # pool (first matches in rowid order) -> top k by bm25 -> join only those k to papers
+        sql = (f"SELECT p.paper_id, -f.s FROM (SELECT idx, s FROM (SELECT rowid AS idx, bm25({self.table}, {weights}) AS s "
+               f"FROM {self.table} WHERE {self.table} MATCH ?{restrict} LIMIT ?) ORDER BY s, idx LIMIT ?) f "
+               "JOIN papers p ON p.idx = f.idx ORDER BY f.s, f.idx")
         pool = -1 if request.knobs.pool is None else request.knobs.pool
         args = [*self.weights, fts5_expression(tokens, self.mode), *params, pool, k]
         try:

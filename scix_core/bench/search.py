@@ -1,0 +1,175 @@
+"""Search benchmark: per-stage latency per mode and backend, lexical throughput
+beside bm25s and rank_bm25, and the 91k arXiv index.
+
+    python -m scix_core.bench.search [--index scifact] [--split train] [--arxiv-index arxiv]
+
+Every figure comes from the same run on the same machine: compare the ratios,
+not the absolute times. The PostgreSQL rows need ``SCIX_PG_DSN`` (``make bench``
+starts the throwaway server); the index is synced first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from scix_core.config import load_config
+from scix_core.search import Searcher
+from scix_core.search.lanes import LaneRequest
+from scix_core.search.query import prepare
+from scix_core.workspace import Workspace
+
+console = Console(width=170)
+DEPTH = 60
+
+
+def _pct(values: list[float]) -> str:
+    return f"{np.percentile(values, 50):.2f} / {np.percentile(values, 95):.2f}"
+
+
+def latency(searcher: Searcher, queries: list[str], mode: str) -> dict[str, list[float]]:
+    stages: dict[str, list[float]] = {}
+    for q in queries:
+        for stage, ms in searcher.search(q, mode).timing_ms.items():
+            stages.setdefault(stage, []).append(ms)
+    return stages
+
+
+def latency_table(index: str, searchers: dict[str, Searcher], queries: list[str]) -> None:
+    table = Table(title=f"{index}: p50 / p95 ms per stage, {len(queries)} queries (query-encode cache cleared per mode)")
+    order = ["prepare", "encode", "lexical", "dense", "fusion", "hydrate", "total"]
+    for col in ("backend", "mode", *order):
+        table.add_column(col, no_wrap=True)
+    for backend, searcher in searchers.items():
+        for mode in ("keyword", "semantic", "hybrid"):
+            if mode != "keyword" and backend != "sqlite":
+                continue  # the dense lane does not depend on the lexical backend
+            searcher.encoder and searcher.encoder.encode_query.cache_clear()
+            stages = latency(searcher, queries, mode)
+            table.add_row(backend, mode, *(_pct(stages[s]) if s in stages else "-" for s in order))
+    console.print(table)
+
+
+def _qps(fn, queries) -> float:
+    t = time.perf_counter()
+    fn(queries)
+    return len(queries) / (time.perf_counter() - t)
+
+
+def throughput(searchers: dict[str, Searcher], texts: list[str], queries: list[str]) -> None:
+    import bm25s
+    import Stemmer
+    from rank_bm25 import BM25Okapi
+
+    stemmer = Stemmer.Stemmer("english")
+    rows = []
+    for backend, searcher in searchers.items():
+        lane = next(lane for lane in searcher.lexical if lane.name == "lexical")
+        for mode in ("and", "or"):
+            lane.mode = mode
+            rows.append((f"scix lexical lane, {backend} {mode.upper()}",
+                         _qps(lambda qs: [lane.search(LaneRequest(prepare(q)), DEPTH) for q in qs], queries)))
+        lane.mode = searcher.config.search.lexical_mode
+
+    t = time.perf_counter()
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False), show_progress=False)
+    bm25s_index_s = time.perf_counter() - t
+
+    def run_bm25s(qs):
+        tokens = bm25s.tokenize(qs, stopwords="en", stemmer=stemmer, show_progress=False)
+        retriever.retrieve(tokens, k=DEPTH, show_progress=False, n_threads=1)
+
+    rows.append(("bm25s (batch, 1 thread, OR)", _qps(run_bm25s, queries)))
+    rows.append(("bm25s (one query per call, OR)", _qps(lambda qs: [run_bm25s([q]) for q in qs], queries)))
+
+    def tok(text):
+        return stemmer.stemWords(bm25s.tokenize([text], stopwords="en", return_ids=False, show_progress=False)[0])
+
+    rank = BM25Okapi([tok(t) for t in texts])
+    rows.append(("rank_bm25 BM25Okapi (OR)",
+                 _qps(lambda qs: [rank.get_top_n(tok(q), texts, n=DEPTH) for q in qs], queries[:200])))
+
+    reference = next(qps for name, qps in rows if name.startswith("bm25s (batch"))
+    table = Table(title=f"title/abstract lexical lane: queries/s, top {DEPTH}, {len(texts)} papers "
+                        f"(bm25s index build {bm25s_index_s:.1f} s; rank_bm25 on the first 200 queries)")
+    for col in ("method", "queries/s", "x bm25s batch"):
+        table.add_column(col)
+    for name, qps in rows:
+        table.add_row(name, f"{qps:,.0f}", f"{qps / reference:.2f}")
+    console.print(table)
+
+
+def arxiv(index: str, n: int) -> None:
+    cfg = load_config()
+    try:
+        searcher = Searcher(index, cfg)
+    except Exception as exc:  # noqa: BLE001 — a benchmark reports what it could not run
+        console.print(f"[yellow]{index}: skipped ({exc})[/]")
+        return
+    if not searcher.dense:
+        console.print(f"[yellow]{index}: no dense lane ({searcher.unavailable.get('dense')}); hybrid figures skipped[/]")
+        return
+    searcher.warm()
+    papers = list(searcher.store.papers())
+    rng = random.Random(7)
+    queries = [p.title for p in rng.sample(papers, n)]
+    latency_table(f"{index} ({len(papers):,} papers)", {"sqlite": searcher}, queries)
+    from scix_core.search.filters import SearchFilters
+
+    flt = SearchFilters(year_min=2023, categories=("astro-ph.GA",))
+    vecs = [searcher.encoder.encode_query(q) for q in queries]
+    table = Table(title=f"{index}: dense lane alone, top {DEPTH}, p50 / p95 ms")
+    for col in ("filter", "HNSW", "exact"):
+        table.add_column(col)
+    for name, f in (("none", SearchFilters()), ("year>=2023 & astro-ph.GA", flt),
+                    ("+ author (post-filter, over-fetch)", SearchFilters(year_min=2023, authors=("a",)))):
+        cells = []
+        for exact in (False, True):
+            ms = []
+            for v in vecs:
+                from scix_core.search.knobs import Knobs
+
+                req = LaneRequest(prepare("x"), f, Knobs(None, 32, exact), v)
+                t = time.perf_counter()
+                searcher.dense.search(req, DEPTH)
+                ms.append((time.perf_counter() - t) * 1000)
+            cells.append(_pct(ms))
+        table.add_row(name, *cells)
+    console.print(table)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--index", default="scifact")
+    ap.add_argument("--split", default="train")
+    ap.add_argument("--arxiv-index", default="arxiv")
+    ap.add_argument("--arxiv-queries", type=int, default=200)
+    args = ap.parse_args()
+    cfg = load_config()
+    searchers = {"sqlite": Searcher(args.index, cfg)}
+    if cfg.postgres.dsn:
+        from scix_core.stores.postgres import sync_index
+
+        sync_index(args.index, Workspace(cfg.home).index_dir(args.index), cfg.postgres.dsn)
+        searchers["postgres"] = Searcher(args.index, cfg, backend="postgres")
+    else:
+        console.print("[yellow]SCIX_PG_DSN not set: PostgreSQL rows skipped[/]")
+    main_searcher = searchers["sqlite"]
+    main_searcher.warm()
+    qrels = main_searcher.store.qrels(args.split)
+    queries = [q.text for q in main_searcher.store.queries() if q.query_id in qrels]
+    texts = [p.text for p in main_searcher.store.papers()]
+    console.print(f"{args.index}: {len(texts):,} papers, {len(queries)} {args.split} queries")
+    latency_table(args.index, searchers, queries)
+    throughput(searchers, texts, queries)
+    arxiv(args.arxiv_index, args.arxiv_queries)
+
+
+if __name__ == "__main__":
+    main()
