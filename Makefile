@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 DATASET ?= scifact
 INDEX ?= scifact
 
-.PHONY: env run test bench clean-env
+.PHONY: env run test bench bench-search clean-env
 
 env: $(VENV)/.installed
 
@@ -29,6 +29,12 @@ test: env
 
 bench: env
 	$(BIN)/python -m scix_core.bench.ingest $(BENCH_ARGS)
+
+# needs the index built first (`make run`); starts the throwaway PostgreSQL for the postgres rows
+bench-search: env
+	@dsn=$$(scripts/postgres.sh start) && \
+	SCIX_PG_DSN=$$dsn $(BIN)/python -m scix_core.bench.search $(BENCH_ARGS); status=$$?; \
+	scripts/postgres.sh stop; exit $$status
 
 clean-env:
 	rm -rf $(VENV)
