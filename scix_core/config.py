@@ -67,6 +67,18 @@ class SearchConfig:
     max_query_chars: int = 2000
     max_query_tokens: int = 64
     body: bool = True  # run the body lane when the index has full texts
+    # post-fusion stages (SPEC §3.3-3.5); each switchable per call
+    rerank: str = "off"  # "off", a CrossEncoder path, or a reranker name trained into the workspace
+    rerank_window: int = 50
+    boosts: bool = True
+    rewrite: str = "off"  # "off", "local" (alias table) or the URL of an OpenAI-compatible server
+    rewrite_model: str = "default"
+    rewrite_timeout_s: float = 5.0
+    alias_file: str = ""  # extra alias table (alias<TAB>canonical), merged over the shipped one
+    # optional lanes and policies (SPEC §3.1 item 4, §3.7), off by default
+    lanes: str = ""  # comma list of: alias, fielded, sparse
+    broad_query_guard: bool = False
+    community_max: int = 50_000
 
 
 @dataclass(frozen=True)

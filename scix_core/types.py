@@ -87,8 +87,11 @@ class Rejection:
 
 @dataclass(frozen=True, slots=True)
 class ScoredPaper:
+    """``detail`` carries a stage's breakdown of ``score`` (e.g. base and boosts) as (name, value) pairs."""
+
     paper_id: str
     score: float
+    detail: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ Layout under ``home`` (``SCIX_HOME``)::
     indexes/NAME/builds/BUILD/vectors/        embedded vector shard
     indexes/NAME/builds/BUILD/manifest.json   what the build holds
     cache/embeddings/MODEL/CHUNK.npy          float16 vectors, content-addressed
+    models/rerankers/NAME/                    a trained cross-encoder + manifest.json
 
 A build is written in a temporary folder beside the others and only then
 becomes ``current`` through an atomic symlink replace, so a crash or Ctrl-C
@@ -73,6 +74,27 @@ class Workspace:
     def indexes(self) -> list[str]:
         root = self.home / "indexes"
         return sorted(p.name for p in root.iterdir() if (p / "current").exists()) if root.exists() else []
+
+    def model_dir(self, kind: str, name: str) -> Path:
+        """``models/KIND/NAME`` (e.g. a cross-encoder the workbench trained)."""
+        return self.home / "models" / kind / check_index_name(name)
+
+    @contextmanager
+    def new_model(self, kind: str, name: str) -> Iterator[Path]:
+        """Yield an empty folder; on success it replaces ``model_dir(kind, name)`` (old copy removed last)."""
+        target = self.model_dir(kind, name)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
+        try:
+            yield tmp
+            old = target.parent / f".{name}-old-{os.getpid()}"
+            if target.exists():
+                os.replace(target, old)
+            os.replace(tmp, target)
+            shutil.rmtree(old, ignore_errors=True)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
 
     def embedding_cache(self, model_slug: str) -> Path:
         return self.home / "cache" / "embeddings" / model_slug

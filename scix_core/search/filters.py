@@ -6,6 +6,7 @@
   case-folded strings (``"smith"`` matches ``"J. Smith"``).
 * ``paper_ids`` — only these papers.
 * ``has_body`` — ``True``: only papers with full text; ``False``: only without.
+* ``exclude_categories`` / ``exclude_authors`` — none of these (same matching as above).
 
 Lexical lanes apply them in SQL before the candidate-pool cap; the dense
 lane sends what Qdrant can express (years, categories, ids) as payload
@@ -22,6 +23,7 @@ from typing import Any, Mapping
 from scix_core.errors import FilterError
 from scix_core.vectors import VectorFilter
 
+_LISTS = ("categories", "authors", "paper_ids", "exclude_categories", "exclude_authors")
 _YEAR_RANGE = re.compile(r"^\s*(\d{4})?\s*(?:-|\.\.|–)\s*(\d{4})?\s*$|^\s*(\d{4})\s*$")
 
 
@@ -33,9 +35,11 @@ class SearchFilters:
     authors: tuple[str, ...] = ()
     paper_ids: tuple[str, ...] = ()
     has_body: bool | None = None
+    exclude_categories: tuple[str, ...] = ()
+    exclude_authors: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        for name in ("categories", "authors", "paper_ids"):
+        for name in _LISTS:
             value = getattr(self, name)
             if isinstance(value, str) or not all(isinstance(v, str) and v.strip() for v in value):
                 raise FilterError(f"{name} must be a list of non-empty strings, got {value!r}")
@@ -56,14 +60,18 @@ class SearchFilters:
     def author_needles(self) -> tuple[str, ...]:
         return tuple(a.casefold() for a in self.authors)
 
+    @property
+    def excluded_author_needles(self) -> tuple[str, ...]:
+        return tuple(a.casefold() for a in self.exclude_authors)
+
     def vector_filter(self) -> VectorFilter:
         """The part a vector store evaluates as payload filters."""
-        return VectorFilter(self.year_min, self.year_max, self.categories, self.paper_ids)
+        return VectorFilter(self.year_min, self.year_max, self.categories, self.paper_ids, self.exclude_categories)
 
     @property
     def needs_post_filter(self) -> bool:
         """True when some condition (authors, has_body) is not in the vector payload."""
-        return bool(self.authors) or self.has_body is not None
+        return bool(self.authors or self.exclude_authors) or self.has_body is not None
 
     def to_dict(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()
@@ -83,7 +91,7 @@ class SearchFilters:
         if unknown:
             raise FilterError(f"unknown filter key(s) {', '.join(map(repr, unknown))}; valid: {', '.join(sorted(valid))}")
         fields = {k: v for k, v in spec.items() if k != "year" and v is not None}
-        for name in ("categories", "authors", "paper_ids"):
+        for name in _LISTS:
             if isinstance(fields.get(name), str):
                 fields[name] = (fields[name],)
             if name in fields:

@@ -13,11 +13,13 @@ lexical-only, logs a warning and says so in the metadata.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from scix_core.config import Config, load_config
@@ -25,11 +27,17 @@ from scix_core.errors import (BackendUnavailableError, QueryError, ScixError, Un
                               VectorIndexUnavailableError)
 from scix_core.fusion import rrf
 from scix_core.search import knobs
+from scix_core.search.fielded import merge_filters, parse_fielded
 from scix_core.search.filters import SearchFilters
+from scix_core.search.guard import check_broad
 from scix_core.search.lanes import Lane, LaneRequest, lexical_lanes
 from scix_core.search.lanes.dense import DenseLane
+from scix_core.search.options import MAX_ALIAS_LANES, SearchOptions
 from scix_core.search.query import prepare
 from scix_core.search.result import Hit, LaneScore, SearchResult
+from scix_core.search.rewrite import alias_table, get_rewriter, skip_reason
+from scix_core.search.stages.base import StageBypassed, StageContext
+from scix_core.search.stages.boosts import BoostStage
 from scix_core.stores.papers import PaperStore, connect
 from scix_core.types import Ranking
 from scix_core.workspace import Workspace, read_json
@@ -38,6 +46,7 @@ log = logging.getLogger(__name__)
 
 MODES = ("hybrid", "keyword", "semantic")
 MAX_LIMIT = 1000
+LANE_ORDER = ("lexical", "body", "alias_1", "alias_2", "alias_3", "sparse", "dense")  # fusion input order
 
 
 def _timed(fn: Callable, *args) -> tuple[Any, float]:
@@ -68,7 +77,10 @@ class Searcher:
         self.lexical: list[Lane] = lanes.lanes
         self.unavailable: dict[str, str] = dict(lanes.unavailable)
         self.dense, self.encoder = self._dense()
-        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix=f"scix-{index}")
+        self.sparse, self.sparse_unavailable = None, "the sparse lane is not built for this index"
+        self.boost_stage = BoostStage(self.store)
+        self._alias_lanes: dict[int, Lane | None] = {}
+        self._pool = ThreadPoolExecutor(max_workers=6, thread_name_prefix=f"scix-{index}")
         self._warned: set[str] = set()
         self._warn_lock = threading.Lock()
 
@@ -108,7 +120,9 @@ class Searcher:
         self.store.close()
 
     def search(self, query: str, mode: str = "hybrid", filters: SearchFilters | Mapping | None = None,
-               limit: int | None = None) -> SearchResult:
+               limit: int | None = None, *, rerank: str | None = None, boosts: bool | None = None,
+               rewrite: str | None = None, lanes: str | list[str] | None = None) -> SearchResult:
+        """One query -> ranked papers. ``rerank``/``boosts``/``rewrite``/``lanes`` override the config per call."""
         t0 = time.perf_counter()
         if mode not in MODES:
             raise UnknownNameError("search mode", mode, MODES)
@@ -116,20 +130,65 @@ class Searcher:
         limit = s.limit if limit is None else limit
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
             raise QueryError(f"limit must be an integer 1..{MAX_LIMIT}, got {limit!r}")
-        flt = SearchFilters.parse(filters)
-        prepared, prep_ms = _timed(prepare, query, s.max_query_chars, s.max_query_tokens)
+        opts = SearchOptions.resolve(s, rerank, boosts, rewrite, lanes)
+        flt, text, meta = SearchFilters.parse(filters), query, {}
+        if "fielded" in opts.lanes and isinstance(query, str):
+            fielded = parse_fielded(query)
+            flt, text, meta["fielded"] = merge_filters(flt, fielded.filters), fielded.text, list(fielded.fields)
+        prepared, prep_ms = _timed(prepare, text, s.max_query_chars, s.max_query_tokens)
+        prepared = replace(prepared, original=query)
+        if s.broad_query_guard:
+            check_broad(prepared, flt)
+        reranker = self._reranker(opts.rerank)
+        rerank_why = reranker.check(limit) if reranker else "off"  # refuses a window <= limit before any lane runs
         request = LaneRequest(prepared, flt, knobs.read())
-        depth = max(s.depth, limit)
-        timing = {"prepare": prep_ms}
-        dropped: dict[str, str] = {}
+        timing, dropped = {"prepare": prep_ms}, {}
+        rankings = self._retrieve(mode, request, max(s.depth, limit), opts, timing, dropped, meta)
 
+        lane_order = [n for n in LANE_ORDER if n in rankings]
+        fused, timing["fusion"] = _timed(rrf, [rankings[n] for n in lane_order], s.rrf_k, "fused")
+        context = StageContext(prepared, limit, self.store, len(lane_order) / (s.rrf_k + 1))
+        stages = {"rerank": rerank_why or "ran", "boosts": "ran" if opts.boosts else "off"}
+        final = fused
+        for stage in [st for st in (reranker if rerank_why is None else None,
+                                    self.boost_stage if opts.boosts else None) if st is not None]:
+            try:
+                out, timing[stage.name] = _timed(stage.run, final, context)
+            except StageBypassed as why:
+                stages[stage.name] = str(why)
+                continue
+            rankings[stage.name] = final = out
+        hits, timing["hydrate"] = _timed(self._hits, final.top(limit), fused, {n: rankings[n] for n in lane_order})
+        timing["total"] = (time.perf_counter() - t0) * 1000
+        concurrent = [n for n in ("rewrite", "encode", *lane_order) if n in timing and n != "dense"]
+        metadata = {
+            "index": self.index, "mode": mode, "lexical_backend": s.lexical_backend if mode != "semantic" else None,
+            "lanes_run": lane_order, "dropped_lanes": dropped, "lanes_skipped": self._skipped(mode, opts, meta),
+            "rrf_k": s.rrf_k, "depth": max(s.depth, limit), "limit": limit, "filters": flt.to_dict(),
+            "knobs": request.knobs.to_dict(), "lexical_mode": s.lexical_mode, "query_text": prepared.text,
+            "lexical_terms": list(meta.get("lexical_terms", prepared.tokens)), "notes": list(prepared.notes),
+            "degraded": bool(dropped), "reranked": "rerank" in rankings,
+            "rerank_reason": opts.rerank if "rerank" in rankings else stages["rerank"], "stages": stages,
+            "rewrite": meta.get("rewrite", {"mode": "off", "status": "off", "text": None}),
+            "optional_lanes": sorted(opts.lanes), "fielded": meta.get("fielded", []), "aliases": meta.get("aliases", []),
+            "overlapped_stages": concurrent if len(concurrent) > 1 else [],
+        }
+        return SearchResult(query, hits, len(fused), timing, metadata, {**rankings, "fused": fused})
+
+    def _retrieve(self, mode: str, request: LaneRequest, depth: int, opts: SearchOptions, timing: dict,
+                  dropped: dict, meta: dict) -> dict[str, Ranking]:
+        """Encode (and rewrite) concurrently, run every lane isolated, return the rankings that came back."""
+        s = self.config.search
         want_lexical, want_dense = mode != "semantic", mode != "keyword"
         futures: dict[str, Future] = {}
         if want_dense and self.dense:
-            futures["encode"] = self._pool.submit(_timed, self.encoder.encode_query, prepared.text)
+            futures["encode"] = self._pool.submit(_timed, self.encoder.encode_query, request.query.text)
+        lexical_request = request
         if want_lexical:
-            for lane in self.lexical:
-                futures[lane.name] = self._pool.submit(_timed, lane.search, request, depth)
+            lexical_request = self._rewrite(request, opts.rewrite, timing, meta)
+            meta["lexical_terms"] = lexical_request.query.tokens
+            for lane, lane_request in self._lexical_plan(lexical_request, opts, meta):
+                futures[lane.name] = self._pool.submit(_timed, lane.search, lane_request, depth)
         rankings: dict[str, Ranking] = {}
         budget = s.lane_timeout_ms / 1000 * 2  # lanes enforce their own timeouts; this catches a hung client
         if "encode" in futures:
@@ -151,23 +210,44 @@ class Searcher:
         dropped.update({n: why for n, why in self.unavailable.items()
                         if mode == "hybrid" or (n == "dense") == (mode == "semantic")})
         self._check_answerable(mode, rankings, dropped)
+        return rankings
 
-        lane_order = [n for n in ("lexical", "body", "dense") if n in rankings]
-        fused, timing["fusion"] = _timed(rrf, [rankings[n] for n in lane_order], s.rrf_k, "fused")
-        top = fused.top(limit)
-        (hits, hydrate_ms) = _timed(self._hits, top, {n: rankings[n] for n in lane_order})
-        timing["hydrate"] = hydrate_ms
-        timing["total"] = (time.perf_counter() - t0) * 1000
-        metadata = {
-            "index": self.index, "mode": mode, "lexical_backend": s.lexical_backend if want_lexical else None,
-            "lanes_run": lane_order, "dropped_lanes": dropped, "lanes_skipped": self._skipped(),
-            "rrf_k": s.rrf_k, "depth": depth, "limit": limit, "filters": flt.to_dict(), "knobs": request.knobs.to_dict(),
-            "lexical_mode": s.lexical_mode, "query_text": prepared.text, "lexical_terms": list(prepared.tokens),
-            "notes": list(prepared.notes), "degraded": bool(dropped), "reranked": False, "rerank_reason": "off",
-            "overlapped_stages": [n for n in ("encode", *(lane.name for lane in self.lexical)) if n in timing]
-            if want_dense and want_lexical else [],
-        }
-        return SearchResult(query, hits, len(fused), timing, metadata, {**rankings, "fused": fused})
+    def _rewrite(self, request: LaneRequest, spec: str, timing: dict, meta: dict) -> LaneRequest:
+        """The rewritten query for the lexical lanes (runs while the encoder works on the original)."""
+        s = self.config.search
+        rewriter = get_rewriter(spec, s.alias_file or None, s.rewrite_model, s.rewrite_timeout_s)
+        if rewriter is None:
+            return request
+        info = meta["rewrite"] = {"mode": spec, "status": "", "text": None}
+        why = skip_reason(request.query.text)
+        if why:
+            info["status"] = why
+            return request
+        try:
+            text, timing["rewrite"] = _timed(rewriter.rewrite, request.query.text)
+        except Exception as exc:  # noqa: BLE001 — a rewriter failure keeps the query as typed
+            info["status"] = f"failed: {_reason(exc)}"
+            return request
+        info["text"] = text
+        info["status"] = "rewritten" if text != request.query.text else "unchanged"
+        prepared = prepare(text, s.max_query_chars, s.max_query_tokens)
+        return replace(request, query=replace(prepared, original=request.query.original))
+
+    def _lexical_plan(self, request: LaneRequest, opts: SearchOptions, meta: dict):
+        yield from ((lane, request) for lane in self.lexical)
+        if "alias" in opts.lanes:
+            table = alias_table(self.config.search.alias_file or None)
+            found = table.find(request.query.text)[:MAX_ALIAS_LANES]
+            meta["aliases"] = [{"alias": a.alias, "canonical": a.canonical, "lane": f"alias_{i}"}
+                               for i, a in enumerate(found, start=1)]
+            for i, alias in enumerate(found, start=1):
+                lane = self._alias_lane(i)
+                if lane is not None:
+                    text = table.replace(request.query.text, alias)
+                    prepared = prepare(text, self.config.search.max_query_chars, self.config.search.max_query_tokens)
+                    yield lane, replace(request, query=replace(prepared, original=request.query.original))
+        if "sparse" in opts.lanes and self.sparse is not None:
+            yield self.sparse, request
 
     def _check_answerable(self, mode: str, rankings: dict, dropped: dict) -> None:
         if mode == "semantic" and "dense" not in rankings:
@@ -184,27 +264,66 @@ class Searcher:
                 self._warned.add(key)
                 log.warning(message)
 
-    def _skipped(self) -> dict[str, str]:
+    def _skipped(self, mode: str, opts: SearchOptions, meta: dict) -> dict[str, str]:
+        out = {}
         if not self.has_body:
-            return {"body": "no paper in this index has a full text"}
-        return {} if self.config.search.body else {"body": "disabled (search.body = false)"}
+            out["body"] = "no paper in this index has a full text"
+        elif not self.config.search.body:
+            out["body"] = "disabled (search.body = false)"
+        if "alias" in opts.lanes and mode != "semantic" and not meta.get("aliases"):
+            out["alias"] = "no alias of the alias table in the query"
+        if "sparse" in opts.lanes and self.sparse is None:
+            out["sparse"] = self.sparse_unavailable
+        return out
 
-    def _hits(self, top: Ranking, lanes: dict[str, Ranking]) -> tuple[Hit, ...]:
+    def _hits(self, top: Ranking, fused: Ranking, lanes: dict[str, Ranking]) -> tuple[Hit, ...]:
         papers = self.store.get(top.ids)
+        fused_scores = fused.scores()
         ranks = {n: r.ranks() for n, r in lanes.items()}
         scores = {n: r.scores() for n, r in lanes.items()}
         return tuple(
-            Hit(item.paper_id, papers[item.paper_id].title if item.paper_id in papers else "", item.score, item.score,
-                {n: LaneScore(ranks[n][item.paper_id], scores[n][item.paper_id]) for n in lanes if item.paper_id in ranks[n]})
+            Hit(item.paper_id, papers[item.paper_id].title if item.paper_id in papers else "", item.score,
+                fused_scores.get(item.paper_id, 0.0),
+                {n: LaneScore(ranks[n][item.paper_id], scores[n][item.paper_id]) for n in lanes if item.paper_id in ranks[n]},
+                {k: v for k, v in item.detail if k != "base"})
             for item in top.items)
 
+    def _reranker(self, spec: str):
+        if spec in ("off", "", None):
+            return None
+        from scix_core.search.stages.rerank import CrossEncoderReranker
 
+        path = Path(spec).expanduser()
+        if not path.exists() and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", spec):
+            path = Workspace(self.config.home).model_dir("rerankers", spec)
+        key = (str(path), self.config.search.rerank_window, self.config.embedding.device)
+        with _SHARED_LOCK:
+            if key not in _RERANKERS:
+                _RERANKERS[key] = CrossEncoderReranker(path, self.config.search.rerank_window,
+                                                       device=self.config.embedding.device)
+            return _RERANKERS[key]
+
+    def _alias_lane(self, i: int) -> Lane | None:
+        """The i-th alias lane (its own connection), built on first use; None if it cannot be."""
+        with _SHARED_LOCK:
+            if i not in self._alias_lanes:
+                built = lexical_lanes(self.config, self.build_dir, self.index, with_body=False)
+                lane = built.lanes[0] if built.lanes else None
+                if lane is not None:
+                    lane.name = f"alias_{i}"
+                self._alias_lanes[i] = lane
+            return self._alias_lanes[i]
+
+
+_RERANKERS: dict[tuple, object] = {}
+_SHARED_LOCK = threading.Lock()
 _SEARCHERS: dict[tuple, Searcher] = {}
 _SEARCHERS_LOCK = threading.Lock()
 
 
 def search(query: str, index: str = "scifact", mode: str = "hybrid", filters: SearchFilters | Mapping | None = None,
-           limit: int | None = None, *, backend: str | None = None, config: Config | None = None) -> SearchResult:
+           limit: int | None = None, *, backend: str | None = None, config: Config | None = None,
+           **options) -> SearchResult:
     """Module-level entry point: a cached :class:`Searcher` per index, backend and config."""
     cfg = config or load_config()
     key = (index, backend or cfg.search.lexical_backend, cfg)
@@ -212,4 +331,4 @@ def search(query: str, index: str = "scifact", mode: str = "hybrid", filters: Se
         if key not in _SEARCHERS:
             _SEARCHERS[key] = Searcher(index, cfg, backend=backend)
         searcher = _SEARCHERS[key]
-    return searcher.search(query, mode, filters, limit)
+    return searcher.search(query, mode, filters, limit, **options)

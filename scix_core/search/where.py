@@ -40,6 +40,11 @@ def sqlite_where(flt: SearchFilters) -> tuple[str, list]:
         add("scix_author_match(p.authors, ?)", json.dumps(list(flt.author_needles)))
     if flt.paper_ids:
         add("p.paper_id IN (SELECT value FROM json_each(?))", json.dumps(list(flt.paper_ids)))
+    if flt.exclude_categories:
+        add("p.idx NOT IN (SELECT idx FROM paper_categories WHERE category IN (SELECT value FROM json_each(?)))",
+            json.dumps(list(flt.exclude_categories)))
+    if flt.exclude_authors:
+        add("NOT scix_author_match(p.authors, ?)", json.dumps(list(flt.excluded_author_needles)))
     sql += _body(flt)
     return " AND ".join(sql) or "1", params
 
@@ -59,5 +64,10 @@ def postgres_where(flt: SearchFilters) -> tuple[str, list]:
             list(flt.author_needles))
     if flt.paper_ids:
         add("p.paper_id = ANY(%s::text[])", list(flt.paper_ids))
+    if flt.exclude_categories:
+        add("NOT (p.categories && %s::text[])", list(flt.exclude_categories))
+    if flt.exclude_authors:
+        add("NOT EXISTS (SELECT 1 FROM unnest(p.authors_folded) a, unnest(%s::text[]) n WHERE strpos(a, n) > 0)",
+            list(flt.excluded_author_needles))
     sql += _body(flt)
     return " AND ".join(sql) or "TRUE", params

@@ -22,9 +22,11 @@ class VectorFilter:
     year_max: int | None = None
     categories: tuple[str, ...] = ()
     paper_ids: tuple[str, ...] = ()
+    exclude_categories: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
-        return any((self.year_min is not None, self.year_max is not None, self.categories, self.paper_ids))
+        return any((self.year_min is not None, self.year_max is not None, self.categories, self.paper_ids,
+                    self.exclude_categories))
 
 
 @dataclass(frozen=True, slots=True)

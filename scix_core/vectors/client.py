@@ -28,7 +28,8 @@ def client_filter(flt: VectorFilter | None):
         must.append(m.FieldCondition(key="categories", match=m.MatchAny(any=list(flt.categories))))
     if flt.paper_ids:
         must.append(m.FieldCondition(key="paper_id", match=m.MatchAny(any=list(flt.paper_ids))))
-    return m.Filter(must=must)
+    must_not = [m.FieldCondition(key="categories", match=m.MatchAny(any=list(flt.exclude_categories)))] if flt.exclude_categories else []
+    return m.Filter(must=must, must_not=must_not or None)
 
 
 class ClientVectorStore:

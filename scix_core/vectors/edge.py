@@ -34,7 +34,8 @@ def edge_filter(flt: VectorFilter | None):
         must.append(qe.FieldCondition(key="categories", match=qe.MatchAny(list(flt.categories))))
     if flt.paper_ids:
         must.append(qe.FieldCondition(key="paper_id", match=qe.MatchAny(list(flt.paper_ids))))
-    return qe.Filter(must=must)
+    must_not = [qe.FieldCondition(key="categories", match=qe.MatchAny(list(flt.exclude_categories)))] if flt.exclude_categories else []
+    return qe.Filter(must=must, must_not=must_not or None)
 
 
 class EdgeVectorStore:

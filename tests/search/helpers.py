@@ -37,4 +37,8 @@ def passes(p: Paper, f: SearchFilters) -> bool:
         return False
     if f.has_body is not None and (p.body is not None) != f.has_body:
         return False
+    if set(f.exclude_categories) & set(p.categories):
+        return False
+    if any(n.casefold() in a.casefold() for a in p.authors for n in f.exclude_authors):
+        return False
     return True

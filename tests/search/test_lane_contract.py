@@ -19,6 +19,8 @@ FILTERS = [
     {"year": "2018-2021"}, {"categories": ["astro-ph.GA"]}, {"authors": ["rubin"]},
     {"paper_ids": ["p01", "p07", "p09"]}, {"has_body": True}, {"has_body": False},
     {"year": "2019-", "categories": ["cs.LG", "q-bio.BM"], "authors": ["LOVELACE"]},
+    {"exclude_categories": ["astro-ph.GA", "cs.LG"]}, {"exclude_authors": ["rubin", "turing"]},
+    {"categories": ["astro-ph.GA"], "exclude_categories": ["cs.LG"], "exclude_authors": ["ford"]},
 ]
 
 
