@@ -243,7 +243,7 @@ class Searcher:
             for i, alias in enumerate(found, start=1):
                 lane = self._alias_lane(i)
                 if lane is not None:
-                    text = table.replace(request.query.text, alias)
+                    text = table.variant(request.query.text, alias, found)
                     prepared = prepare(text, self.config.search.max_query_chars, self.config.search.max_query_tokens)
                     yield lane, replace(request, query=replace(prepared, original=request.query.original))
         if "sparse" in opts.lanes and self.sparse is not None:

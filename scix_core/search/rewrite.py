@@ -89,6 +89,13 @@ class AliasTable:
     def replace(self, text: str, alias: Alias) -> str:
         return f"{text[:alias.start]}{alias.canonical}{text[alias.end:]}"
 
+    def variant(self, text: str, keep: Alias, found: list[Alias]) -> str:
+        """``text`` with ``keep`` replaced by its canonical name and the other found aliases removed:
+        the query of one alias lane (so the AND semantics do not demand the other acronyms)."""
+        for alias in sorted(found, key=lambda a: a.start, reverse=True):
+            text = self.replace(text, alias) if alias == keep else f"{text[:alias.start]}{text[alias.end:]}"
+        return " ".join(text.split())
+
 
 def _read(text: str, where: str) -> dict[str, str]:
     out = {}

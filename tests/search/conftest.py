@@ -10,7 +10,7 @@ import pytest
 
 from scix_core.config import load_config
 from scix_core.data import Dataset
-from scix_core.types import Paper
+from scix_core.types import Paper, Query
 
 HUGE_BODY = "galaxy zyzzyva " * 75_000  # 1.1 MB: over the body lane's 1,048,575-character cap
 
@@ -61,7 +61,14 @@ PAPERS = (
        body=HUGE_BODY),
 )
 
-CORPUS = Dataset("fixture", "python", PAPERS)
+QUERIES = (
+    Query("q1", "dark matter halos in simulations"), Query("q2", "graph neural networks for molecules"),
+    Query("q3", "primes and the zeta function"), Query("q4", "classifying galaxy images with deep learning"),
+    Query("q5", "vitamin D and bone fractures"), Query("q6", "protein structure from sequence"),
+)
+QRELS = {"train": {"q1": {"p03": 2, "p04": 1}, "q2": {"p01": 2}, "q3": {"p06": 2}, "q4": {"p09": 2, "p02": 1},
+                   "q5": {"p05": 2}, "q6": {"p07": 2}}}
+CORPUS = Dataset("fixture", "python", PAPERS, QUERIES, QRELS)
 BY_ID = {p.paper_id: p for p in PAPERS}
 
 
@@ -105,3 +112,13 @@ def pg_built(built, postgresql) -> Built:
     dsn = postgresql.info.dsn
     sync_index(built.index, Workspace(built.config.home).index_dir(built.index), dsn)
     return Built(built.config.replace(**{"postgres.dsn": dsn, "search.lexical_backend": "postgres"}), built.index)
+
+
+@pytest.fixture(scope="session")
+def tiny_reranker(built) -> str:
+    """A cross-encoder fine-tuned from the bundled MiniLM for a few steps on the fixture's train qrels."""
+    from scix_core.search.stages.train_rerank import train_reranker
+
+    report = train_reranker(built.index, "tiny", built.config, epochs=2, batch_size=8, negatives=2, progress=False)
+    assert report.positives == 8 and report.negatives > 0
+    return "tiny"

@@ -65,3 +65,28 @@ def test_ingest_with_postgres_backend_then_search(home, postgresql, monkeypatch,
     doc = json.loads(capsys.readouterr().out)
     assert doc["metadata"]["lexical_backend"] == "postgres" and doc["metadata"]["dropped_lanes"] == {}
     assert {h["paper_id"] for h in doc["hits"]} == {"d1", "d3"}
+
+
+def test_explain_shows_stage_moves(on_fixture, tiny_reranker, capsys):
+    argv = ["search", "CNN for galaxy morphology", "--index", "fixture", "--explain", "--limit", "4",
+            "--rerank", tiny_reranker, "--rewrite", "local", "--lanes", "alias"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    for word in ("fused#", "rerank#", "boosts#", "rewrite: rewritten", "convolutional neural network", "rerank "):
+        assert word in out, word
+
+
+def test_stage_switches_from_the_command_line(on_fixture, capsys):
+    assert main(["search", "Graph theory of social networks", "--index", "fixture", "--json", "--no-boosts"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["metadata"]["stages"]["boosts"] == "off" and all(h["boosts"] == {} for h in doc["hits"])
+    assert main(["search", "x", "--index", "fixture", "--lanes", "nope"]) == 2
+    assert "[unknown_name]" in capsys.readouterr().err
+
+
+def test_train_reranker_command(on_fixture, capsys):
+    argv = ["train-reranker", "--index", "fixture", "--name", "cli-tiny", "--max-queries", "2", "--quiet"]
+    assert main(argv) == 0
+    assert "trained cli-tiny on 2 queries" in capsys.readouterr().out
+    assert main(["search", "dark matter", "--index", "fixture", "--json", "--rerank", "cli-tiny"]) == 0
+    assert json.loads(capsys.readouterr().out)["metadata"]["reranked"] is True

@@ -1,0 +1,119 @@
+"""Cross-encoder rerank with a tiny locally trained model, and the chat rewriter against a loopback server."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+
+import pytest
+
+from scix_core.errors import ConfigError, ModelUnavailableError
+from scix_core.search import Searcher
+from scix_core.workspace import Workspace, read_json
+
+pytestmark = [pytest.mark.model]
+
+
+@pytest.fixture(scope="module")
+def searcher(built):
+    return Searcher(built.index, built.config)
+
+
+def test_trained_model_lands_in_the_workspace_with_a_manifest(built, tiny_reranker):
+    folder = Workspace(built.config.home).model_dir("rerankers", tiny_reranker)
+    manifest = read_json(folder / "scix_manifest.json")
+    assert manifest["kind"] == "cross-encoder" and manifest["base_model"] == "bundled-minilm"
+    assert manifest["split"] == "train" and manifest["queries"] == 6 and manifest["positives"] == 8
+    assert not [p for p in folder.parent.iterdir() if p.name.startswith(".")], "no temp folder left behind"
+
+
+def test_rerank_rescores_the_window_with_sigmoid(searcher, tiny_reranker):
+    result = searcher.search("dark matter halos", limit=5, rerank=tiny_reranker, boosts=False)
+    assert result.metadata["reranked"] is True and result.metadata["stages"]["rerank"] == "ran"
+    assert result.timing_ms["rerank"] > 0
+    reranked = result.rankings["rerank"]
+    assert len(reranked) == min(50, result.total)  # the whole fused window, not just the hits
+    assert set(reranked.ids) == set(result.rankings["fused"].ids[:50])
+    assert all(0.0 <= i.score <= 1.0 for i in reranked.items)
+    assert [h.score for h in result.hits] == [i.score for i in reranked.items[:5]]
+    assert all(h.fused_score == result.rankings["fused"].scores()[h.paper_id] for h in result.hits)
+
+
+def test_rerank_then_boosts_uses_the_sigmoid_as_base(searcher, tiny_reranker):
+    result = searcher.search("Galaxy rotation curves and the dark matter problem", limit=3, rerank=tiny_reranker)
+    top = result.rankings["boosts"].items[0]
+    assert top.paper_id == "p04" and dict(top.detail)["title"] == 2.0
+    assert dict(top.detail)["base"] == pytest.approx(result.rankings["rerank"].scores()["p04"])
+
+
+def test_rerank_is_bypassed_above_limit_20(searcher, tiny_reranker):
+    result = searcher.search("dark matter halos", limit=21, rerank=tiny_reranker)
+    assert result.metadata["reranked"] is False
+    assert result.metadata["rerank_reason"] == "bypassed: limit 21 > 20" and "rerank" not in result.timing_ms
+
+
+def test_a_window_not_above_the_limit_is_refused(built, tiny_reranker):
+    small = Searcher(built.index, built.config.replace(**{"search.rerank_window": 10}))
+    with pytest.raises(ConfigError, match="rerank window 10 must exceed the result count 10"):
+        small.search("dark matter", limit=10, rerank=tiny_reranker)
+    assert small.search("dark matter", limit=9, rerank=tiny_reranker).metadata["reranked"] is True
+
+
+def test_missing_reranker_is_a_typed_error(searcher, tmp_path):
+    with pytest.raises(ModelUnavailableError, match="scix train-reranker"):
+        searcher.search("dark matter", rerank=str(tmp_path / "nowhere"))
+    assert searcher.search("dark matter", rerank="off").metadata["rerank_reason"] == "off"
+
+
+class _Chat(http.server.BaseHTTPRequestHandler):
+    replies: list = []
+    seen: list = []
+
+    def do_POST(self):  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.seen.append((self.path, body))
+        status, payload = self.replies.pop(0)
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def chat_server():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Chat)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    _Chat.replies, _Chat.seen = [], []
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1", _Chat
+    server.shutdown()
+
+
+def test_chat_rewriter_against_a_loopback_server(searcher, chat_server):
+    url, chat = chat_server
+    chat.replies.append((200, {"choices": [{"message": {"content": '"convolutional neural network galaxy morphology"'}}]}))
+    result = searcher.search("deep nets for galaxy shapes", limit=3, rewrite=url)
+    assert result.metadata["rewrite"] == {"mode": url, "status": "rewritten",
+                                          "text": "convolutional neural network galaxy morphology"}
+    assert result.ids[0] == "p09"
+    path, body = chat.seen[0]
+    assert path == "/v1/chat/completions" and body["messages"][-1]["content"] == "deep nets for galaxy shapes"
+
+
+@pytest.mark.parametrize("reply", [(500, {"error": "boom"}), (200, {"choices": []}), (200, {"choices": [{"message": {"content": " "}}]})])
+def test_chat_rewriter_failure_keeps_the_query_as_typed(searcher, chat_server, reply):
+    url, chat = chat_server
+    chat.replies.append(reply)
+    result = searcher.search("deep nets for galaxy shapes", limit=3, rewrite=url)
+    assert result.metadata["rewrite"]["status"].startswith("failed:")
+    assert result.metadata["lexical_terms"] == ["deep", "nets", "galaxy", "shapes"] and result.hits
+
+
+def test_unreachable_rewriter_keeps_the_query(searcher):
+    result = searcher.search("deep nets for galaxy shapes", limit=3, rewrite="http://127.0.0.1:1/v1")
+    assert "ConnectError" in result.metadata["rewrite"]["status"] and result.hits
