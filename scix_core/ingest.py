@@ -56,15 +56,29 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _build_key(dataset: Dataset, texts_hash: str, cfg: Config, embed: bool) -> str:
+def _build_key(dataset: Dataset, texts_hash: str, cfg: Config, embed: bool, sparse: bool = False) -> str:
     h = hashlib.sha256()
     for p in dataset.papers:
         h.update(json.dumps(dataclasses.astuple(p), default=str).encode())
     for part in (texts_hash, cfg.embedding.model if embed else "-", str(cfg.embedding.max_length),
                  cfg.vectors.backend, cfg.vectors.url or "", str(len(dataset.queries)), str(len(dataset.interactions)),
-                 json.dumps(dataset.qrels, sort_keys=True), str(len(dataset.citations))):
+                 json.dumps(dataset.qrels, sort_keys=True), str(len(dataset.citations)), "sparse" if sparse else ""):
         h.update(part.encode())
     return h.hexdigest()[:16]
+
+
+def _build_sparse(build: Path, dataset: Dataset, texts: list[str]) -> float:
+    """BM25 sparse vectors for the optional sparse lane; returns the average length it was built with."""
+    from scix_core.vectors.sparse import SparseStore
+
+    avg_len = sum(len(t.split()) for t in texts) / max(1, len(texts))
+    store = SparseStore(build / "sparse", create=True, avg_len=avg_len)
+    try:
+        store.upsert(range(len(texts)), texts, [payload(p) for p in dataset.papers])
+        store.finish()
+    finally:
+        store.close()
+    return round(avg_len, 3)
 
 
 def _progress(total: int, desc: str, enabled: bool):
@@ -75,7 +89,7 @@ def _progress(total: int, desc: str, enabled: bool):
 
 def ingest(source: Path | str | Dataset, index: str, fmt: str | None = None, *, config: Config | None = None,
            limit: int | None = None, embed: bool = True, force: bool = False, progress: bool = True,
-           encoder: Encoder | None = None) -> IngestReport:
+           encoder: Encoder | None = None, sparse: bool = False) -> IngestReport:
     """Build (or confirm unchanged) the index ``index`` from a dataset path."""
     cfg = config or load_config()
     ws = Workspace(cfg.home)
@@ -87,7 +101,7 @@ def ingest(source: Path | str | Dataset, index: str, fmt: str | None = None, *, 
     if limit is not None:
         dataset = dataclasses.replace(dataset, papers=dataset.papers[:limit])
     texts = [p.text for p in dataset.papers]
-    key = _build_key(dataset, corpus_hash(texts), cfg, embed)
+    key = _build_key(dataset, corpus_hash(texts), cfg, embed, sparse)
 
     root = ws.index_root(index)
     if not force and (root / "current" / "manifest.json").exists():
@@ -129,6 +143,10 @@ def ingest(source: Path | str | Dataset, index: str, fmt: str | None = None, *, 
             manifest.update(model=cfg.embedding.model, model_slug=encoder.slug, dim=int(vectors.shape[1]),
                             max_length=encoder.max_length, vector_backend=cfg.vectors.backend,
                             vector_url=cfg.vectors.url, vectors=len(texts), vector_dtype="float16-cache/float32-store")
+        if sparse and dataset.papers:
+            t = time.perf_counter()
+            manifest.update(sparse=True, sparse_avg_len=_build_sparse(build, dataset, texts))
+            stages.append(StageTiming("sparse", time.perf_counter() - t, len(texts)))
         manifest["stages"] = {s.stage: round(s.seconds, 3) for s in stages}
         write_json_atomic(build / "manifest.json", manifest)
     return IngestReport(index, (root / "current").resolve(), "built", len(dataset.papers), dataset.rejected,

@@ -30,6 +30,7 @@ def _ingest_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=int, help="take only the first N papers (quick runs)")
     p.add_argument("--no-embed", action="store_true", help="build the paper store and FTS only")
     p.add_argument("--force", action="store_true", help="rebuild even if the input is unchanged")
+    p.add_argument("--sparse", action="store_true", help="also build BM25 sparse vectors (the optional sparse lane)")
     p.add_argument("--vector-backend", choices=["edge", "qdrant"], help="override vectors.backend")
     p.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite",
                    help="postgres: also mirror the index into PostgreSQL (SCIX_PG_DSN), idempotently")
@@ -45,7 +46,7 @@ def ingest_cmd(args: argparse.Namespace) -> int:
     cfg = _config(args, **overrides)
     path = args.path if args.path else resolve_dataset(args.dataset)
     report = ingest(path, args.index, args.fmt, config=cfg, limit=args.limit, embed=not args.no_embed,
-                    force=args.force, progress=not args.quiet)
+                    force=args.force, progress=not args.quiet, sparse=args.sparse)
     print_ingest(report)
     if args.backend == "postgres":
         from scix_core.stores.postgres import sync_index
@@ -254,4 +255,26 @@ def train_reranker_cmd(args: argparse.Namespace) -> int:
     console.print(f"trained {report.name} on {report.queries} queries ({report.positives} positives, "
                   f"{report.negatives} hard negatives) in {report.seconds:.0f} s -> {report.path}", highlight=False)
     console.print(f"use it: scix search TEXT --index {args.index} --rerank {report.name}", highlight=False)
+    return 0
+
+
+def _community_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("seeds", nargs="+", help="seed paper ids")
+    p.add_argument("--index", required=True)
+    p.add_argument("--limit", type=int)
+    p.add_argument("--json", action="store_true")
+
+
+@command("community", "the citation community of seed papers (Louvain + personalised PageRank)", _community_args)
+def community_cmd(args: argparse.Namespace) -> int:
+    from scix_core.search import Searcher
+
+    result = Searcher(args.index, _config(args)).community(args.seeds, args.limit)
+    if args.json:
+        print(result.to_json())
+        return 0
+    info = result.metadata["community"]
+    console.print(f"community of {', '.join(info['seeds'])}: {info['community_size']} papers", highlight=False)
+    for rank, hit in enumerate(result.hits, start=1):
+        console.print(f"{rank:>3}. [bold]{hit.paper_id}[/]  {hit.title}  [dim]{hit.score:.4f}[/]", highlight=False)
     return 0

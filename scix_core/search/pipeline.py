@@ -27,6 +27,7 @@ from scix_core.errors import (BackendUnavailableError, QueryError, ScixError, Un
                               VectorIndexUnavailableError)
 from scix_core.fusion import rrf
 from scix_core.search import knobs
+from scix_core.search.community import CitationCommunities
 from scix_core.search.fielded import merge_filters, parse_fielded
 from scix_core.search.filters import SearchFilters
 from scix_core.search.guard import check_broad
@@ -77,8 +78,9 @@ class Searcher:
         self.lexical: list[Lane] = lanes.lanes
         self.unavailable: dict[str, str] = dict(lanes.unavailable)
         self.dense, self.encoder = self._dense()
-        self.sparse, self.sparse_unavailable = None, "the sparse lane is not built for this index"
+        self.sparse, self.sparse_unavailable = self._sparse()
         self.boost_stage = BoostStage(self.store)
+        self.communities = CitationCommunities(self.store)
         self._alias_lanes: dict[int, Lane | None] = {}
         self._pool = ThreadPoolExecutor(max_workers=6, thread_name_prefix=f"scix-{index}")
         self._warned: set[str] = set()
@@ -101,6 +103,18 @@ class Searcher:
         # queries must be encoded by the model the corpus was encoded with, whatever the config says now
         encoder = shared_encoder(replace(self.config.embedding, model=self.manifest["model"]))
         return DenseLane(store, connect(self.build_dir / "papers.sqlite", readonly=True)), encoder
+
+    def _sparse(self):
+        if not self.manifest.get("sparse"):
+            return None, "index built without sparse vectors: re-run `scix ingest ... --sparse`"
+        from scix_core.search.lanes.sparse import SparseLane
+        from scix_core.vectors.sparse import open_sparse_reader
+
+        try:
+            store = open_sparse_reader(self.build_dir / "sparse", self.manifest.get("sparse_avg_len"))
+        except ScixError as exc:
+            return None, _reason(exc)
+        return SparseLane(store, connect(self.build_dir / "papers.sqlite", readonly=True)), ""
 
     @property
     def lane_names(self) -> list[str]:
@@ -174,6 +188,19 @@ class Searcher:
             "overlapped_stages": concurrent if len(concurrent) > 1 else [],
         }
         return SearchResult(query, hits, len(fused), timing, metadata, {**rankings, "fused": fused})
+
+    def community(self, seeds: list[str], limit: int | None = None) -> SearchResult:
+        """The seeds' citation community (replaces retrieval and fusion; see :mod:`scix_core.search.community`)."""
+        t0 = time.perf_counter()
+        limit = self.config.search.limit if limit is None else limit
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+            raise QueryError(f"limit must be an integer 1..{MAX_LIMIT}, got {limit!r}")
+        (ranking, info), expand_ms = _timed(self.communities.expand, list(seeds), limit, self.config.search.community_max)
+        hits, hydrate_ms = _timed(self._hits, ranking, ranking, {"community": ranking})
+        timing = {"community": expand_ms, "hydrate": hydrate_ms, "total": (time.perf_counter() - t0) * 1000}
+        metadata = {"index": self.index, "mode": "community", "lanes_run": ["community"], "dropped_lanes": {},
+                    "limit": limit, "degraded": False, "community": info, "algorithm": "louvain + personalised pagerank"}
+        return SearchResult(" ".join(seeds), hits, info["community_size"], timing, metadata, {"community": ranking})
 
     def _retrieve(self, mode: str, request: LaneRequest, depth: int, opts: SearchOptions, timing: dict,
                   dropped: dict, meta: dict) -> dict[str, Ranking]:

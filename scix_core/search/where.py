@@ -71,3 +71,10 @@ def postgres_where(flt: SearchFilters) -> tuple[str, list]:
             list(flt.excluded_author_needles))
     sql += _body(flt)
     return " AND ".join(sql) or "TRUE", params
+
+
+def sqlite_passing(conn, paper_ids: list[str], flt: SearchFilters) -> set[str]:
+    """Which of ``paper_ids`` pass ``flt`` (the post-filter of the vector lanes)."""
+    where, params = sqlite_where(flt)
+    sql = f"SELECT p.paper_id FROM papers p WHERE p.paper_id IN (SELECT value FROM json_each(?)) AND {where}"
+    return {r[0] for r in conn.execute(sql, [json.dumps(paper_ids), *params])}

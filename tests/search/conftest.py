@@ -10,7 +10,7 @@ import pytest
 
 from scix_core.config import load_config
 from scix_core.data import Dataset
-from scix_core.types import Paper, Query
+from scix_core.types import CitationLink, Paper, Query
 
 HUGE_BODY = "galaxy zyzzyva " * 75_000  # 1.1 MB: over the body lane's 1,048,575-character cap
 
@@ -68,7 +68,12 @@ QUERIES = (
 )
 QRELS = {"train": {"q1": {"p03": 2, "p04": 1}, "q2": {"p01": 2}, "q3": {"p06": 2}, "q4": {"p09": 2, "p02": 1},
                    "q5": {"p05": 2}, "q6": {"p07": 2}}}
-CORPUS = Dataset("fixture", "python", PAPERS, QUERIES, QRELS)
+#: two citation communities: astronomy (p03, p04, p09, p12) and learning (p01, p02, p07, p08); p05 cites nothing
+CITATIONS = tuple(CitationLink(a, b) for a, b in (
+    ("p04", "p03"), ("p09", "p04"), ("p12", "p03"), ("p12", "p09"), ("p09", "p03"),
+    ("p07", "p01"), ("p02", "p01"), ("p08", "p01"), ("p07", "p02"), ("p06", "p11"), ("p10", "p11"),
+))
+CORPUS = Dataset("fixture", "python", PAPERS, QUERIES, QRELS, citations=CITATIONS)
 BY_ID = {p.paper_id: p for p in PAPERS}
 
 
@@ -85,11 +90,11 @@ def fixture_home(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def built(fixture_home, encoder) -> Built:
-    """The fixture corpus ingested with vectors in qdrant-edge (the default)."""
+    """The fixture corpus ingested with vectors in qdrant-edge (the default) and the optional sparse vectors."""
     from scix_core.ingest import ingest
 
     cfg = load_config().replace(home=fixture_home)
-    ingest(CORPUS, "fixture", config=cfg, progress=False, encoder=encoder)
+    ingest(CORPUS, "fixture", config=cfg, progress=False, encoder=encoder, sparse=True)
     return Built(cfg, "fixture")
 
 

@@ -13,7 +13,8 @@ from tests.search.helpers import BAD_QUERIES, make_request, passes
 
 pytestmark = [pytest.mark.model]
 
-LANES = ["sqlite:lexical", "sqlite:body", "postgres:lexical", "postgres:body", "edge:dense", "client:dense"]
+LANES = ["sqlite:lexical", "sqlite:body", "postgres:lexical", "postgres:body", "edge:dense", "client:dense",
+         "edge:sparse"]
 QUERIES = ["neural networks", "galaxy dark matter", "graph", "running", "cafe naive", "protein structure"]
 FILTERS = [
     {"year": "2018-2021"}, {"categories": ["astro-ph.GA"]}, {"authors": ["rubin"]},
@@ -34,6 +35,8 @@ def _lane(request, spec: str) -> Lane:
     found = {ln.name: ln for ln in searcher.lexical}
     if searcher.dense:
         found["dense"] = searcher.dense
+    if searcher.sparse:
+        found["sparse"] = searcher.sparse
     assert name in found, f"{spec} not built: {searcher.unavailable}"
     return found[name]
 
@@ -72,7 +75,7 @@ def test_shape_and_determinism(lane, encoder, query):
 
 
 def test_finds_the_obvious_paper(lane, encoder):
-    expected = {"lexical": "p06", "body": "p07", "dense": "p06"}[lane.name]
+    expected = {"lexical": "p06", "body": "p07", "dense": "p06", "sparse": "p06"}[lane.name]
     query = "riemann zeta primes" if lane.name != "body" else "transformer attends residues"
     assert lane.search(make_request(query, encoder), 3).ids[:1] == (expected,)
 
@@ -112,6 +115,6 @@ def test_no_terms_no_match(lane, encoder):
     """Stopwords and emoji only: lexical lanes return nothing rather than everything."""
     ranking = lane.search(make_request("the of and 🙂", encoder), 5)
     if lane.name == "dense":
-        assert len(ranking) == 5
+        assert len(ranking) == 5  # every point has a cosine
     else:
         assert ranking.ids == ()

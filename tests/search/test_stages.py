@@ -171,3 +171,14 @@ def test_alias_lanes_one_per_canonical_name(searcher):
     assert result.rankings["lexical"].ids == ()  # nothing says "CNN" or "GNN" literally
     none = searcher.search("galaxy rotation", limit=3, lanes="alias")
     assert none.metadata["lanes_skipped"]["alias"] == "no alias of the alias table in the query"
+
+
+@pytest.mark.model
+def test_sparse_lane_is_fused_when_switched_on(searcher, built_client):
+    result = searcher.search("riemann zeta primes", limit=5, lanes="sparse")
+    assert "sparse" in result.metadata["lanes_run"] and result.rankings["sparse"].ids[0] == "p06"
+    assert result.hits[0].lanes["sparse"].rank == 1
+    assert "sparse" not in searcher.search("riemann zeta primes", limit=5).metadata["lanes_run"]  # off by default
+    client = Searcher(built_client.index, built_client.config)
+    skipped = client.search("riemann", limit=2, lanes="sparse")
+    assert "--sparse" in skipped.metadata["lanes_skipped"]["sparse"]

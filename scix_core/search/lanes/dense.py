@@ -1,4 +1,4 @@
-"""The dense lane: query embedding -> cosine kNN in the vector store.
+"""The dense lane: query embedding -> cosine kNN in the vector store (and the base of the sparse lane).
 
 Years, categories and ids go to the store as payload filters. Conditions the
 payload cannot express (authors, has_body) are post-filtered against the
@@ -14,9 +14,9 @@ import logging
 import sqlite3
 
 from scix_core.search.lanes.base import LaneRequest
-from scix_core.search.where import sqlite_where
+from scix_core.search.where import sqlite_passing
 from scix_core.types import Ranking
-from scix_core.vectors import VectorStore
+from scix_core.vectors import VectorHit, VectorStore
 
 log = logging.getLogger(__name__)
 
@@ -24,30 +24,42 @@ OVERFETCH = 10
 OVERFETCH_CAP = 500
 
 
-class DenseLane:
-    def __init__(self, store: VectorStore, papers: sqlite3.Connection, name: str = "dense"):
-        self.store, self.papers, self.name = store, papers, name
+class PayloadFilteredLane:
+    """A lane over a vector store: payload filters, post-filter with over-fetch, orphan points skipped.
+    Subclasses say how to query the store (``_query``)."""
+
+    name = "vectors"
+
+    def __init__(self, store, papers: sqlite3.Connection, name: str | None = None):
+        self.store, self.papers = store, papers
+        self.name = name or self.name
         self.skipped_points = 0
 
+    def _query(self, request: LaneRequest, fetch: int) -> list[VectorHit]:
+        raise NotImplementedError
+
     def search(self, request: LaneRequest, k: int) -> Ranking:
-        if request.vector is None:
-            raise ValueError("the dense lane needs request.vector (the query embedding)")
         flt = request.filters
         fetch = max(k, min(k * OVERFETCH, OVERFETCH_CAP)) if flt.needs_post_filter else k
-        hits = self.store.search(request.vector, fetch, flt.vector_filter(), exact=request.knobs.exact)
+        hits = self._query(request, fetch)
         pairs = [(h.paper_id, h.score) for h in hits if h.paper_id]
         if len(pairs) < len(hits):
             if not self.skipped_points:
                 log.warning("dense lane: %d point(s) without a paper_id payload skipped", len(hits) - len(pairs))
             self.skipped_points += len(hits) - len(pairs)
         if flt.needs_post_filter and pairs:
-            keep = self._passing([p for p, _ in pairs], request)
+            keep = sqlite_passing(self.papers, [p for p, _ in pairs], flt)
             pairs = [(p, s) for p, s in pairs if p in keep]
         return Ranking.from_pairs(self.name, pairs[:k])
 
-    def _passing(self, paper_ids: list[str], request: LaneRequest) -> set[str]:
-        import json
 
-        where, params = sqlite_where(request.filters)
-        sql = f"SELECT p.paper_id FROM papers p WHERE p.paper_id IN (SELECT value FROM json_each(?)) AND {where}"
-        return {r[0] for r in self.papers.execute(sql, [json.dumps(paper_ids), *params])}
+class DenseLane(PayloadFilteredLane):
+    name = "dense"
+
+    def __init__(self, store: VectorStore, papers: sqlite3.Connection, name: str = "dense"):
+        super().__init__(store, papers, name)
+
+    def _query(self, request: LaneRequest, fetch: int) -> list[VectorHit]:
+        if request.vector is None:
+            raise ValueError("the dense lane needs request.vector (the query embedding)")
+        return self.store.search(request.vector, fetch, request.filters.vector_filter(), exact=request.knobs.exact)
