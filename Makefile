@@ -19,7 +19,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 run: env
-	$(BIN)/scix ingest --dataset $(DATASET) --index $(INDEX)
+	$(BIN)/scix ingest --dataset $(DATASET) --index $(INDEX) --sparse
 	$(BIN)/scix info --index $(INDEX)
 
 test: env

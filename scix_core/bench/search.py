@@ -105,6 +105,37 @@ def throughput(searchers: dict[str, Searcher], texts: list[str], queries: list[s
     console.print(table)
 
 
+STAGE_ARMS = {  # name -> (search options, the timing key that is the stage's own cost)
+    "baseline (hybrid)": ({}, "fusion"),
+    "boosts": ({"boosts": True}, "boosts"),
+    "rewrite local": ({"rewrite": "local"}, "rewrite"),
+    "alias lanes": ({"lanes": "alias"}, "alias_1"),
+    "fielded parser": ({"lanes": "fielded"}, "prepare"),
+    "sparse lane": ({"lanes": "sparse"}, "sparse"),
+}
+
+
+def stage_costs(searcher: Searcher, queries: list[str], reranker: str | None) -> None:
+    arms = dict(STAGE_ARMS)
+    if reranker:
+        arms[f"rerank {reranker} (window {searcher.config.search.rerank_window})"] = ({"rerank": reranker}, "rerank")
+    table = Table(title=f"stage costs on {searcher.index}, {len(queries)} queries, limit 10: p50 / p95 ms")
+    for col in ("arm", "stage", "stage ms", "total ms", "ran for"):
+        table.add_column(col, no_wrap=True)
+    for name, (options, stage) in arms.items():
+        if "sparse" in str(options.get("lanes", "")) and searcher.sparse is None:
+            table.add_row(name, stage, "-", "-", f"skipped: {searcher.sparse_unavailable}")
+            continue
+        own, total = [], []
+        for q in queries:
+            result = searcher.search(q, limit=10, **options)
+            total.append(result.timing_ms["total"])
+            if stage in result.timing_ms:
+                own.append(result.timing_ms[stage])
+        table.add_row(name, stage, _pct(own) if own else "-", _pct(total), f"{len(own)}/{len(queries)} queries")
+    console.print(table)
+
+
 def arxiv(index: str, n: int) -> None:
     cfg = load_config()
     try:
@@ -150,6 +181,9 @@ def main() -> None:
     ap.add_argument("--split", default="train")
     ap.add_argument("--arxiv-index", default="arxiv")
     ap.add_argument("--arxiv-queries", type=int, default=200)
+    ap.add_argument("--reranker", help="a trained reranker name or path for the stage-cost table (e.g. from "
+                                       "`scix train-reranker`)")
+    ap.add_argument("--stage-queries", type=int, default=200)
     args = ap.parse_args()
     cfg = load_config()
     searchers = {"sqlite": Searcher(args.index, cfg)}
@@ -168,6 +202,7 @@ def main() -> None:
     console.print(f"{args.index}: {len(texts):,} papers, {len(queries)} {args.split} queries")
     latency_table(args.index, searchers, queries)
     throughput(searchers, texts, queries)
+    stage_costs(main_searcher, queries[: args.stage_queries], args.reranker)
     arxiv(args.arxiv_index, args.arxiv_queries)
 
 

@@ -153,6 +153,11 @@ class PaperStore:
                 out[row["paper_id"]] = _paper(row)
         return out
 
+    def titles(self, paper_ids: Iterable[str]) -> dict[str, tuple[str, int]]:
+        """paper id -> (title, citation count): the cheap lookup the boosts need."""
+        sql = "SELECT paper_id, title, citation_count FROM papers WHERE paper_id IN (SELECT value FROM json_each(?))"
+        return {r[0]: (r[1], r[2]) for r in self.conn.execute(sql, [json.dumps(list(paper_ids))])}
+
     def papers(self) -> Iterator[Paper]:
         for row in self.conn.execute("SELECT * FROM papers ORDER BY idx"):
             yield _paper(row)

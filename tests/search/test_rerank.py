@@ -41,7 +41,8 @@ def test_rerank_rescores_the_window_with_sigmoid(searcher, tiny_reranker):
 
 
 def test_rerank_then_boosts_uses_the_sigmoid_as_base(searcher, tiny_reranker):
-    result = searcher.search("Galaxy rotation curves and the dark matter problem", limit=3, rerank=tiny_reranker)
+    result = searcher.search("Galaxy rotation curves and the dark matter problem", limit=3, rerank=tiny_reranker,
+                             boosts=True)
     top = result.rankings["boosts"].items[0]
     assert top.paper_id == "p04" and dict(top.detail)["title"] == 2.0
     assert dict(top.detail)["base"] == pytest.approx(result.rankings["rerank"].scores()["p04"])

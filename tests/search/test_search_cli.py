@@ -69,7 +69,7 @@ def test_ingest_with_postgres_backend_then_search(home, postgresql, monkeypatch,
 
 def test_explain_shows_stage_moves(on_fixture, tiny_reranker, capsys):
     argv = ["search", "CNN for galaxy morphology", "--index", "fixture", "--explain", "--limit", "4",
-            "--rerank", tiny_reranker, "--rewrite", "local", "--lanes", "alias"]
+            "--rerank", tiny_reranker, "--rewrite", "local", "--lanes", "alias", "--boosts"]
     assert main(argv) == 0
     out = capsys.readouterr().out
     for word in ("fused#", "rerank#", "boosts#", "rewrite: rewritten", "convolutional neural network", "rerank "):

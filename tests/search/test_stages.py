@@ -44,7 +44,8 @@ def searcher(built):
 @pytest.mark.model
 def test_exact_title_query_puts_that_paper_first(searcher):
     query = "Graph theory of social networks"
-    boosted = searcher.search(query, limit=5)
+    assert searcher.search(query, limit=5).metadata["stages"]["boosts"] == "off"  # off by default
+    boosted = searcher.search(query, limit=5, boosts=True)
     assert boosted.ids[0] == "p08"
     top = boosted.hits[0]
     assert top.boosts["title"] == 2.0 and top.boosts["citation"] == 0.0  # the fixture has no citations
@@ -54,7 +55,7 @@ def test_exact_title_query_puts_that_paper_first(searcher):
 
 @pytest.mark.model
 def test_boosts_put_base_scores_on_unit_interval(searcher):
-    result = searcher.search("neural networks for galaxies", limit=10)
+    result = searcher.search("neural networks for galaxies", limit=10, boosts=True)
     ranking = result.rankings["boosts"]
     for item in ranking.items:
         detail = dict(item.detail)

@@ -67,7 +67,7 @@ class BoostStage:
         reranked = ranking.name == "rerank"
         scale = 1.0 if reranked or context.max_fused <= 0 else 1.0 / context.max_fused
         head = ranking.items[: self.window]
-        papers = self.store.get(i.paper_id for i in head)
+        papers = self.store.titles(i.paper_id for i in head)
         items = []
         for item in ranking.items:
             base = min(1.0, item.score * scale)
@@ -75,8 +75,8 @@ class BoostStage:
             if paper is None:
                 items.append(ScoredPaper(item.paper_id, base, (("base", base),)))
                 continue
-            title = title_boost(context.query.original, paper.title)
-            cites = citation_boost(paper.citation_count, self.max_citations, self.citation_cap)
+            title = title_boost(context.query.original, paper[0])
+            cites = citation_boost(paper[1], self.max_citations, self.citation_cap)
             items.append(ScoredPaper(item.paper_id, base + title + cites,
                                      (("base", base), ("title", title), ("citation", cites))))
         order = sorted(range(len(items)), key=lambda i: (-items[i].score, i))  # stable: ties keep fused order
