@@ -12,9 +12,9 @@ from rich.table import Table
 from scix_core.cli.main import command
 from scix_core.config import load_config
 
-console = Console()
+console = Console(emoji=False)
 if not console.is_terminal:  # piped or captured: do not squeeze the explain tables into 80 columns
-    console = Console(width=160)
+    console = Console(width=160, emoji=False)
 
 
 def _config(args: argparse.Namespace, **overrides):
@@ -277,4 +277,49 @@ def community_cmd(args: argparse.Namespace) -> int:
     console.print(f"community of {', '.join(info['seeds'])}: {info['community_size']} papers", highlight=False)
     for rank, hit in enumerate(result.hits, start=1):
         console.print(f"{rank:>3}. [bold]{hit.paper_id}[/]  {hit.title}  [dim]{hit.score:.4f}[/]", highlight=False)
+    return 0
+
+
+def _eval_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--index", required=True)
+    gold = p.add_argument_group("gold set (default: the qrels stored with the index)")
+    gold.add_argument("--queries", type=Path, help="BEIR queries.jsonl")
+    gold.add_argument("--qrels", type=Path, help="BEIR TSV or TREC qrels")
+    gold.add_argument("--gold", type=Path, help="a dataset folder the loaders read (with --format)")
+    gold.add_argument("--format", dest="fmt", help="smart, beir, scifact-csv, ...")
+    gold.add_argument("--split", help="qrels split (train, test, ...)")
+    p.add_argument("--runs", help="comma list of run names (default lexical,dense,hybrid)")
+    p.add_argument("--sweep", action="store_true", help="every run")
+    p.add_argument("--baseline", help="compare every run with this one and apply the rollout gate")
+    p.add_argument("--reranker", help="reranker for the hybrid+rerank run (name or path)")
+    p.add_argument("--permutations", type=int, default=10_000)
+    p.add_argument("--backend", choices=["sqlite", "postgres"], help="lexical backend")
+    p.add_argument("--json", dest="json_path", type=Path, help="write the report as one JSON object")
+    p.add_argument("--quiet", action="store_true")
+
+
+@command("eval", "evaluate runs on a gold set: metrics, provenance, buckets, significance, the gate", _eval_args)
+def eval_cmd(args: argparse.Namespace) -> int:
+    from scix_core.errors import ConfigError
+    from scix_core.evaluate import ALL_RUNS, DEFAULT_RUNS, evaluate, from_dir, from_files, from_index
+    from scix_core.stores import PaperStore
+    from scix_core.workspace import Workspace
+
+    cfg = _config(args, **({"search.lexical_backend": args.backend} if args.backend else {}))
+    if bool(args.queries) != bool(args.qrels):
+        raise ConfigError("--queries and --qrels go together")
+    if args.queries:
+        gold = from_files(args.queries, args.qrels)
+    elif args.gold:
+        gold = from_dir(args.gold, args.fmt, args.split)
+    else:
+        store = PaperStore(Workspace(cfg.home).index_dir(args.index) / "papers.sqlite")
+        gold = from_index(store, args.split)
+    runs = ALL_RUNS if args.sweep else tuple(r.strip() for r in args.runs.split(",")) if args.runs else DEFAULT_RUNS
+    report = evaluate(args.index, gold, runs, args.baseline, cfg, args.reranker, args.permutations,
+                      progress=not args.quiet)
+    report.print(console)
+    if args.json_path:
+        report.write_json(args.json_path)
+        console.print(f"wrote {args.json_path}", highlight=False)
     return 0

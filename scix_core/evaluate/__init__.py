@@ -1,0 +1,79 @@
+"""Evaluation: named runs on a gold set, metrics, lane provenance, buckets, paired significance, the gate.
+
+    report = evaluate("scifact", runs=ALL_RUNS, baseline="hybrid")
+    report.print(console); report.write_json("reports/eval.json")
+"""
+
+from __future__ import annotations
+
+from scix_core.config import Config, load_config
+from scix_core.errors import UnknownNameError
+from scix_core.evaluate.gold import Gold, from_dir, from_files, from_index
+from scix_core.evaluate.metrics import METRICS, PRIMARY, means, per_query
+from scix_core.evaluate.provenance import buckets, provenance
+from scix_core.evaluate.report import EvalReport
+from scix_core.evaluate.runs import ALL_RUNS, DEFAULT_RUNS, DEPTH, collect
+from scix_core.evaluate.significance import compare, gate, holm
+
+
+def evaluate(index: str, gold: Gold | None = None, runs: tuple[str, ...] = DEFAULT_RUNS, baseline: str | None = None,
+             config: Config | None = None, reranker: str | None = None, permutations: int = 10_000,
+             progress: bool = False) -> EvalReport:
+    """Run ``runs`` on ``gold`` (default: the index's own qrels) and compare them with ``baseline``.
+
+    The lexical pool is uncapped for evaluation (``SCIX_LEXICAL_POOL=inf``), as in the reference design.
+    """
+    import os
+
+    from scix_core.search import Searcher
+
+    for name in runs:
+        if name not in ALL_RUNS:
+            raise UnknownNameError("eval run", name, ALL_RUNS)
+    if baseline is not None and baseline not in runs:
+        runs = (baseline, *runs)
+    cfg = (config or load_config()).replace(**{"search.depth": DEPTH})
+    previous = os.environ.get("SCIX_LEXICAL_POOL")
+    os.environ["SCIX_LEXICAL_POOL"] = "inf"
+    try:
+        searcher = Searcher(index, cfg)
+        gold = gold or from_index(searcher.store)
+        queries = {q: gold.queries[q] for q in gold.judged}
+        reranker = reranker or (cfg.search.rerank if cfg.search.rerank != "off" else None)
+        runset = collect(searcher, queries, tuple(runs), reranker,
+                         rewrite=cfg.search.rewrite if cfg.search.rewrite != "off" else "local",
+                         body_searcher=lambda: Searcher(index, cfg.replace(**{"search.body": False})), progress=progress)
+    finally:
+        if previous is None:
+            os.environ.pop("SCIX_LEXICAL_POOL", None)
+        else:
+            os.environ["SCIX_LEXICAL_POOL"] = previous
+    values = {run: per_query(gold, ranked) for run, ranked in runset.rankings.items()}
+    ordered = [r for r in runs if r in values]
+    base = baseline or ("hybrid" if "hybrid" in values else None)
+    comparisons = []
+    if base in values:
+        for run in ordered:
+            if run != base:
+                comparisons += compare(base, run, values, METRICS, permutations)
+    comparisons = holm(comparisons)
+    gates = {}
+    if baseline in values:
+        for run in ordered:
+            if run != baseline:
+                gates[run] = gate([c for c in comparisons if c.candidate == run])
+    return EvalReport(
+        n_queries=len(queries), runs={r: means(values[r]) for r in ordered}, per_query=values,
+        comparisons=tuple(comparisons),
+        provenance={r: provenance(gold, runset.rankings[r], runset.lanes) for r in ordered},
+        dropped_lanes=runset.dropped, buckets={r: buckets(gold, values[r]) for r in ordered},
+        seconds={r: round(runset.seconds.get(r, 0.0), 2) for r in ordered}, skipped=runset.skipped, gates=gates,
+        setup={"index": index, "gold": gold.name, "baseline": base, "depth": DEPTH, "lexical_pool": "inf",
+               "permutations": permutations, "primary": PRIMARY, "model": searcher.manifest.get("model"),
+               "lexical_backend": cfg.search.lexical_backend, "lexical_mode": cfg.search.lexical_mode,
+               "reranker": reranker, "corpus_hash": searcher.manifest.get("corpus_hash")},
+    )
+
+
+__all__ = ["ALL_RUNS", "DEFAULT_RUNS", "EvalReport", "Gold", "METRICS", "compare", "evaluate", "from_dir",
+           "from_files", "from_index", "gate", "holm", "per_query"]

@@ -1,0 +1,68 @@
+"""A gold set: queries and graded judgments, from an index, from files, or from a dataset folder.
+
+Nothing about a particular collection is assumed: any BEIR ``queries.jsonl``
+with BEIR or TREC qrels works, and any folder a dataset loader reads.
+Negative grades are judged non-relevant, like 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from scix_core.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Gold:
+    name: str
+    queries: Mapping[str, str]  # query id -> text
+    qrels: Mapping[str, Mapping[str, int]]  # query id -> paper id -> grade
+    fields: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # query id -> extra columns (buckets)
+
+    @property
+    def judged(self) -> list[str]:
+        """Query ids with text and at least one relevant (grade > 0) paper, in query order."""
+        return [q for q in self.queries if any(g > 0 for g in self.qrels.get(q, {}).values())]
+
+    def relevant(self, query_id: str) -> set[str]:
+        return {d for d, g in self.qrels.get(query_id, {}).items() if g > 0}
+
+
+def from_index(store, split: str | None = None) -> Gold:
+    """The gold data stored with an index (``split`` None: the only split, else ``train``)."""
+    splits = [r[0] for r in store.conn.execute("SELECT DISTINCT split FROM qrels ORDER BY split")]
+    if not splits:
+        raise ConfigError("this index has no qrels: pass --queries/--qrels or --gold")
+    if split is None:
+        split = splits[0] if len(splits) == 1 else ("train" if "train" in splits else splits[0])
+    if split not in splits:
+        raise ConfigError(f"no qrels split {split!r} in this index; it has: {', '.join(splits)}")
+    qrels = store.qrels(split)
+    queries = store.queries()
+    return Gold(f"{store.meta().get('dataset', 'index')}:{split}", {q.query_id: q.text for q in queries if q.query_id in qrels},
+                qrels, {q.query_id: dict(q.fields) for q in queries if q.query_id in qrels})
+
+
+def from_files(queries: Path, qrels: Path) -> Gold:
+    from scix_core.data.beir import load_qrels, load_queries
+
+    loaded = load_queries(Path(queries))
+    judged = load_qrels(Path(qrels))
+    return Gold(Path(qrels).stem, {q.query_id: q.text for q in loaded}, judged,
+                {q.query_id: dict(q.fields) for q in loaded})
+
+
+def from_dir(folder: Path, fmt: str | None = None, split: str | None = None) -> Gold:
+    from scix_core.data import load_dataset
+
+    dataset = load_dataset(Path(folder), fmt)
+    if not dataset.qrels:
+        raise ConfigError(f"{folder} holds no qrels")
+    split = split or ("test" if "test" in dataset.qrels and len(dataset.qrels) == 1 else
+                      "train" if "train" in dataset.qrels else sorted(dataset.qrels)[0])
+    if split not in dataset.qrels:
+        raise ConfigError(f"no qrels split {split!r} in {folder}; it has: {', '.join(sorted(dataset.qrels))}")
+    return Gold(f"{dataset.name}:{split}", {q.query_id: q.text for q in dataset.queries}, dataset.qrels[split],
+                {q.query_id: dict(q.fields) for q in dataset.queries})

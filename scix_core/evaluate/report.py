@@ -1,0 +1,79 @@
+"""The evaluation report: one JSON object, and the same as console tables."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from scix_core.evaluate.metrics import METRICS
+from scix_core.evaluate.significance import Comparison, GateDecision
+
+
+@dataclass(frozen=True)
+class EvalReport:
+    n_queries: int
+    runs: dict[str, dict[str, float]]  # run -> metric -> mean
+    per_query: dict[str, dict[str, dict[str, float]]]  # run -> metric -> query id -> value
+    comparisons: tuple[Comparison, ...]
+    provenance: dict[str, dict]
+    dropped_lanes: dict[str, dict[str, int]]
+    buckets: dict[str, dict]
+    seconds: dict[str, float]
+    skipped: dict[str, str] = field(default_factory=dict)
+    gates: dict[str, GateDecision] = field(default_factory=dict)
+    setup: dict = field(default_factory=dict)
+
+    def to_dict(self, per_query: bool = False) -> dict:
+        out = {
+            "n_queries": self.n_queries, "runs": self.runs,
+            "comparisons": [c.to_dict() for c in self.comparisons],
+            "provenance": {r: {k: v for k, v in p.items() if k != "per_query"} for r, p in self.provenance.items()},
+            "dropped_lanes": self.dropped_lanes, "buckets": self.buckets, "seconds": self.seconds,
+            "skipped": self.skipped, "gates": {c: g.to_dict() for c, g in self.gates.items()}, "setup": self.setup,
+        }
+        if per_query:
+            out["per_query"] = self.per_query
+        return out
+
+    def write_json(self, path: Path | str) -> None:
+        from scix_core.workspace import write_json_atomic
+
+        write_json_atomic(Path(path), self.to_dict())
+
+    def print(self, console) -> None:
+        from rich.table import Table
+
+        table = Table(title=f"{self.setup.get('gold', 'gold set')}: {self.n_queries} queries, index {self.setup.get('index')}")
+        for col in ("run", *METRICS, "seconds", "dropped lanes"):
+            table.add_column(col, no_wrap=True)
+        for run, values in self.runs.items():
+            dropped = ", ".join(f"{lane}×{n}" for lane, n in self.dropped_lanes.get(run, {}).items()) or "-"
+            table.add_row(run, *(f"{values[m]:.4f}" for m in METRICS), f"{self.seconds.get(run, 0):.1f}", dropped)
+        console.print(table)
+        for run, why in self.skipped.items():
+            console.print(f"[yellow]{run} not run:[/] {why}", highlight=False)
+        if self.comparisons:
+            comp = Table(title="paired comparisons (randomisation test, Holm-adjusted over this table; t-test p beside)")
+            for col in ("baseline", "candidate", "metric", "Δ", "p", "p_adj", "p (t)", "significant"):
+                comp.add_column(col, no_wrap=True)
+            for c in self.comparisons:
+                comp.add_row(c.baseline, c.candidate, c.metric, f"{c.delta:+.4f}", f"{c.p:.4f}", f"{c.p_adj:.4f}",
+                             f"{c.p_t:.4f}", "yes" if c.significant else "no")
+            console.print(comp)
+        prov = Table(title="lane provenance of relevant top-10 hits (share had / share only)")
+        lanes = sorted({lane for p in self.provenance.values() for lane in p["share"]})
+        for col in ("run", "relevant in top 10", *lanes):
+            prov.add_column(col, no_wrap=True)
+        for run, p in self.provenance.items():
+            prov.add_row(run, str(p["relevant_in_top10"]),
+                         *(f"{p['share'].get(l, 0):.2f} / {p['only'].get(l, 0):.2f}" for l in lanes))
+        console.print(prov)
+        for candidate, decision in self.gates.items():
+            colour = "green" if decision.ship else "red"
+            console.print(f"gate {self.setup.get('baseline')} -> {candidate}: [{colour}]"
+                          f"{'SHIP' if decision.ship else 'NO-SHIP'}[/] — {'; '.join(decision.reasons)}", highlight=False)
+
+    @staticmethod
+    def load(path: Path | str) -> dict:
+        return json.loads(Path(path).read_text())

@@ -1,0 +1,111 @@
+"""Paired significance over per-query values, Holm-corrected, and the rollout gate (SPEC §5.3).
+
+Both tests pair the two systems' values query by query (aligned by id):
+Fisher's randomisation test (ranx's implementation, 10,000 permutations by
+default) and a paired t-test (scipy). Holm's step-down correction
+(statsmodels) runs over all comparisons of one table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from scix_core.evaluate.metrics import METRICS, PRIMARY
+
+PERMUTATIONS = 10_000
+ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class Comparison:
+    baseline: str
+    candidate: str
+    metric: str
+    delta: float  # candidate mean - baseline mean
+    p: float  # randomisation test
+    p_t: float  # paired t-test
+    p_adj: float = float("nan")  # Holm over the table (randomisation p)
+    significant: bool = False
+
+    def to_dict(self) -> dict:
+        return {"baseline": self.baseline, "candidate": self.candidate, "metric": self.metric, "delta": self.delta,
+                "p": self.p, "p_t": self.p_t, "p_adj": self.p_adj, "significant": self.significant}
+
+
+def paired(baseline: Mapping[str, float], candidate: Mapping[str, float]) -> tuple[np.ndarray, np.ndarray]:
+    ids = sorted(set(baseline) & set(candidate))
+    if len(ids) != len(baseline) or len(ids) != len(candidate):
+        raise ValueError("the two runs must cover the same queries to be paired")
+    return np.array([baseline[q] for q in ids], dtype=np.float64), np.array([candidate[q] for q in ids], dtype=np.float64)
+
+
+def randomisation_p(a: np.ndarray, b: np.ndarray, permutations: int = PERMUTATIONS, seed: int = 42) -> float:
+    from ranx.statistical_tests import fisher_randomization_test
+
+    if np.allclose(a, b):
+        return 1.0
+    p, _ = fisher_randomization_test(a, b, n_permutations=permutations, max_p=ALPHA, random_seed=seed)
+    return float(p)
+
+
+def t_test_p(a: np.ndarray, b: np.ndarray) -> float:
+    from scipy.stats import ttest_rel
+
+    if np.allclose(a, b):
+        return 1.0
+    p = float(ttest_rel(b, a).pvalue)
+    return 1.0 if np.isnan(p) else p
+
+
+def compare(baseline: str, candidate: str, values: Mapping[str, Mapping[str, Mapping[str, float]]],
+            metrics: Sequence[str] = METRICS, permutations: int = PERMUTATIONS) -> list[Comparison]:
+    """``values``: run -> metric -> query id -> value."""
+    out = []
+    for m in metrics:
+        a, b = paired(values[baseline][m], values[candidate][m])
+        out.append(Comparison(baseline, candidate, m, float(b.mean() - a.mean()), randomisation_p(a, b, permutations),
+                              t_test_p(a, b)))
+    return out
+
+
+def holm(comparisons: Sequence[Comparison], alpha: float = ALPHA) -> list[Comparison]:
+    """Holm-adjusted p over the whole table; significant = adjusted p < alpha."""
+    from dataclasses import replace
+
+    from statsmodels.stats.multitest import multipletests
+
+    if not comparisons:
+        return []
+    reject, adjusted, _, _ = multipletests([c.p for c in comparisons], alpha=alpha, method="holm")
+    return [replace(c, p_adj=float(p), significant=bool(r)) for c, p, r in zip(comparisons, adjusted, reject)]
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    ship: bool
+    reasons: tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        return {"decision": "ship" if self.ship else "no-ship", "reasons": list(self.reasons)}
+
+
+def gate(comparisons: Sequence[Comparison], primary: str = PRIMARY) -> GateDecision:
+    """Ship only if ``primary`` improves significantly and no metric regresses significantly
+    (``comparisons``: one baseline vs one candidate, already Holm-adjusted)."""
+    reasons = []
+    main = [c for c in comparisons if c.metric == primary]
+    if not main:
+        return GateDecision(False, (f"no comparison on the primary metric {primary}",))
+    c = main[0]
+    wins = c.delta > 0 and c.significant
+    if not wins:
+        reasons.append(f"{primary} {c.delta:+.4f} (p_adj {c.p_adj:.3g}) is not a significant improvement")
+    for r in comparisons:
+        if r.delta < 0 and r.significant:
+            reasons.append(f"{r.metric} regresses significantly: {r.delta:+.4f} (p_adj {r.p_adj:.3g})")
+    if wins and not reasons:
+        return GateDecision(True, (f"{primary} {c.delta:+.4f} (p_adj {c.p_adj:.3g}), no significant regression",))
+    return GateDecision(False, tuple(reasons))
