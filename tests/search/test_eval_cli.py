@@ -1,0 +1,71 @@
+"""`scix eval` end to end on the fixture index (it lives beside the search fixtures), and on real SciFact."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from scix_core.cli.main import main
+from tests.conftest import FIXTURES
+
+pytestmark = [pytest.mark.model]
+
+
+@pytest.fixture
+def on_fixture(built, monkeypatch):
+    monkeypatch.setenv("SCIX_HOME", str(built.config.home))
+    return built
+
+
+def test_sweep_json_has_the_contract_keys(on_fixture, tiny_reranker, tmp_path, capsys):
+    out = tmp_path / "eval.json"
+    argv = ["eval", "--index", "fixture", "--sweep", "--baseline", "hybrid", "--reranker", tiny_reranker,
+            "--permutations", "1000", "--json", str(out), "--quiet"]
+    assert main(argv) == 0
+    doc = json.loads(out.read_text())
+    assert {"n_queries", "runs", "comparisons", "provenance", "dropped_lanes", "buckets"} <= set(doc)
+    assert doc["n_queries"] == 6
+    assert set(doc["runs"]) == {"lexical", "body", "dense", "hybrid", "rrf_k10", "rrf_k30", "rrf_k60", "rrf_k100",
+                                "hybrid+boosts", "hybrid+rerank", "hybrid+rewrite", "hybrid-body"}
+    for values in doc["runs"].values():
+        assert set(values) == {"ndcg@10", "mrr@10", "recall@50", "recall@100"}
+        assert all(0.0 <= v <= 1.0 for v in values.values())
+    assert doc["runs"]["rrf_k60"] == doc["runs"]["hybrid"]  # the default pipeline is RRF k=60
+    comparison = doc["comparisons"][0]
+    assert set(comparison) >= {"baseline", "candidate", "metric", "delta", "p", "p_adj", "significant"}
+    assert len(doc["comparisons"]) == 11 * 4 and doc["gates"]["dense"]["decision"] in ("ship", "no-ship")
+    assert doc["provenance"]["hybrid"]["relevant_in_top10"] >= 6
+    assert {"len<=3", "len4-8"} & set(doc["buckets"]["hybrid"])
+    printed = capsys.readouterr().out
+    assert "paired comparisons" in printed and "gate hybrid -> hybrid+rerank" in printed
+
+
+def test_gold_from_files_and_from_a_folder(on_fixture, tmp_path, capsys):
+    queries = tmp_path / "queries.jsonl"
+    qrels = tmp_path / "qrels.tsv"
+    queries.write_text('{"_id": "x1", "text": "dark matter halos"}\n{"_id": "x2", "text": "prime gaps"}\n')
+    qrels.write_text("query-id\tcorpus-id\tscore\r\nx1\tp03\t1\r\nx2\tp06\t1\r\n")
+    out = tmp_path / "eval.json"
+    assert main(["eval", "--index", "fixture", "--queries", str(queries), "--qrels", str(qrels),
+                 "--json", str(out), "--quiet", "--permutations", "500"]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["n_queries"] == 2 and doc["runs"]["hybrid"]["recall@100"] == 1.0
+    assert main(["eval", "--index", "fixture", "--gold", str(FIXTURES / "beir"), "--format", "beir", "--quiet",
+                 "--permutations", "500"]) == 0
+    assert main(["eval", "--index", "fixture", "--queries", str(queries), "--quiet"]) == 2
+    assert "--queries and --qrels go together" in capsys.readouterr().err
+    assert main(["eval", "--index", "fixture", "--runs", "hybrid,bogus"]) == 2
+
+
+@pytest.mark.realdata
+def test_hybrid_beats_each_lane_on_scifact_train(scifact):
+    from scix_core.evaluate import evaluate
+
+    cfg, index = scifact
+    report = evaluate(index, runs=("lexical", "dense", "hybrid"), baseline="hybrid",
+                      config=cfg.replace(**{"search.lexical_mode": "or"}), permutations=2000)
+    assert report.n_queries == 809 and report.dropped_lanes == {}
+    ndcg = {r: v["ndcg@10"] for r, v in report.runs.items()}
+    assert ndcg["hybrid"] > ndcg["lexical"] and ndcg["hybrid"] > ndcg["dense"], ndcg
+    assert 0.60 <= ndcg["dense"] <= 0.72 and ndcg["hybrid"] >= 0.68, ndcg
