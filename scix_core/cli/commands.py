@@ -323,3 +323,34 @@ def eval_cmd(args: argparse.Namespace) -> int:
         report.write_json(args.json_path)
         console.print(f"wrote {args.json_path}", highlight=False)
     return 0
+
+
+def _evidence_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("study", choices=["quantization", "pool", "rrf-k", "reranker"])
+    p.add_argument("--index", required=True)
+    p.add_argument("--reranker", help="for the reranker study: a trained name or a CrossEncoder path")
+    p.add_argument("--queries", type=int, help="pool: number of sampled titles; quantization: cap on gold queries")
+    p.add_argument("--out", type=Path, help="folder for the JSON and markdown (default reports/)")
+
+
+@command("evidence", "reproduce an evidence study into reports/ (JSON + markdown)", _evidence_args)
+def evidence_cmd(args: argparse.Namespace) -> int:
+    from scix_core.errors import ConfigError
+    from scix_core.evaluate import evidence
+
+    def reranker_name() -> str:
+        if not args.reranker:
+            raise ConfigError("the reranker study needs --reranker NAME|PATH (see `scix train-reranker`)")
+        return args.reranker
+
+    runners = {
+        "quantization": lambda cfg: evidence.quantization(args.index, cfg, max_queries=args.queries),
+        "pool": lambda cfg: evidence.pool(args.index, cfg, n_queries=args.queries or 200),
+        "rrf-k": lambda cfg: evidence.rrf_k(args.index, cfg),
+        "reranker": lambda cfg: evidence.reranker(args.index, reranker_name(), cfg),
+    }
+    result = runners[args.study](_config(args))
+    paths = evidence.write(result, args.out or evidence.REPORTS)
+    console.print(evidence.markdown(result), highlight=False, markup=False)
+    console.print(f"wrote {paths[0]} and {paths[1]}", highlight=False)
+    return 0

@@ -1,0 +1,182 @@
+"""Evidence studies the reference designs relied on, reproduced on our data (SPEC §5.4).
+
+Each study is a function returning a JSON-ready dict; :func:`write` puts it
+into ``reports/`` as JSON and a markdown table. ``scix evidence NAME`` runs one.
+
+* ``quantization`` — exact float32 kNN against float16, int8 scalar, binary,
+  and binary + float32 rescoring at oversampling 1/2/4, computed exactly with
+  numpy over the cached corpus vectors (no backend support needed):
+  recall@10 against float32 and nDCG@10 on the gold set.
+* ``pool`` — the lexical candidate-pool cap: overlap of the capped top 20
+  with the uncapped top 20 at caps 1k, 5k, 30k, for held-aside paper titles
+  as queries, AND and OR semantics.
+* ``rrf-k`` — nDCG@10 for k in {10, 30, 60, 100}, each tested against k=60.
+* ``reranker`` — hybrid vs hybrid+rerank through the rollout gate.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+
+import numpy as np
+
+from scix_core.config import Config, load_config
+
+REPORTS = Path(__file__).resolve().parents[2] / "reports"
+
+
+def _searcher(index: str, cfg: Config):
+    from scix_core.search import Searcher
+
+    return Searcher(index, cfg)
+
+
+def _corpus_vectors(searcher) -> tuple[list[str], np.ndarray]:
+    """The index's corpus vectors from the embedding cache (never re-encoded here)."""
+    from scix_core.embeddings import EmbeddingCache
+    from scix_core.workspace import Workspace
+
+    papers = list(searcher.store.papers())
+    texts = [p.text for p in papers]
+    cache = EmbeddingCache(Workspace(searcher.config.home).embedding_cache(searcher.encoder.slug),
+                           searcher.manifest["model"], searcher.encoder.max_length)
+
+    def refuse(batch):
+        raise RuntimeError("corpus vectors missing from the cache: re-run `scix ingest` for this index")
+
+    return [p.paper_id for p in papers], cache.vectors(texts, refuse).astype(np.float32)
+
+
+def _topk(scores: np.ndarray, k: int) -> np.ndarray:
+    part = np.argpartition(-scores, min(k, scores.shape[1] - 1), axis=1)[:, :k]
+    order = np.take_along_axis(scores, part, axis=1).argsort(axis=1)[:, ::-1]
+    return np.take_along_axis(part, order, axis=1)
+
+
+def quantization(index: str, config: Config | None = None, k: int = 10, max_queries: int | None = None) -> dict:
+    from scix_core.evaluate.gold import from_index
+    from scix_core.evaluate.metrics import per_query
+    from scix_core.types import Ranking
+
+    cfg = config or load_config()
+    searcher = _searcher(index, cfg)
+    gold = from_index(searcher.store)
+    qids = gold.judged[:max_queries] if max_queries else gold.judged
+    ids, docs = _corpus_vectors(searcher)
+    queries = np.stack([searcher.encoder.encode_query(gold.queries[q]) for q in qids]).astype(np.float32)
+    exact = _topk(queries @ docs.T, k)
+
+    lo, hi = docs.min(axis=0), docs.max(axis=0)
+    scale = np.where(hi > lo, (hi - lo) / 255.0, 1.0)
+    int8 = np.round((docs - lo) / scale).astype(np.uint8)  # per-dimension scalar quantization
+    bits_d, bits_q = docs > 0, queries > 0
+    hamming_sim = bits_q.astype(np.float32) @ bits_d.T.astype(np.float32) + (~bits_q).astype(np.float32) @ (~bits_d).T.astype(np.float32)
+
+    candidates = {
+        "float32 (exact)": exact,
+        "float16": _topk(queries.astype(np.float16).astype(np.float32) @ docs.astype(np.float16).astype(np.float32).T, k),
+        "int8 scalar": _topk(queries @ (int8.astype(np.float32) * scale + lo).T, k),
+        "binary": _topk(hamming_sim, k),
+    }
+    for over in (1, 2, 4):
+        shortlist = _topk(hamming_sim, k * over)
+        rescored = np.einsum("qd,qkd->qk", queries, docs[shortlist])  # float32 scores of the binary shortlist
+        order = np.argsort(-rescored, axis=1)[:, :k]
+        candidates[f"binary + rescore x{over}"] = np.take_along_axis(shortlist, order, axis=1)
+    rows = {}
+    for name, top in candidates.items():
+        recall = float(np.mean([len(set(top[i]) & set(exact[i])) / k for i in range(len(qids))]))
+        rankings = {q: Ranking.from_pairs(name, ((ids[j], float(k - r)) for r, j in enumerate(top[i])))
+                    for i, q in enumerate(qids)}
+        rows[name] = {"recall@10_vs_float32": recall, "ndcg@10": float(np.mean(list(per_query(gold, rankings, ("ndcg@10",))["ndcg@10"].values())))}
+    return {"study": "quantization", "index": index, "gold": gold.name, "queries": len(qids), "papers": len(ids),
+            "dim": int(docs.shape[1]), "k": k, "rows": rows,
+            "bytes_per_vector": {"float32": 4 * docs.shape[1], "float16": 2 * docs.shape[1], "int8": docs.shape[1],
+                                 "binary": docs.shape[1] // 8}}
+
+
+def pool(index: str, config: Config | None = None, n_queries: int = 200, caps=(1000, 5000, 30000), seed: int = 7) -> dict:
+    from scix_core.search.knobs import Knobs
+    from scix_core.search.lanes import LaneRequest
+    from scix_core.search.query import prepare
+
+    cfg = config or load_config()
+    searcher = _searcher(index, cfg)
+    lane = next(l for l in searcher.lexical if l.name == "lexical")
+    titles = [r[0] for r in searcher.store.conn.execute("SELECT title FROM papers ORDER BY idx")]
+    queries = random.Random(seed).sample(titles, min(n_queries, len(titles)))
+    rows = {}
+    for mode in ("and", "or"):
+        lane.mode = mode
+        full = {q: lane.search(LaneRequest(prepare(q), knobs=Knobs(None, 32, False)), 20).ids for q in queries}
+        matched = [q for q in queries if full[q]]
+        for cap in caps:
+            t = time.perf_counter()
+            overlap = [len(set(lane.search(LaneRequest(prepare(q), knobs=Knobs(cap, 32, False)), 20).ids) & set(full[q]))
+                       / len(full[q]) for q in matched]
+            rows[f"{mode.upper()} cap {cap:,}"] = {"overlap@20": float(np.mean(overlap)) if overlap else None,
+                                                    "queries_with_matches": len(matched),
+                                                    "ms_per_query": (time.perf_counter() - t) * 1000 / max(1, len(matched))}
+        rows[f"{mode.upper()} uncapped"] = {"overlap@20": 1.0, "queries_with_matches": len(matched)}
+    lane.mode = cfg.search.lexical_mode
+    return {"study": "pool", "index": index, "papers": len(titles), "queries": len(queries),
+            "query_source": f"{len(queries)} paper titles sampled with seed {seed}", "rows": rows}
+
+
+def _eval_rows(report, baseline: str) -> dict:
+    rows = {r: dict(v) for r, v in report.runs.items()}
+    for c in report.comparisons:
+        if c.metric == "ndcg@10":
+            rows[c.candidate].update(delta_vs_baseline=c.delta, p=c.p, p_adj=c.p_adj, significant=c.significant)
+    return rows
+
+
+def rrf_k(index: str, config: Config | None = None, permutations: int = 10_000) -> dict:
+    from scix_core.evaluate import evaluate
+
+    report = evaluate(index, runs=("rrf_k10", "rrf_k30", "rrf_k60", "rrf_k100"), baseline="rrf_k60",
+                      config=config, permutations=permutations)
+    return {"study": "rrf-k", "index": index, "gold": report.setup["gold"], "queries": report.n_queries,
+            "baseline": "rrf_k60", "rows": _eval_rows(report, "rrf_k60")}
+
+
+def reranker(index: str, name: str, config: Config | None = None, permutations: int = 10_000) -> dict:
+    from scix_core.evaluate import evaluate
+
+    report = evaluate(index, runs=("hybrid", "hybrid+rerank"), baseline="hybrid", config=config, reranker=name,
+                      permutations=permutations)
+    return {"study": "reranker", "index": index, "reranker": name, "gold": report.setup["gold"],
+            "queries": report.n_queries, "baseline": "hybrid", "rows": _eval_rows(report, "hybrid"),
+            "gate": report.gates.get("hybrid+rerank").to_dict() if "hybrid+rerank" in report.gates else None,
+            "skipped": report.skipped}
+
+
+STUDIES = {"quantization": quantization, "pool": pool, "rrf-k": rrf_k, "reranker": reranker}
+
+
+def markdown(result: dict) -> str:
+    rows = result["rows"]
+    cols = sorted({c for r in rows.values() for c in r}, key=lambda c: (c not in ("ndcg@10", "recall@10_vs_float32"), c))
+    head = f"# Evidence: {result['study']} on {result['index']}\n\n"
+    meta = ", ".join(f"{k}: {v}" for k, v in result.items() if k not in ("rows", "study", "index") and not isinstance(v, dict))
+    lines = [f"| arm | {' | '.join(cols)} |", f"|---|{'---|' * len(cols)}"]
+    for arm, values in rows.items():
+        cells = [f"{values[c]:.4f}" if isinstance(values.get(c), float) else str(values.get(c, "")) for c in cols]
+        lines.append(f"| {arm} | {' | '.join(cells)} |")
+    extra = f"\n\nGate: {result['gate']}\n" if result.get("gate") else "\n"
+    return head + meta + "\n\n" + "\n".join(lines) + extra
+
+
+def write(result: dict, folder: Path = REPORTS) -> tuple[Path, Path]:
+    from scix_core.workspace import write_json_atomic
+
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = folder / f"evidence-{result['study']}-{result['index']}"
+    write_json_atomic(stem.with_suffix(".json"), result)
+    stem.with_suffix(".md").write_text(markdown(result))
+    return stem.with_suffix(".json"), stem.with_suffix(".md")
+
+
+__all__ = ["STUDIES", "markdown", "pool", "quantization", "reranker", "rrf_k", "write"]

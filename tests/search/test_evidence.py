@@ -1,0 +1,45 @@
+"""Evidence studies on the fixture index: shape, sanity and the written report."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from scix_core.cli.main import main
+from scix_core.evaluate import evidence
+
+pytestmark = [pytest.mark.model]
+
+
+def test_quantization_exact_is_perfect_and_rescoring_helps(built):
+    result = evidence.quantization(built.index, built.config, k=5)
+    rows = result["rows"]
+    assert rows["float32 (exact)"]["recall@10_vs_float32"] == 1.0
+    assert rows["float16"]["recall@10_vs_float32"] >= 0.99
+    assert rows["binary + rescore x4"]["recall@10_vs_float32"] >= rows["binary"]["recall@10_vs_float32"]
+    assert rows["binary + rescore x4"]["recall@10_vs_float32"] == 1.0  # 20 of 12 papers: the shortlist holds all
+    assert result["bytes_per_vector"] == {"float32": 1536, "float16": 768, "int8": 384, "binary": 48}
+
+
+def test_pool_overlap_is_one_when_the_cap_exceeds_the_matches(built):
+    result = evidence.pool(built.index, built.config, n_queries=12, caps=(1, 1000))
+    assert result["rows"]["OR cap 1,000"]["overlap@20"] == 1.0
+    assert result["rows"]["OR cap 1"]["overlap@20"] < 1.0
+
+
+def test_cli_writes_json_and_markdown(on_fixture_home, tiny_reranker, tmp_path, capsys):
+    for study, extra in (("rrf-k", []), ("reranker", ["--reranker", tiny_reranker]), ("pool", ["--queries", "5"])):
+        assert main(["evidence", study, "--index", "fixture", "--out", str(tmp_path), *extra]) == 0
+        doc = json.loads((tmp_path / f"evidence-{study}-fixture.json").read_text())
+        assert doc["study"] == study and doc["rows"]
+        assert (tmp_path / f"evidence-{study}-fixture.md").read_text().startswith(f"# Evidence: {study}")
+    assert "gate" in json.loads((tmp_path / "evidence-reranker-fixture.json").read_text())
+    assert main(["evidence", "reranker", "--index", "fixture", "--out", str(tmp_path)]) == 2
+    assert "needs --reranker" in capsys.readouterr().err
+
+
+@pytest.fixture
+def on_fixture_home(built, monkeypatch):
+    monkeypatch.setenv("SCIX_HOME", str(built.config.home))
+    return built
