@@ -330,6 +330,7 @@ def _evidence_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--index", required=True)
     p.add_argument("--reranker", help="for the reranker study: a trained name or a CrossEncoder path")
     p.add_argument("--queries", type=int, help="pool: number of sampled titles; quantization: cap on gold queries")
+    p.add_argument("--split", help="gold split (use one the reranker was not trained on, e.g. test)")
     p.add_argument("--out", type=Path, help="folder for the JSON and markdown (default reports/)")
 
 
@@ -344,10 +345,10 @@ def evidence_cmd(args: argparse.Namespace) -> int:
         return args.reranker
 
     runners = {
-        "quantization": lambda cfg: evidence.quantization(args.index, cfg, max_queries=args.queries),
+        "quantization": lambda cfg: evidence.quantization(args.index, cfg, max_queries=args.queries, split=args.split),
         "pool": lambda cfg: evidence.pool(args.index, cfg, n_queries=args.queries or 200),
-        "rrf-k": lambda cfg: evidence.rrf_k(args.index, cfg),
-        "reranker": lambda cfg: evidence.reranker(args.index, reranker_name(), cfg),
+        "rrf-k": lambda cfg: evidence.rrf_k(args.index, cfg, split=args.split),
+        "reranker": lambda cfg: evidence.reranker(args.index, reranker_name(), cfg, split=args.split),
     }
     result = runners[args.study](_config(args))
     paths = evidence.write(result, args.out or evidence.REPORTS)

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from scix_core.config import Config, load_config
-from scix_core.errors import UnknownNameError
+from scix_core.errors import ConfigError, UnknownNameError
 from scix_core.evaluate.gold import Gold, from_dir, from_files, from_index
 from scix_core.evaluate.metrics import METRICS, PRIMARY, means, per_query
 from scix_core.evaluate.provenance import buckets, provenance
@@ -38,8 +38,13 @@ def evaluate(index: str, gold: Gold | None = None, runs: tuple[str, ...] = DEFAU
     try:
         searcher = Searcher(index, cfg)
         gold = gold or from_index(searcher.store)
-        queries = {q: gold.queries[q] for q in gold.judged}
         reranker = reranker or (cfg.search.rerank if cfg.search.rerank != "off" else None)
+        excluded = _training_queries(searcher, reranker, gold) if "hybrid+rerank" in runs else set()
+        queries = {q: gold.queries[q] for q in gold.judged if q not in excluded}
+        if not queries:
+            raise ConfigError(f"every query of {gold.name} was used to train reranker {reranker!r}: "
+                              "evaluate on another split or gold set, or train with --max-queries")
+        gold = Gold(gold.name, queries, {q: gold.qrels[q] for q in queries}, gold.fields)
         runset = collect(searcher, queries, tuple(runs), reranker,
                          rewrite=cfg.search.rewrite if cfg.search.rewrite != "off" else "local",
                          body_searcher=lambda: Searcher(index, cfg.replace(**{"search.body": False})), progress=progress)
@@ -71,8 +76,22 @@ def evaluate(index: str, gold: Gold | None = None, runs: tuple[str, ...] = DEFAU
         setup={"index": index, "gold": gold.name, "baseline": base, "depth": DEPTH, "lexical_pool": "inf",
                "permutations": permutations, "primary": PRIMARY, "model": searcher.manifest.get("model"),
                "lexical_backend": cfg.search.lexical_backend, "lexical_mode": cfg.search.lexical_mode,
-               "reranker": reranker, "corpus_hash": searcher.manifest.get("corpus_hash")},
+               "reranker": reranker, "corpus_hash": searcher.manifest.get("corpus_hash"),
+               "excluded_training_queries": len(excluded)},
     )
+
+
+def _training_queries(searcher, reranker: str | None, gold: Gold) -> set[str]:
+    """Queries the reranker saw in training: never scored, so the rerank comparison is not leaked."""
+    from scix_core.search.stages.train_rerank import training_queries
+
+    if not reranker:
+        return set()
+    model = searcher._reranker(reranker)
+    seen = training_queries(model.model_path, searcher.index)
+    if seen is None:
+        return set()
+    return set(gold.judged) if "*" in seen else seen & set(gold.judged)
 
 
 __all__ = ["ALL_RUNS", "DEFAULT_RUNS", "EvalReport", "Gold", "METRICS", "compare", "evaluate", "from_dir",

@@ -55,14 +55,15 @@ def _topk(scores: np.ndarray, k: int) -> np.ndarray:
     return np.take_along_axis(part, order, axis=1)
 
 
-def quantization(index: str, config: Config | None = None, k: int = 10, max_queries: int | None = None) -> dict:
+def quantization(index: str, config: Config | None = None, k: int = 10, max_queries: int | None = None,
+                 split: str | None = None) -> dict:
     from scix_core.evaluate.gold import from_index
     from scix_core.evaluate.metrics import per_query
     from scix_core.types import Ranking
 
     cfg = config or load_config()
     searcher = _searcher(index, cfg)
-    gold = from_index(searcher.store)
+    gold = from_index(searcher.store, split)
     qids = gold.judged[:max_queries] if max_queries else gold.judged
     ids, docs = _corpus_vectors(searcher)
     queries = np.stack([searcher.encoder.encode_query(gold.queries[q]) for q in qids]).astype(np.float32)
@@ -133,20 +134,31 @@ def _eval_rows(report, baseline: str) -> dict:
     return rows
 
 
-def rrf_k(index: str, config: Config | None = None, permutations: int = 10_000) -> dict:
+def _gold(index: str, config: Config | None, split: str | None):
+    from scix_core.evaluate.gold import from_index
+    from scix_core.stores import PaperStore
+    from scix_core.workspace import Workspace
+
+    cfg = config or load_config()
+    return from_index(PaperStore(Workspace(cfg.home).index_dir(index) / "papers.sqlite"), split)
+
+
+def rrf_k(index: str, config: Config | None = None, permutations: int = 10_000, split: str | None = None) -> dict:
     from scix_core.evaluate import evaluate
 
-    report = evaluate(index, runs=("rrf_k10", "rrf_k30", "rrf_k60", "rrf_k100"), baseline="rrf_k60",
-                      config=config, permutations=permutations)
+    report = evaluate(index, _gold(index, config, split), runs=("rrf_k10", "rrf_k30", "rrf_k60", "rrf_k100"),
+                      baseline="rrf_k60", config=config, permutations=permutations)
     return {"study": "rrf-k", "index": index, "gold": report.setup["gold"], "queries": report.n_queries,
             "baseline": "rrf_k60", "rows": _eval_rows(report, "rrf_k60")}
 
 
-def reranker(index: str, name: str, config: Config | None = None, permutations: int = 10_000) -> dict:
+def reranker(index: str, name: str, config: Config | None = None, permutations: int = 10_000,
+             split: str | None = None) -> dict:
+    """Evaluate on a split the reranker was NOT trained on (``test`` when the index has one)."""
     from scix_core.evaluate import evaluate
 
-    report = evaluate(index, runs=("hybrid", "hybrid+rerank"), baseline="hybrid", config=config, reranker=name,
-                      permutations=permutations)
+    report = evaluate(index, _gold(index, config, split), runs=("hybrid", "hybrid+rerank"), baseline="hybrid",
+                      config=config, reranker=name, permutations=permutations)
     return {"study": "reranker", "index": index, "reranker": name, "gold": report.setup["gold"],
             "queries": report.n_queries, "baseline": "hybrid", "rows": _eval_rows(report, "hybrid"),
             "gate": report.gates.get("hybrid+rerank").to_dict() if "hybrid+rerank" in report.gates else None,

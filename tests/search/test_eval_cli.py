@@ -25,7 +25,7 @@ def test_sweep_json_has_the_contract_keys(on_fixture, tiny_reranker, tmp_path, c
     assert main(argv) == 0
     doc = json.loads(out.read_text())
     assert {"n_queries", "runs", "comparisons", "provenance", "dropped_lanes", "buckets"} <= set(doc)
-    assert doc["n_queries"] == 6
+    assert doc["n_queries"] == 2 and doc["setup"]["excluded_training_queries"] == 4  # the reranker saw the other 4
     assert set(doc["runs"]) == {"lexical", "body", "dense", "hybrid", "rrf_k10", "rrf_k30", "rrf_k60", "rrf_k100",
                                 "hybrid+boosts", "hybrid+rerank", "hybrid+rewrite", "hybrid-body"}
     for values in doc["runs"].values():
@@ -35,10 +35,12 @@ def test_sweep_json_has_the_contract_keys(on_fixture, tiny_reranker, tmp_path, c
     comparison = doc["comparisons"][0]
     assert set(comparison) >= {"baseline", "candidate", "metric", "delta", "p", "p_adj", "significant"}
     assert len(doc["comparisons"]) == 11 * 4 and doc["gates"]["dense"]["decision"] in ("ship", "no-ship")
-    assert doc["provenance"]["hybrid"]["relevant_in_top10"] >= 6
+    assert doc["provenance"]["hybrid"]["relevant_in_top10"] >= 2
     assert {"len<=3", "len4-8"} & set(doc["buckets"]["hybrid"])
     printed = capsys.readouterr().out
     assert "paired comparisons" in printed and "gate hybrid -> hybrid+rerank" in printed
+    assert main(["eval", "--index", "fixture", "--quiet", "--permutations", "500"]) == 0  # no reranker: all 6
+    assert "6 queries" in capsys.readouterr().out
 
 
 def test_gold_from_files_and_from_a_folder(on_fixture, tmp_path, capsys):

@@ -24,7 +24,7 @@ def test_trained_model_lands_in_the_workspace_with_a_manifest(built, tiny_rerank
     folder = Workspace(built.config.home).model_dir("rerankers", tiny_reranker)
     manifest = read_json(folder / "scix_manifest.json")
     assert manifest["kind"] == "cross-encoder" and manifest["base_model"] == "bundled-minilm"
-    assert manifest["split"] == "train" and manifest["queries"] == 6 and manifest["positives"] == 8
+    assert manifest["split"] == "train" and manifest["queries"] == 4 and len(manifest["query_ids"]) == 4
     assert not [p for p in folder.parent.iterdir() if p.name.startswith(".")], "no temp folder left behind"
 
 

@@ -35,8 +35,9 @@ class TrainReport:
 
 
 def training_pairs(searcher, split: str, negatives: int = 3, depth: int = 20, max_queries: int | None = None,
-                   seed: int = 13) -> list[tuple[str, str, float]]:
-    """(query, passage, label) triples from the split's qrels and the index's own hybrid ranking."""
+                   seed: int = 13) -> tuple[list[tuple[str, str, float]], list[str]]:
+    """(query, passage, label) triples from the split's qrels and the index's own hybrid ranking,
+    and the ids of the queries used (recorded so an evaluation can leave them out)."""
     qrels = searcher.store.qrels(split)
     if not qrels:
         raise ConfigError(f"index {searcher.index!r} has no qrels for split {split!r}")
@@ -51,7 +52,7 @@ def training_pairs(searcher, split: str, negatives: int = 3, depth: int = 20, ma
         papers = searcher.store.get([*relevant, *hard])
         triples += [(q.text, passage(papers[d].title, papers[d].abstract), 1.0) for d in sorted(relevant) if d in papers]
         triples += [(q.text, passage(papers[d].title, papers[d].abstract), 0.0) for d in hard if d in papers]
-    return triples
+    return triples, [q.query_id for q in queries]
 
 
 def train_reranker(index: str, name: str, config: Config | None = None, split: str = "train", epochs: int = 1,
@@ -69,7 +70,7 @@ def train_reranker(index: str, name: str, config: Config | None = None, split: s
     cfg = config or load_config()
     t = time.perf_counter()
     searcher = Searcher(index, cfg)
-    triples = training_pairs(searcher, split, negatives, max_queries=max_queries, seed=seed)
+    triples, query_ids = training_pairs(searcher, split, negatives, max_queries=max_queries, seed=seed)
     torch.manual_seed(seed)
     base = base_model or cfg.embedding.model
     model = CrossEncoder(resolve_model(base), num_labels=1, max_length=max_length, device=cfg.embedding.device)
@@ -85,7 +86,20 @@ def train_reranker(index: str, name: str, config: Config | None = None, split: s
             "name": name, "kind": "cross-encoder", "base_model": base, "index": index,
             "corpus_hash": searcher.manifest.get("corpus_hash"), "split": split, "queries": len({q for q, *_ in triples}),
             "positives": positives, "negatives": len(triples) - positives, "epochs": epochs, "batch_size": batch_size,
-            "lr": lr, "max_length": max_length, "seed": seed, "scix_core": __version__,
+            "lr": lr, "max_length": max_length, "seed": seed, "scix_core": __version__, "query_ids": sorted(query_ids),
             "seconds": round(time.perf_counter() - t, 1)})
     return TrainReport(name, ws.model_dir("rerankers", name), len({q for q, *_ in triples}), positives,
                        len(triples) - positives, time.perf_counter() - t)
+
+
+def training_queries(model_dir: Path, index: str) -> set[str] | None:
+    """Query ids of ``index`` a workspace reranker was trained on (None: not trained on this index)."""
+    import json
+
+    path = Path(model_dir) / "scix_manifest.json"
+    if not path.exists():
+        return None
+    manifest = json.loads(path.read_text())
+    if manifest.get("index") != index:
+        return None
+    return set(manifest.get("query_ids", ())) or {"*"}  # an older manifest without ids: assume every query
