@@ -73,7 +73,7 @@ def throughput(searchers: dict[str, Searcher], texts: list[str], queries: list[s
         for mode in ("and", "or"):
             lane.mode = mode
             rows.append((f"scix lexical lane, {backend} {mode.upper()}",
-                         _qps(lambda qs: [lane.search(LaneRequest(prepare(q)), DEPTH) for q in qs], queries)))
+                         _qps(lambda qs, lane=lane: [lane.search(LaneRequest(prepare(q)), DEPTH) for q in qs], queries)))
         lane.mode = searcher.config.search.lexical_mode
 
     t = time.perf_counter()

@@ -1,7 +1,6 @@
 """Every loader on a small hand-checkable fixture, including its quirks."""
 
 import datetime as dt
-import gzip
 import shutil
 
 import pytest

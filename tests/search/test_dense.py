@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 
-import numpy as np
 import pytest
 
 from scix_core.search.lanes.dense import OVERFETCH_CAP, DenseLane

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -155,7 +156,7 @@ def test_limit_beyond_depth_widens_the_lanes(built):
 
 def test_result_is_frozen(searcher):
     result = searcher.search("graph", limit=2)
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         result.hits = ()
     with pytest.raises(TypeError):
         result.metadata["mode"] = "keyword"
