@@ -294,6 +294,7 @@ def _eval_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reranker", help="reranker for the hybrid+rerank run (name or path)")
     p.add_argument("--permutations", type=int, default=10_000)
     p.add_argument("--backend", choices=["sqlite", "postgres"], help="lexical backend")
+    p.add_argument("--lexical-mode", choices=["and", "or"], help="lexical lanes' semantics (default search.lexical_mode)")
     p.add_argument("--json", dest="json_path", type=Path, help="write the report as one JSON object")
     p.add_argument("--quiet", action="store_true")
 
@@ -305,7 +306,8 @@ def eval_cmd(args: argparse.Namespace) -> int:
     from scix_core.stores import PaperStore
     from scix_core.workspace import Workspace
 
-    cfg = _config(args, **({"search.lexical_backend": args.backend} if args.backend else {}))
+    overrides = {"search.lexical_backend": args.backend, "search.lexical_mode": args.lexical_mode}
+    cfg = _config(args, **{k: v for k, v in overrides.items() if v})
     if bool(args.queries) != bool(args.qrels):
         raise ConfigError("--queries and --qrels go together")
     if args.queries:
