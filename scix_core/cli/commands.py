@@ -293,6 +293,7 @@ def _eval_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--baseline", help="compare every run with this one and apply the rollout gate")
     p.add_argument("--reranker", help="reranker for the hybrid+rerank run (name or path)")
     p.add_argument("--permutations", type=int, default=10_000)
+    p.add_argument("--sample", type=int, help="score a seeded random sample of N judged queries (quick iterations)")
     p.add_argument("--backend", choices=["sqlite", "postgres"], help="lexical backend")
     p.add_argument("--lexical-mode", choices=["and", "or"], help="lexical lanes' semantics (default search.lexical_mode)")
     p.add_argument("--json", dest="json_path", type=Path, help="write the report as one JSON object")
@@ -319,7 +320,7 @@ def eval_cmd(args: argparse.Namespace) -> int:
         gold = from_index(store, args.split)
     runs = ALL_RUNS if args.sweep else tuple(r.strip() for r in args.runs.split(",")) if args.runs else DEFAULT_RUNS
     report = evaluate(args.index, gold, runs, args.baseline, cfg, args.reranker, args.permutations,
-                      progress=not args.quiet)
+                      progress=not args.quiet, sample=args.sample)
     report.print(console)
     if args.json_path:
         report.write_json(args.json_path)

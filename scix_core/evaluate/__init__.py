@@ -18,7 +18,7 @@ from scix_core.evaluate.significance import compare, gate, holm
 
 def evaluate(index: str, gold: Gold | None = None, runs: tuple[str, ...] = DEFAULT_RUNS, baseline: str | None = None,
              config: Config | None = None, reranker: str | None = None, permutations: int = 10_000,
-             progress: bool = False) -> EvalReport:
+             progress: bool = False, sample: int | None = None, seed: int = 13) -> EvalReport:
     """Run ``runs`` on ``gold`` (default: the index's own qrels) and compare them with ``baseline``.
 
     The lexical pool is uncapped for evaluation (``SCIX_LEXICAL_POOL=inf``), as in the reference design.
@@ -40,7 +40,13 @@ def evaluate(index: str, gold: Gold | None = None, runs: tuple[str, ...] = DEFAU
         gold = gold or from_index(searcher.store)
         reranker = reranker or (cfg.search.rerank if cfg.search.rerank != "off" else None)
         excluded = _training_queries(searcher, reranker, gold) if "hybrid+rerank" in runs else set()
-        queries = {q: gold.queries[q] for q in gold.judged if q not in excluded}
+        kept = [q for q in gold.judged if q not in excluded]
+        if sample and sample < len(kept):
+            import random
+
+            chosen = set(random.Random(seed).sample(kept, sample))
+            kept = [q for q in kept if q in chosen]
+        queries = {q: gold.queries[q] for q in kept}
         if not queries:
             raise ConfigError(f"every query of {gold.name} was used to train reranker {reranker!r}: "
                               "evaluate on another split or gold set, or train with --max-queries")
@@ -77,7 +83,7 @@ def evaluate(index: str, gold: Gold | None = None, runs: tuple[str, ...] = DEFAU
                "permutations": permutations, "primary": PRIMARY, "model": searcher.manifest.get("model"),
                "lexical_backend": cfg.search.lexical_backend, "lexical_mode": cfg.search.lexical_mode,
                "reranker": reranker, "corpus_hash": searcher.manifest.get("corpus_hash"),
-               "excluded_training_queries": len(excluded)},
+               "excluded_training_queries": len(excluded), "sample": sample, "sample_seed": seed if sample else None},
     )
 
 

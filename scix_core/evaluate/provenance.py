@@ -1,8 +1,9 @@
 """Lane provenance and query buckets (SPEC §5.2).
 
 Provenance: for each relevant paper a run puts in its top 10, which lanes
-had it in their own top ``depth`` and at what rank; per run, the share of
-those hits each lane had, and the share only that lane had.
+had it and at what rank (lanes go 100 deep); per run, the share of those
+hits each lane had in its own top ``LANE_TOP`` (10), and the share only
+that lane had there — "which lane put this paper where the user sees it".
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from scix_core.evaluate.metrics import means
 from scix_core.types import Ranking
 
 TOP = 10
+LANE_TOP = 10
 
 
 def provenance(gold: Gold, run: Mapping[str, Ranking], lanes: Mapping[str, Mapping[str, Ranking]]) -> dict:
@@ -27,11 +29,11 @@ def provenance(gold: Gold, run: Mapping[str, Ranking], lanes: Mapping[str, Mappi
             where = {lane: r.ranks()[paper] for lane, r in lanes.get(qid, {}).items() if paper in r.ranks()}
             found[paper] = where
             hits += 1
-            for lane in where:
+            near = [lane for lane, rank in where.items() if rank <= LANE_TOP]
+            for lane in near:
                 had[lane] = had.get(lane, 0) + 1
-            if len(where) == 1:
-                lane = next(iter(where))
-                only[lane] = only.get(lane, 0) + 1
+            if len(near) == 1:
+                only[near[0]] = only.get(near[0], 0) + 1
         if found:
             per_query[qid] = found
     return {"relevant_in_top10": hits,
