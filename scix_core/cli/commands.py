@@ -334,6 +334,7 @@ def _evidence_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reranker", help="for the reranker study: a trained name or a CrossEncoder path")
     p.add_argument("--queries", type=int, help="pool: number of sampled titles; quantization: cap on gold queries")
     p.add_argument("--split", help="gold split (use one the reranker was not trained on, e.g. test)")
+    p.add_argument("--lexical-mode", choices=["and", "or"], help="lexical lanes' semantics (default search.lexical_mode)")
     p.add_argument("--out", type=Path, help="folder for the JSON and markdown (default reports/)")
 
 
@@ -353,7 +354,7 @@ def evidence_cmd(args: argparse.Namespace) -> int:
         "rrf-k": lambda cfg: evidence.rrf_k(args.index, cfg, split=args.split),
         "reranker": lambda cfg: evidence.reranker(args.index, reranker_name(), cfg, split=args.split),
     }
-    result = runners[args.study](_config(args))
+    result = runners[args.study](_config(args, **({"search.lexical_mode": args.lexical_mode} if args.lexical_mode else {})))
     paths = evidence.write(result, args.out or evidence.REPORTS)
     console.print(evidence.markdown(result), highlight=False, markup=False)
     console.print(f"wrote {paths[0]} and {paths[1]}", highlight=False)

@@ -33,15 +33,27 @@ def _searcher(index: str, cfg: Config):
     return Searcher(index, cfg)
 
 
-def _corpus_vectors(searcher) -> tuple[list[str], np.ndarray]:
+def _encoder(searcher):
+    """The index's own query encoder (needs no vector store: the study reads the cache)."""
+    from dataclasses import replace
+
+    from scix_core.embeddings import shared_encoder
+    from scix_core.errors import VectorIndexUnavailableError
+
+    if not searcher.manifest.get("model"):
+        raise VectorIndexUnavailableError(f"index {searcher.index!r} was built without vectors (--no-embed)")
+    return shared_encoder(replace(searcher.config.embedding, model=searcher.manifest["model"]))
+
+
+def _corpus_vectors(searcher, encoder) -> tuple[list[str], np.ndarray]:
     """The index's corpus vectors from the embedding cache (never re-encoded here)."""
     from scix_core.embeddings import EmbeddingCache
     from scix_core.workspace import Workspace
 
     papers = list(searcher.store.papers())
     texts = [p.text for p in papers]
-    cache = EmbeddingCache(Workspace(searcher.config.home).embedding_cache(searcher.encoder.slug),
-                           searcher.manifest["model"], searcher.encoder.max_length)
+    cache = EmbeddingCache(Workspace(searcher.config.home).embedding_cache(encoder.slug),
+                           searcher.manifest["model"], encoder.max_length)
 
     def refuse(batch):
         raise RuntimeError("corpus vectors missing from the cache: re-run `scix ingest` for this index")
@@ -65,8 +77,9 @@ def quantization(index: str, config: Config | None = None, k: int = 10, max_quer
     searcher = _searcher(index, cfg)
     gold = from_index(searcher.store, split)
     qids = gold.judged[:max_queries] if max_queries else gold.judged
-    ids, docs = _corpus_vectors(searcher)
-    queries = np.stack([searcher.encoder.encode_query(gold.queries[q]) for q in qids]).astype(np.float32)
+    encoder = _encoder(searcher)
+    ids, docs = _corpus_vectors(searcher, encoder)
+    queries = np.stack([encoder.encode_query(gold.queries[q]) for q in qids]).astype(np.float32)
     exact = _topk(queries @ docs.T, k)
 
     lo, hi = docs.min(axis=0), docs.max(axis=0)
@@ -149,6 +162,7 @@ def rrf_k(index: str, config: Config | None = None, permutations: int = 10_000, 
     report = evaluate(index, _gold(index, config, split), runs=("rrf_k10", "rrf_k30", "rrf_k60", "rrf_k100"),
                       baseline="rrf_k60", config=config, permutations=permutations)
     return {"study": "rrf-k", "index": index, "gold": report.setup["gold"], "queries": report.n_queries,
+            "lexical_mode": report.setup["lexical_mode"], "dropped_lanes": report.dropped_lanes,
             "baseline": "rrf_k60", "rows": _eval_rows(report, "rrf_k60")}
 
 
@@ -162,6 +176,7 @@ def reranker(index: str, name: str, config: Config | None = None, permutations: 
     return {"study": "reranker", "index": index, "reranker": name, "gold": report.setup["gold"],
             "queries": report.n_queries, "baseline": "hybrid", "rows": _eval_rows(report, "hybrid"),
             "gate": report.gates.get("hybrid+rerank").to_dict() if "hybrid+rerank" in report.gates else None,
+            "dropped_lanes": report.dropped_lanes,
             "skipped": report.skipped}
 
 
@@ -178,6 +193,8 @@ def markdown(result: dict) -> str:
         cells = [f"{values[c]:.4f}" if isinstance(values.get(c), float) else str(values.get(c, "")) for c in cols]
         lines.append(f"| {arm} | {' | '.join(cells)} |")
     extra = f"\n\nGate: {result['gate']}\n" if result.get("gate") else "\n"
+    if result.get("dropped_lanes"):
+        extra += f"\n**Degraded**: lanes dropped during the runs: {result['dropped_lanes']}\n"
     return head + meta + "\n\n" + "\n".join(lines) + extra
 
 
@@ -185,7 +202,8 @@ def write(result: dict, folder: Path = REPORTS) -> tuple[Path, Path]:
     from scix_core.workspace import write_json_atomic
 
     folder.mkdir(parents=True, exist_ok=True)
-    stem = folder / f"evidence-{result['study']}-{result['index']}"
+    suffix = f"-{result['lexical_mode']}" if result.get("lexical_mode") else ""
+    stem = folder / f"evidence-{result['study']}-{result['index']}{suffix}"
     write_json_atomic(stem.with_suffix(".json"), result)
     stem.with_suffix(".md").write_text(markdown(result))
     return stem.with_suffix(".json"), stem.with_suffix(".md")

@@ -31,9 +31,10 @@ def test_pool_overlap_is_one_when_the_cap_exceeds_the_matches(built):
 def test_cli_writes_json_and_markdown(on_fixture_home, tiny_reranker, tmp_path, capsys):
     for study, extra in (("rrf-k", []), ("reranker", ["--reranker", tiny_reranker]), ("pool", ["--queries", "5"])):
         assert main(["evidence", study, "--index", "fixture", "--out", str(tmp_path), *extra]) == 0
-        doc = json.loads((tmp_path / f"evidence-{study}-fixture.json").read_text())
+        (written,) = tmp_path.glob(f"evidence-{study}-fixture*.json")  # rrf-k adds the lexical mode to the name
+        doc = json.loads(written.read_text())
         assert doc["study"] == study and doc["rows"]
-        assert (tmp_path / f"evidence-{study}-fixture.md").read_text().startswith(f"# Evidence: {study}")
+        assert written.with_suffix(".md").read_text().startswith(f"# Evidence: {study}")
     assert "gate" in json.loads((tmp_path / "evidence-reranker-fixture.json").read_text())
     assert main(["evidence", "reranker", "--index", "fixture", "--out", str(tmp_path)]) == 2
     assert "needs --reranker" in capsys.readouterr().err
