@@ -41,6 +41,8 @@ def test_sweep_json_has_the_contract_keys(on_fixture, tiny_reranker, tmp_path, c
     assert "paired comparisons" in printed and "gate hybrid -> hybrid+rerank" in printed
     assert main(["eval", "--index", "fixture", "--quiet", "--permutations", "500"]) == 0  # no reranker: all 6
     assert "6 queries" in capsys.readouterr().out
+    assert main(["eval", "--index", "fixture", "--quiet", "--permutations", "500", "--sample", "3"]) == 0
+    assert "3 queries" in capsys.readouterr().out
 
 
 def test_gold_from_files_and_from_a_folder(on_fixture, tmp_path, capsys):
