@@ -139,7 +139,7 @@ def pool(index: str, config: Config | None = None, n_queries: int = 200, caps=(1
             "query_source": f"{len(queries)} paper titles sampled with seed {seed}", "rows": rows}
 
 
-def _eval_rows(report, baseline: str) -> dict:
+def _eval_rows(report) -> dict:
     rows = {r: dict(v) for r, v in report.runs.items()}
     for c in report.comparisons:
         if c.metric == "ndcg@10":
@@ -163,7 +163,7 @@ def rrf_k(index: str, config: Config | None = None, permutations: int = 10_000, 
                       baseline="rrf_k60", config=config, permutations=permutations)
     return {"study": "rrf-k", "index": index, "gold": report.setup["gold"], "queries": report.n_queries,
             "lexical_mode": report.setup["lexical_mode"], "dropped_lanes": report.dropped_lanes,
-            "baseline": "rrf_k60", "rows": _eval_rows(report, "rrf_k60")}
+            "baseline": "rrf_k60", "rows": _eval_rows(report)}
 
 
 def reranker(index: str, name: str, config: Config | None = None, permutations: int = 10_000,
@@ -174,7 +174,7 @@ def reranker(index: str, name: str, config: Config | None = None, permutations: 
     report = evaluate(index, _gold(index, config, split), runs=("hybrid", "hybrid+rerank"), baseline="hybrid",
                       config=config, reranker=name, permutations=permutations)
     return {"study": "reranker", "index": index, "reranker": name, "gold": report.setup["gold"],
-            "queries": report.n_queries, "baseline": "hybrid", "rows": _eval_rows(report, "hybrid"),
+            "queries": report.n_queries, "baseline": "hybrid", "rows": _eval_rows(report),
             "gate": report.gates.get("hybrid+rerank").to_dict() if "hybrid+rerank" in report.gates else None,
             "dropped_lanes": report.dropped_lanes,
             "skipped": report.skipped}

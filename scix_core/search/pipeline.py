@@ -13,7 +13,6 @@ lexical-only, logs a warning and says so in the metadata.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from scix_core.config import Config, load_config
-from scix_core.errors import (BackendUnavailableError, QueryError, ScixError, UnknownNameError,
+from scix_core.errors import (BackendUnavailableError, ConfigError, QueryError, ScixError, UnknownNameError,
                               VectorIndexUnavailableError)
 from scix_core.fusion import rrf
 from scix_core.search import knobs
@@ -321,8 +320,11 @@ class Searcher:
         from scix_core.search.stages.rerank import CrossEncoderReranker
 
         path = Path(spec).expanduser()
-        if not path.exists() and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", spec):
-            path = Workspace(self.config.home).model_dir("rerankers", spec)
+        if not path.exists():  # not a path: a reranker trained into the workspace, by name
+            try:
+                path = Workspace(self.config.home).model_dir("rerankers", spec)
+            except ConfigError:
+                pass  # not a valid name either: the reranker reports the path as missing
         key = (str(path), self.config.search.rerank_window, self.config.embedding.device)
         with _SHARED_LOCK:
             if key not in _RERANKERS:
