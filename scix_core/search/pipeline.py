@@ -1,9 +1,12 @@
 """One query string -> a :class:`SearchResult` whose every step can be seen.
 
-Stages, in order: prepare the query; encode it (dense) concurrently with the
-lexical lanes; the dense lane once the vector is ready; Reciprocal Rank
-Fusion of the lanes that answered; cutoff; hydrate titles. Each lane runs
-isolated — an error or a timeout drops that lane, lists it under
+Stages, in order: (optionally) lift fielded terms into filters and apply the
+broad-query guard; prepare the query; encode it for the dense lane while the
+(optional) rewrite runs and the lexical lanes — title/abstract, body, alias
+and sparse lanes — search; the dense lane once the vector is ready;
+Reciprocal Rank Fusion of the lanes that answered; the post-fusion stages
+(rerank, boosts), each ``Ranking -> Ranking``; cutoff; hydrate titles. Each
+lane runs isolated — an error or a timeout drops that lane, lists it under
 ``metadata["dropped_lanes"]`` with the reason, and the query is still
 answered by the others. ``semantic`` with no usable dense lane raises
 :class:`VectorIndexUnavailableError`; ``hybrid`` without one runs
