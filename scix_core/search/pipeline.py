@@ -143,9 +143,7 @@ class Searcher:
         if mode not in MODES:
             raise UnknownNameError("search mode", mode, MODES)
         s = self.config.search
-        limit = s.limit if limit is None else limit
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-            raise QueryError(f"limit must be an integer 1..{MAX_LIMIT}, got {limit!r}")
+        limit = self._limit(limit)
         opts = SearchOptions.resolve(s, rerank, boosts, rewrite, lanes)
         flt, text, meta = SearchFilters.parse(filters), query, {}
         if "fielded" in opts.lanes and isinstance(query, str):
@@ -191,12 +189,16 @@ class Searcher:
         }
         return SearchResult(query, hits, len(fused), timing, metadata, {**rankings, "fused": fused})
 
-    def community(self, seeds: list[str], limit: int | None = None) -> SearchResult:
-        """The seeds' citation community (replaces retrieval and fusion; see :mod:`scix_core.search.community`)."""
-        t0 = time.perf_counter()
+    def _limit(self, limit: Any) -> int:
         limit = self.config.search.limit if limit is None else limit
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
             raise QueryError(f"limit must be an integer 1..{MAX_LIMIT}, got {limit!r}")
+        return limit
+
+    def community(self, seeds: list[str], limit: int | None = None) -> SearchResult:
+        """The seeds' citation community (replaces retrieval and fusion; see :mod:`scix_core.search.community`)."""
+        t0 = time.perf_counter()
+        limit = self._limit(limit)
         (ranking, info), expand_ms = _timed(self.communities.expand, list(seeds), limit, self.config.search.community_max)
         hits, hydrate_ms = _timed(self._hits, ranking, ranking, {"community": ranking})
         timing = {"community": expand_ms, "hydrate": hydrate_ms, "total": (time.perf_counter() - t0) * 1000}
@@ -306,12 +308,12 @@ class Searcher:
         return out
 
     def _hits(self, top: Ranking, fused: Ranking, lanes: dict[str, Ranking]) -> tuple[Hit, ...]:
-        papers = self.store.get(top.ids)
+        titles = self.store.titles(top.ids)  # only titles: no need to decode whole papers on the hot path
         fused_scores = fused.scores()
         ranks = {n: r.ranks() for n, r in lanes.items()}
         scores = {n: r.scores() for n, r in lanes.items()}
         return tuple(
-            Hit(item.paper_id, papers[item.paper_id].title if item.paper_id in papers else "", item.score,
+            Hit(item.paper_id, titles[item.paper_id][0] if item.paper_id in titles else "", item.score,
                 fused_scores.get(item.paper_id, 0.0),
                 {n: LaneScore(ranks[n][item.paper_id], scores[n][item.paper_id]) for n in lanes if item.paper_id in ranks[n]},
                 {k: v for k, v in item.detail if k != "base"})
