@@ -94,3 +94,9 @@ class VectorIndexUnavailableError(ScixError):
     """Semantic search was asked for but the index has no usable dense lane."""
 
     code = "vector_index_unavailable"
+
+
+class ReportError(ScixError):
+    """A report notebook failed to execute; the failed notebook is kept for inspection."""
+
+    code = "report_failed"

@@ -1,4 +1,4 @@
-"""Subcommands: ingest, search, info, doctor, data fetch."""
+"""Subcommands: ingest, search, info, doctor, data, train-reranker, community, eval, evidence, report."""
 
 from __future__ import annotations
 
@@ -358,4 +358,37 @@ def evidence_cmd(args: argparse.Namespace) -> int:
     paths = evidence.write(result, args.out or evidence.REPORTS)
     console.print(evidence.markdown(result), highlight=False, markup=False)
     console.print(f"wrote {paths[0]} and {paths[1]}", highlight=False)
+    return 0
+
+
+def _report_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", help="query-inspector, lane-attribution, fusion-sweep, evidence; all: the standard set; "
+                                "list: the reports and their parameters")
+    p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
+                   help="a notebook parameter (JSON values: 30, true, null, [\"a\"]; anything else is a string)")
+    p.add_argument("--out", type=Path, help="reports folder (default reports/ or $SCIX_REPORTS_DIR)")
+
+
+@command("report", "execute a notebook with papermill into reports/NAME/ (notebook, HTML, figures, run.json)",
+         _report_args)
+def report_cmd(args: argparse.Namespace) -> int:
+    from scix_core import reports
+
+    if args.name == "list":
+        for name in reports.NOTEBOOKS:
+            console.print(f"[bold]{name}[/] ({reports.NOTEBOOKS[name]})", highlight=False)
+            for key, value in reports.parameters(name).items():
+                console.print(f"    {key} = {value!r}", highlight=False, markup=False)
+        return 0
+    overrides = {key: reports.parse_value(value) for key, value in args.parameter}
+    names = reports.STANDARD if args.name == "all" else (args.name,)
+    for name in names:
+        chosen = overrides
+        if args.name == "all":  # a parameter applies to every report that has it
+            known = reports.parameters(name)
+            chosen = {**reports.standard_overrides(name, overrides.get("index", "scifact")),
+                      **{k: v for k, v in overrides.items() if k in known}}
+        console.print(f"report {name}: running {reports.NOTEBOOKS.get(name, '?')} ...", highlight=False)
+        done = reports.run_report(name, chosen, args.out)
+        console.print(f"  wrote {done.html} ({len(done.figures)} figures, {done.seconds:.1f} s)", highlight=False)
     return 0

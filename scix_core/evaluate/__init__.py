@@ -6,6 +6,11 @@
 
 from __future__ import annotations
 
+import os
+import random
+from contextlib import contextmanager
+from typing import Iterator
+
 from scix_core.config import Config, load_config
 from scix_core.errors import ConfigError, UnknownNameError
 from scix_core.evaluate.gold import Gold, from_dir, from_files, from_index
@@ -23,8 +28,6 @@ def evaluate(index: str, gold: Gold | None = None, runs: tuple[str, ...] = DEFAU
 
     The lexical pool is uncapped for evaluation (``SCIX_LEXICAL_POOL=inf``), as in the reference design.
     """
-    import os
-
     from scix_core.search import Searcher
 
     for name in runs:
@@ -33,32 +36,20 @@ def evaluate(index: str, gold: Gold | None = None, runs: tuple[str, ...] = DEFAU
     if baseline is not None and baseline not in runs:
         runs = (baseline, *runs)
     cfg = (config or load_config()).replace(**{"search.depth": DEPTH})
-    previous = os.environ.get("SCIX_LEXICAL_POOL")
-    os.environ["SCIX_LEXICAL_POOL"] = "inf"
-    try:
+    with uncapped_pool():
         searcher = Searcher(index, cfg)
         gold = gold or from_index(searcher.store)
         reranker = reranker or (cfg.search.rerank if cfg.search.rerank != "off" else None)
         excluded = _training_queries(searcher, reranker, gold) if "hybrid+rerank" in runs else set()
-        kept = [q for q in gold.judged if q not in excluded]
-        if sample and sample < len(kept):
-            import random
-
-            chosen = set(random.Random(seed).sample(kept, sample))
-            kept = [q for q in kept if q in chosen]
-        queries = {q: gold.queries[q] for q in kept}
+        full = gold.name
+        gold = sample_queries(gold, sample, seed, excluded)
+        queries = dict(gold.queries)
         if not queries:
-            raise ConfigError(f"every query of {gold.name} was used to train reranker {reranker!r}: "
+            raise ConfigError(f"every query of {full} was used to train reranker {reranker!r}: "
                               "evaluate on another split or gold set, or train with --max-queries")
-        gold = Gold(gold.name, queries, {q: gold.qrels[q] for q in queries}, gold.fields)
         runset = collect(searcher, queries, tuple(runs), reranker,
                          rewrite=cfg.search.rewrite if cfg.search.rewrite != "off" else "local",
                          body_searcher=lambda: Searcher(index, cfg.replace(**{"search.body": False})), progress=progress)
-    finally:
-        if previous is None:
-            os.environ.pop("SCIX_LEXICAL_POOL", None)
-        else:
-            os.environ["SCIX_LEXICAL_POOL"] = previous
     values = {run: per_query(gold, ranked) for run, ranked in runset.rankings.items()}
     ordered = [r for r in runs if r in values]
     base = baseline or ("hybrid" if "hybrid" in values else None)
@@ -87,6 +78,30 @@ def evaluate(index: str, gold: Gold | None = None, runs: tuple[str, ...] = DEFAU
     )
 
 
+@contextmanager
+def uncapped_pool() -> Iterator[None]:
+    """``SCIX_LEXICAL_POOL=inf`` for the duration (evaluation scores the uncapped lexical lane)."""
+    previous = os.environ.get("SCIX_LEXICAL_POOL")
+    os.environ["SCIX_LEXICAL_POOL"] = "inf"
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("SCIX_LEXICAL_POOL", None)
+        else:
+            os.environ["SCIX_LEXICAL_POOL"] = previous
+
+
+def sample_queries(gold: Gold, sample: int | None = None, seed: int = 13, excluded: set[str] = frozenset()) -> Gold:
+    """``gold`` cut to its judged queries not in ``excluded``; a seeded random ``sample`` of them if given
+    (kept in query order)."""
+    kept = [q for q in gold.judged if q not in excluded]
+    if sample and sample < len(kept):
+        chosen = set(random.Random(seed).sample(kept, sample))
+        kept = [q for q in kept if q in chosen]
+    return Gold(gold.name, {q: gold.queries[q] for q in kept}, {q: gold.qrels[q] for q in kept}, gold.fields)
+
+
 def _training_queries(searcher, reranker: str | None, gold: Gold) -> set[str]:
     """Queries the reranker saw in training: never scored, so the rerank comparison is not leaked."""
     from scix_core.search.stages.train_rerank import training_queries
@@ -101,4 +116,4 @@ def _training_queries(searcher, reranker: str | None, gold: Gold) -> set[str]:
 
 
 __all__ = ["ALL_RUNS", "DEFAULT_RUNS", "EvalReport", "Gold", "METRICS", "compare", "evaluate", "from_dir",
-           "from_files", "from_index", "gate", "holm", "per_query"]
+           "from_files", "from_index", "gate", "holm", "per_query", "sample_queries", "uncapped_pool"]

@@ -156,11 +156,12 @@ def _gold(index: str, config: Config | None, split: str | None):
     return from_index(PaperStore(Workspace(cfg.home).index_dir(index) / "papers.sqlite"), split)
 
 
-def rrf_k(index: str, config: Config | None = None, permutations: int = 10_000, split: str | None = None) -> dict:
+def rrf_k(index: str, config: Config | None = None, permutations: int = 10_000, split: str | None = None,
+          sample: int | None = None) -> dict:
     from scix_core.evaluate import evaluate
 
     report = evaluate(index, _gold(index, config, split), runs=("rrf_k10", "rrf_k30", "rrf_k60", "rrf_k100"),
-                      baseline="rrf_k60", config=config, permutations=permutations)
+                      baseline="rrf_k60", config=config, permutations=permutations, sample=sample)
     return {"study": "rrf-k", "index": index, "gold": report.setup["gold"], "queries": report.n_queries,
             "lexical_mode": report.setup["lexical_mode"], "dropped_lanes": report.dropped_lanes,
             "baseline": "rrf_k60", "rows": _eval_rows(report)}
