@@ -18,11 +18,12 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	touch $@
 
+# ingest, every index, the evaluation sweep, evidence studies, the standard reports (scripts/main-job.sh)
 run: env
-	$(BIN)/scix ingest --dataset $(DATASET) --index $(INDEX) --sparse
-	$(BIN)/scix info --index $(INDEX)
+	BIN=$(abspath $(BIN)) DATASET=$(DATASET) INDEX=$(INDEX) scripts/main-job.sh
 
 test: env
+	scripts/browser.sh install
 	@dsn=$$(scripts/postgres.sh start) && \
 	SCIX_PG_DSN=$$dsn $(BIN)/python -m pytest $(PYTEST_ARGS); status=$$?; \
 	scripts/postgres.sh stop; exit $$status

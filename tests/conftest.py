@@ -72,3 +72,20 @@ def scifact(tmp_path_factory, data_dir, encoder):
     cfg = load_config().replace(home=tmp_path_factory.mktemp("scifact-home"), data_dir=data_dir)
     ingest(data_dir / "scifact", "scifact", config=cfg, progress=False, encoder=encoder)
     return cfg, "scifact"
+
+
+@pytest.fixture(scope="session")
+def notebook_home(tmp_path_factory, scifact, data_dir, encoder) -> Path:
+    """Real SciFact under its default name ``scifact`` in a workspace this test process never opens, so the
+    notebooks' own kernels (nbmake, JupyterLab) own its vector shard. Vectors come from the ``scifact``
+    fixture's embedding cache: nothing is encoded twice."""
+    import shutil
+
+    from scix_core.ingest import ingest
+
+    cfg, _ = scifact
+    home = tmp_path_factory.mktemp("notebook-home")
+    shutil.copytree(cfg.home / "cache", home / "cache")
+    ingest(data_dir / "scifact", "scifact", config=load_config().replace(home=home, data_dir=data_dir),
+           progress=False, encoder=encoder)
+    return home

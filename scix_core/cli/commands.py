@@ -297,6 +297,9 @@ def _eval_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", choices=["sqlite", "postgres"], help="lexical backend")
     p.add_argument("--lexical-mode", choices=["and", "or"], help="lexical lanes' semantics (default search.lexical_mode)")
     p.add_argument("--json", dest="json_path", type=Path, help="write the report as one JSON object")
+    p.add_argument("--reuse", action="store_true",
+                   help="with --json: skip when that file was written by the same index build, gold set, runs, "
+                        "settings and (clean) code commit")
     p.add_argument("--quiet", action="store_true")
 
 
@@ -319,11 +322,22 @@ def eval_cmd(args: argparse.Namespace) -> int:
         store = PaperStore(Workspace(cfg.home).index_dir(args.index) / "papers.sqlite")
         gold = from_index(store, args.split)
     runs = ALL_RUNS if args.sweep else tuple(r.strip() for r in args.runs.split(",")) if args.runs else DEFAULT_RUNS
+    if args.reuse and not args.json_path:
+        raise ConfigError("--reuse needs --json PATH (the report to reuse)")
+    key = None
+    if args.reuse:
+        from scix_core.evaluate.report import reuse_key, saved_key
+
+        key = reuse_key(cfg, args.index, gold, runs, args.baseline, args.reranker, args.permutations, args.sample)
+        if key is not None and saved_key(args.json_path) == key:
+            console.print(f"unchanged: {args.json_path} (same index build, gold set, runs, settings and code)",
+                          highlight=False)
+            return 0
     report = evaluate(args.index, gold, runs, args.baseline, cfg, args.reranker, args.permutations,
                       progress=not args.quiet, sample=args.sample)
     report.print(console)
     if args.json_path:
-        report.write_json(args.json_path)
+        report.write_json(args.json_path, reuse_key=key)
         console.print(f"wrote {args.json_path}", highlight=False)
     return 0
 

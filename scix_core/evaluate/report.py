@@ -36,10 +36,11 @@ class EvalReport:
             out["per_query"] = self.per_query
         return out
 
-    def write_json(self, path: Path | str) -> None:
+    def write_json(self, path: Path | str, reuse_key: str | None = None) -> None:
         from scix_core.workspace import write_json_atomic
 
-        write_json_atomic(Path(path), self.to_dict())
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(Path(path), {**self.to_dict(), **({"reuse_key": reuse_key} if reuse_key else {})})
 
     def print(self, console) -> None:
         from rich.table import Table
@@ -77,3 +78,30 @@ class EvalReport:
     @staticmethod
     def load(path: Path | str) -> dict:
         return json.loads(Path(path).read_text())
+
+
+def reuse_key(config, index: str, gold, runs, baseline, reranker, permutations, sample) -> str | None:
+    """What a saved report depends on, hashed: the index build, the gold set, the runs and settings, the code
+    commit. None (never reuse) when the working tree has uncommitted changes or is not a git checkout."""
+    import dataclasses
+    import hashlib
+
+    from scix_core.reports import code_version
+    from scix_core.workspace import Workspace, read_json
+
+    code = code_version()
+    if not code["git_commit"] or code["git_dirty"]:
+        return None
+    manifest = read_json(Workspace(config.home).index_dir(index) / "manifest.json")
+    payload = {"build": manifest.get("build_key"), "corpus": manifest.get("corpus_hash"), "gold": gold.name,
+               "queries": dict(gold.queries), "qrels": {q: dict(v) for q, v in gold.qrels.items()}, "runs": list(runs),
+               "baseline": baseline, "reranker": reranker, "permutations": permutations, "sample": sample,
+               "search": dataclasses.asdict(config.search), "code": code}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def saved_key(path: Path | str) -> str | None:
+    try:
+        return json.loads(Path(path).read_text()).get("reuse_key")
+    except (OSError, ValueError, AttributeError):
+        return None

@@ -249,6 +249,8 @@ class QueryInspector(View):
         if not c:
             return
         filters = {k: v for k, v in self.state["filters"].items() if k not in ("year", "categories", "authors")}
+        if c["gold"].value and self.gold.queries.get(c["gold"].value) != c["query"].value:
+            c["gold"].value = ""  # a typed query is no longer the picked gold query
         if c["year"].value.strip():
             filters["year"] = c["year"].value.strip()
         for name in ("categories", "authors"):

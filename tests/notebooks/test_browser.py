@@ -1,0 +1,113 @@
+"""A real browser: JupyterLab headless on loopback, Debian's Chromium driven by Playwright (no browser
+download), the query-inspector notebook run from the menu, a query typed into the widget, the results
+table checked, a screenshot saved under reports/browser/."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from scix_core.reports import NOTEBOOKS, notebooks_dir, reports_dir
+
+pytestmark = [pytest.mark.model, pytest.mark.realdata, pytest.mark.browser]
+
+CHROMIUM = os.environ.get("SCIX_CHROMIUM", "/usr/bin/chromium")
+# the flags this closed network needs: no background connections, no sandbox as root
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+QUERY = "protein folding structure prediction"
+SETTINGS = {  # JupyterLab user settings: every cell in the DOM, no news or extension-manager fetches
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false", "checkForUpdates": False},
+    "@jupyterlab/extensionmanager-extension/plugin.jupyterlab-settings": {"enabled": False},
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def lab(notebook_home, data_dir, tmp_path):
+    assert Path(CHROMIUM).exists(), f"{CHROMIUM} missing: `make test` installs Debian's chromium (scripts/browser.sh)"
+    root = tmp_path / "lab"
+    root.mkdir()
+    shutil.copy(notebooks_dir() / NOTEBOOKS["query-inspector"], root)
+    for name, values in SETTINGS.items():
+        path = tmp_path / "settings" / name.replace("/", os.sep, 1).replace("/", os.sep)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values))
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {**os.environ, "SCIX_HOME": str(notebook_home), "SCIX_DATA_DIR": str(data_dir),
+           "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "settings"), "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "ws")}
+    env.pop("SCIX_NOTEBOOK_STATIC", None)  # a live frontend: the widget, not the static report
+    log = open(tmp_path / "jupyterlab.log", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
+                             f"--port={port}", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}"],
+                            stdout=log, stderr=subprocess.STDOUT, env=env)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail("JupyterLab did not start:\n" + (tmp_path / "jupyterlab.log").read_text()[-3000:])
+            time.sleep(0.5)
+    yield f"{base}/lab/tree/{NOTEBOOKS['query-inspector']}?token={token}"
+    proc.terminate()  # shuts its kernels down too
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+def test_query_inspector_in_jupyterlab(lab):
+    from playwright.sync_api import sync_playwright
+
+    shot = reports_dir() / "browser" / "query-inspector.png"
+    shot.parent.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        page = browser.new_page(viewport={"width": 1500, "height": 2400})
+        try:
+            page.goto(lab)
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
+            page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+            page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+            box = page.locator(".widget-text input[type='text']").first
+            box.wait_for(timeout=180_000)
+            page.wait_for_selector("table.scix-hits", timeout=180_000)  # the first gold query's results
+            box.fill(QUERY)
+            box.press("Enter")
+            heading = page.get_by_text(f'Results for "{QUERY}"')
+            heading.wait_for(timeout=120_000)
+            rows = page.locator("table.scix-hits tbody tr")
+            assert rows.count() == 10
+            assert page.locator(".jp-OutputArea-output .ok", has_text="hybrid · lanes lexical").count() == 1
+            assert page.locator(".scix .banner").count() == 0  # nothing dropped
+            heading.scroll_into_view_if_needed()
+            page.screenshot(path=str(shot))
+        except Exception:
+            page.screenshot(path=str(shot.with_name("query-inspector-failed.png")))
+            raise
+        finally:
+            browser.close()
+    assert shot.stat().st_size > 10_000
