@@ -89,8 +89,7 @@ class LaneAttributionView(View):
         main = render_attribution(self.attribution, self.bucket)
         if not self.query_id:
             return main
-        one = render_query(self.attribution, self.query_id)
-        return Rendered(main.html + one.html, main.figures + one.figures)
+        return Rendered.concat([render_query(self.attribution, self.query_id), main])
 
     def inspector(self, query_id: str):
         from scix_core.notebook.inspector import QueryInspector

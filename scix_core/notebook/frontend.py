@@ -39,14 +39,20 @@ class Rendered:
 
     html: str
     figures: tuple = field(default_factory=tuple)
+    sections: tuple["Rendered", ...] = ()  # set by concat(): shown one after another, each with its figures
+
+    @classmethod
+    def concat(cls, parts: "list[Rendered]") -> "Rendered":
+        return cls("".join(p.html for p in parts), tuple(f for p in parts for f in p.figures), tuple(parts))
 
     def show(self) -> None:
         """Write into the current output (a cell, or a widget's ``Output`` inside ``with``)."""
         from IPython.display import HTML, Image, display
 
-        display(HTML(f'{STYLE}<div class="scix">{self.html}</div>'))
-        for fig in self.figures:
-            display(Image(data=png(fig)))
+        for part in self.sections or (self,):
+            display(HTML(f'{STYLE}<div class="scix">{part.html}</div>'))
+            for fig in part.figures:
+                display(Image(data=png(fig)))
 
 
 def png(fig) -> bytes:

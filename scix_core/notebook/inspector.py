@@ -65,8 +65,7 @@ def render_result(result: SearchResult, relevant: Mapping[str, int] | None = Non
                   query_id: str | None = None) -> Rendered:
     """The static rendering of one result (``relevant``: paper id -> grade for a gold query)."""
     relevant = {p: g for p, g in (relevant or {}).items() if g > 0}
-    meta, k = result.metadata, result.metadata["rrf_k"]
-    lanes = list(meta["lanes_run"])
+    lanes = list(result.metadata["lanes_run"])
     parts = [heading(f'Results for "{_short(result.query, 200)}"'), _status(result)]
     if query_id is not None:
         parts.append(_gold_line(result, query_id, relevant))

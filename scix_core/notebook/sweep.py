@@ -133,8 +133,7 @@ class SweepView(View):
         self.refresh()
 
     def render(self) -> Rendered:
-        parts = [render_sweep(r, self.metric) for r in self.reports]
-        return Rendered("".join(p.html for p in parts), tuple(f for p in parts for f in p.figures))
+        return Rendered.concat([render_sweep(r, self.metric) for r in self.reports])
 
 
 # --- evidence ----------------------------------------------------------------------------------------
@@ -180,6 +179,12 @@ def evidence_results(index: str, studies: str | Sequence[str], folder: Path | st
 
     folder = Path(folder or reports_dir())
     names = [s.strip() for s in studies.split(",")] if isinstance(studies, str) else list(studies)
+    cfg = config or load_config()
+    cfg = cfg.replace(**{"search.lexical_mode": lexical_mode}) if lexical_mode else cfg
+    runners = {"quantization": lambda: evidence.quantization(index, cfg, max_queries=max_queries),
+               "pool": lambda: evidence.pool(index, cfg, n_queries=max_queries or 200),
+               "rrf-k": lambda: evidence.rrf_k(index, cfg, permutations=2_000, sample=max_queries),
+               "reranker": lambda: evidence.reranker(index, reranker, cfg) if reranker else None}
     out = []
     for name in [n for n in names if n]:
         if name not in evidence.STUDIES:
@@ -191,12 +196,6 @@ def evidence_results(index: str, studies: str | Sequence[str], folder: Path | st
         if saved:
             out += [json.loads(p.read_text()) for p in saved]
         elif run_missing:
-            cfg = config or load_config()
-            cfg = cfg.replace(**{"search.lexical_mode": lexical_mode}) if lexical_mode else cfg
-            runners = {"quantization": lambda: evidence.quantization(index, cfg, max_queries=max_queries),
-                       "pool": lambda: evidence.pool(index, cfg, n_queries=max_queries or 200),
-                       "rrf-k": lambda: evidence.rrf_k(index, cfg, permutations=2_000, sample=max_queries),
-                       "reranker": lambda: evidence.reranker(index, reranker, cfg) if reranker else None}
             result = runners[name]()
             if result is None:
                 raise ConfigError("the reranker study needs a reranker name (see `scix train-reranker`)")
@@ -235,5 +234,4 @@ class EvidenceView(View):
         chosen = self.results if self.choice < 0 else [self.results[self.choice]]
         if not chosen:
             return Rendered(banner("no evidence results: run `scix evidence STUDY --index NAME`", "note"))
-        parts = [render_evidence(r) for r in chosen]
-        return Rendered("".join(p.html for p in parts), tuple(f for p in parts for f in p.figures))
+        return Rendered.concat([render_evidence(r) for r in chosen])

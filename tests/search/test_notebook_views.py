@@ -78,7 +78,8 @@ def test_inspector_reports_bad_input_as_a_banner(built):
 def test_inspector_widget_controls_drive_the_search(inspector, monkeypatch):
     monkeypatch.delenv("SCIX_NOTEBOOK_STATIC", raising=False)
     assert not is_static()
-    c = inspector.widget and inspector.controls
+    assert inspector.widget is not None  # built on first use
+    c = inspector.controls
     c["query"].value = "galaxy images deep learning"
     assert 'Results for &quot;galaxy images deep learning&quot;' in inspector.last.html
     c["rrf_k"].value = 10
@@ -142,7 +143,7 @@ def test_attribution_view_on_the_fixture_index(built):
     assert "q4: classifying galaxy images with deep learning" in rendered.html
     assert len(rendered.figures) == 3
     assert view.inspector("q4").state["query"] == "classifying galaxy images with deep learning"
-    view.widget
+    assert view.widget is not None  # built on first use
     view.bucket_control.value = "len4-8"
     assert "bucket len4-8" in view.last.html
     with pytest.raises(UnknownNameError):
