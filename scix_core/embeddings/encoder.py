@@ -70,14 +70,20 @@ class Encoder:
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
 
         source = resolve_model(self.config.model)
+        bars = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()  # a sub-second "Loading weights" bar is noise in logs and reports
         try:
             model = SentenceTransformer(source, device=self.config.device)
         except Exception as exc:  # the library raises OSError, ValueError, HF errors...
             raise ModelUnavailableError(
                 f"cannot load embedding model {self.config.model!r} ({source}): {exc}. "
                 "Models are never downloaded at run time; point embedding.model at a local path.") from exc
+        finally:
+            if bars:
+                hf_logging.enable_progress_bar()
         # the model's own configured maximum (256 for MiniLM), not its position-embedding size
         model.max_seq_length = min(self.config.max_length, model.max_seq_length or self.config.max_length)
         return model
