@@ -71,7 +71,7 @@ def render_result(result: SearchResult, relevant: Mapping[str, int] | None = Non
         parts.append(_gold_line(result, query_id, relevant))
     shares = contributions(result)
     stages = [s for s in ("rerank", "boosts") if s in result.rankings]
-    stages = ["fused", *stages] if stages else []
+    stages = ["fused", *stages] if stages else []  # each stage's rank, when any stage reordered the fused list
     rows = []
     for i, h in enumerate(result.hits, start=1):
         row: dict[str, Any] = {"#": i, "rel": relevant.get(h.paper_id, "") if relevant else "", "paper": h.paper_id,
@@ -81,7 +81,7 @@ def render_result(result: SearchResult, relevant: Mapping[str, int] | None = Non
             row[f"{lane} rank"] = hit.rank if hit else None
             row[f"{lane} score"] = hit.score if hit else None
             row[f"{lane} 1/(k+r)"] = shares[lane][i - 1]
-        for stage in [s for s in ("fused", "rerank", "boosts") if s in stages]:
+        for stage in stages:
             row[f"{stage}#"] = result.rankings[stage].ranks().get(h.paper_id)  # where each stage put it
         row["boosts"] = ", ".join(f"{b} {v:+.3f}" for b, v in h.boosts.items()) or ""
         rows.append(row)

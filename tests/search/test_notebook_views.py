@@ -57,6 +57,18 @@ def test_inspector_lists_missed_relevant_with_lane_ranks(built):
     assert cells[3] == str(fused_rank) and str(dense_rank) in cells[4:]
 
 
+def test_inspector_shows_each_stage_rank_and_the_boosts(built, tiny_reranker):
+    qi = QueryInspector(built.index, built.config, gold="train", query_id="q4", lexical_mode="or", boosts=True,
+                        rerank=tiny_reranker)
+    rendered = qi.render()
+    head = re.search(r'<table class="scix-hits"><thead><tr>(.*?)</tr>', rendered.html).group(1)
+    assert all(f"<th>{c}</th>" in head for c in ("fused#", "rerank#", "boosts#", "boosts"))
+    assert qi.result.metadata["reranked"] and "citation" in rendered.html  # every hit lists its boosts
+    first = re.findall(r"<td>(.*?)</td>", _rows(rendered.html, "scix-hits")[0])
+    columns = re.findall(r"<th>(.*?)</th>", head)
+    assert first[columns.index("boosts#")] == "1"  # the hits are in the last stage's order
+
+
 def test_inspector_banner_when_a_lane_is_dropped(built):
     cfg = built.config.replace(**{"postgres.dsn": "postgresql://postgres@127.0.0.1:9/nowhere",
                                   "postgres.connect_timeout_s": 1})
