@@ -72,4 +72,4 @@ def test_hybrid_beats_each_lane_on_scifact_train(scifact):
     assert report.n_queries == 809 and report.dropped_lanes == {}
     ndcg = {r: v["ndcg@10"] for r, v in report.runs.items()}
     assert ndcg["hybrid"] > ndcg["lexical"] and ndcg["hybrid"] > ndcg["dense"], ndcg
-    assert 0.60 <= ndcg["dense"] <= 0.72 and ndcg["hybrid"] >= 0.68, ndcg
+    assert 0.60 <= ndcg["dense"] <= 0.72 and ndcg["hybrid"] >= 0.68, (ndcg, report.setup, cfg.search)

@@ -23,12 +23,16 @@ def _evaluate(searcher: Searcher, mode: str) -> dict[str, float]:
     qrels = searcher.store.qrels("train")
     queries = [q for q in searcher.store.queries() if q.query_id in qrels]
     assert len(queries) == 809
-    run = {}
+    run, seen = {}, {}
     for q in queries:
-        hits = searcher.search(q.text, mode, limit=10).hits
-        run[q.query_id] = {h.paper_id: h.score for h in hits} or {"": 0.0}
+        result = searcher.search(q.text, mode, limit=10)
+        run[q.query_id] = {h.paper_id: h.score for h in result.hits} or {"": 0.0}
+        for key in ("notes", "dropped_lanes", "lanes_run"):  # what a failure message should show
+            seen.setdefault(key, set()).add(str(result.metadata[key]))
     gold = Qrels({q: {d: g for d, g in docs.items() if g > 0} for q, docs in qrels.items()})
-    return evaluate(gold, Run(run), ["ndcg@10", "recall@10"])
+    scores = evaluate(gold, Run(run), ["ndcg@10", "recall@10"])
+    return {**scores, "_seen": {k: sorted(v)[:5] for k, v in seen.items()}, "_config": searcher.config.search,
+            "_embedding": searcher.config.embedding, "_first": (queries[0].text, list(run[queries[0].query_id])[:3])}
 
 
 @pytest.mark.parametrize("lexical_mode, floor", [("and", 0.62), ("or", 0.68)])
