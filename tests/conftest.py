@@ -75,17 +75,26 @@ def scifact(tmp_path_factory, data_dir, encoder):
 
 
 @pytest.fixture(scope="session")
-def notebook_home(tmp_path_factory, scifact, data_dir, encoder) -> Path:
-    """Real SciFact under its default name ``scifact`` in a workspace this test process never opens, so the
-    notebooks' own kernels (nbmake, JupyterLab) own its vector shard. Vectors come from the ``scifact``
-    fixture's embedding cache: nothing is encoded twice."""
+def notebook_home(tmp_path_factory, scifact, data_dir) -> Path:
+    """Real SciFact under its default name ``scifact`` in a workspace this test process never opens (the
+    ingest runs in its own process too), so the notebooks' kernels (nbmake, JupyterLab) own its vector shard.
+    Vectors come from the ``scifact`` fixture's embedding cache: nothing is encoded twice."""
     import shutil
-
-    from scix_core.ingest import ingest
+    import subprocess
+    import sys
 
     cfg, _ = scifact
     home = tmp_path_factory.mktemp("notebook-home")
     shutil.copytree(cfg.home / "cache", home / "cache")
-    ingest(data_dir / "scifact", "scifact", config=load_config().replace(home=home, data_dir=data_dir),
-           progress=False, encoder=encoder)
+    env = {**os.environ, "SCIX_HOME": str(home), "SCIX_DATA_DIR": str(data_dir)}
+    env.pop("SCIX_CONFIG", None)
+    done = subprocess.run([sys.executable, "-m", "scix_core", "ingest", "--dataset", "scifact", "--index", "scifact",
+                           "--quiet"], env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "embeddings: 0 encoded" in done.stdout, done.stdout[-2000:]
     return home
+
+
+def pytest_collection_modifyitems(config, items):
+    """Notebook and browser tests last: they start kernels, JupyterLab and Chromium beside this process."""
+    items.sort(key=lambda item: "tests/notebooks/" in str(item.fspath).replace(os.sep, "/"))
