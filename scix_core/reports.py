@@ -85,8 +85,11 @@ def code_version() -> dict[str, Any]:
     from scix_core import __version__
 
     out: dict[str, Any] = {"scix_core": __version__, "git_commit": None, "git_dirty": None}
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=10, check=False)
+
     try:
-        run = lambda *a: subprocess.run(["git", "-C", str(ROOT), *a], capture_output=True, text=True, timeout=10)
         head = run("rev-parse", "HEAD")
         if head.returncode == 0:
             out["git_commit"] = head.stdout.strip()
@@ -192,7 +195,7 @@ def standard_overrides(name: str, index: str = "scifact") -> dict[str, Any]:
     from scix_core.notebook.sweep import eval_path
 
     if name == "fusion-sweep":
-        saved = [str(eval_path(index, split, mode, reports_dir())) for split in ("train", "test") for mode in ("and", "or")
-                 if eval_path(index, split, mode, reports_dir()).exists()]
+        paths = [eval_path(index, split, mode) for split in ("train", "test") for mode in ("and", "or")]
+        saved = [str(p) for p in paths if p.exists()]
         return {"sweep_json": saved} if saved else {}
     return {}
