@@ -306,9 +306,8 @@ def _eval_args(p: argparse.ArgumentParser) -> None:
 @command("eval", "evaluate runs on a gold set: metrics, provenance, buckets, significance, the gate", _eval_args)
 def eval_cmd(args: argparse.Namespace) -> int:
     from scix_core.errors import ConfigError
-    from scix_core.evaluate import ALL_RUNS, DEFAULT_RUNS, evaluate, from_dir, from_files, from_index
-    from scix_core.stores import PaperStore
-    from scix_core.workspace import Workspace
+    from scix_core.evaluate import ALL_RUNS, DEFAULT_RUNS, evaluate, from_dir, from_files
+    from scix_core.evaluate.gold import for_index
 
     overrides = {"search.lexical_backend": args.backend, "search.lexical_mode": args.lexical_mode}
     cfg = _config(args, **{k: v for k, v in overrides.items() if v})
@@ -319,8 +318,7 @@ def eval_cmd(args: argparse.Namespace) -> int:
     elif args.gold:
         gold = from_dir(args.gold, args.fmt, args.split)
     else:
-        store = PaperStore(Workspace(cfg.home).index_dir(args.index) / "papers.sqlite")
-        gold = from_index(store, args.split)
+        gold = for_index(args.index, cfg, args.split)
     runs = ALL_RUNS if args.sweep else tuple(r.strip() for r in args.runs.split(",")) if args.runs else DEFAULT_RUNS
     if args.reuse and not args.json_path:
         raise ConfigError("--reuse needs --json PATH (the report to reuse)")

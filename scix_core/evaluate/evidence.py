@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from scix_core.config import Config, load_config
+from scix_core.evaluate.gold import for_index
 
 REPORTS = Path(__file__).resolve().parents[2] / "reports"
 
@@ -147,20 +148,11 @@ def _eval_rows(report) -> dict:
     return rows
 
 
-def _gold(index: str, config: Config | None, split: str | None):
-    from scix_core.evaluate.gold import from_index
-    from scix_core.stores import PaperStore
-    from scix_core.workspace import Workspace
-
-    cfg = config or load_config()
-    return from_index(PaperStore(Workspace(cfg.home).index_dir(index) / "papers.sqlite"), split)
-
-
 def rrf_k(index: str, config: Config | None = None, permutations: int = 10_000, split: str | None = None,
           sample: int | None = None) -> dict:
     from scix_core.evaluate import evaluate
 
-    report = evaluate(index, _gold(index, config, split), runs=("rrf_k10", "rrf_k30", "rrf_k60", "rrf_k100"),
+    report = evaluate(index, for_index(index, config, split), runs=("rrf_k10", "rrf_k30", "rrf_k60", "rrf_k100"),
                       baseline="rrf_k60", config=config, permutations=permutations, sample=sample)
     return {"study": "rrf-k", "index": index, "gold": report.setup["gold"], "queries": report.n_queries,
             "lexical_mode": report.setup["lexical_mode"], "dropped_lanes": report.dropped_lanes,
@@ -172,7 +164,7 @@ def reranker(index: str, name: str, config: Config | None = None, permutations: 
     """Evaluate on a split the reranker was NOT trained on (``test`` when the index has one)."""
     from scix_core.evaluate import evaluate
 
-    report = evaluate(index, _gold(index, config, split), runs=("hybrid", "hybrid+rerank"), baseline="hybrid",
+    report = evaluate(index, for_index(index, config, split), runs=("hybrid", "hybrid+rerank"), baseline="hybrid",
                       config=config, reranker=name, permutations=permutations)
     return {"study": "reranker", "index": index, "reranker": name, "gold": report.setup["gold"],
             "queries": report.n_queries, "baseline": "hybrid", "rows": _eval_rows(report),

@@ -45,6 +45,16 @@ def from_index(store, split: str | None = None) -> Gold:
                 qrels, {q.query_id: dict(q.fields) for q in queries if q.query_id in qrels})
 
 
+def for_index(index: str, config=None, split: str | None = None) -> Gold:
+    """The gold data stored with the built index ``index`` (see :func:`from_index`)."""
+    from scix_core.config import load_config
+    from scix_core.stores import PaperStore
+    from scix_core.workspace import Workspace
+
+    cfg = config or load_config()
+    return from_index(PaperStore(Workspace(cfg.home).index_dir(index) / "papers.sqlite"), split)
+
+
 def from_files(queries: Path, qrels: Path) -> Gold:
     from scix_core.data.beir import load_qrels, load_queries
 

@@ -29,10 +29,10 @@ def render_attribution(att: Attribution, bucket: str | None = None) -> Rendered:
                            "unique top 10": s["unique_top10"], "unique relevant top 10": s["unique_relevant_top10"]}
                           for lane, s in agg.items()]
     parts.append(table(frame, "scix-attribution"))
-    overlap = att.overlap(bucket=bucket)
+    overlap, relevant = att.overlap(bucket=bucket), att.overlap(True, bucket)
     parts.append(heading("Overlap between lanes (top-10 hits by exact lane combination)"))
     parts.append(table([{"lanes": " + ".join(sorted(k)), "top-10 hits": v,
-                                      "relevant": att.overlap(True, bucket).get(k, 0)} for k, v in overlap.items()],
+                                      "relevant": relevant.get(k, 0)} for k, v in overlap.items()],
                        "scix-overlap"))
     parts.append(heading("Per bucket (query length; every query field)"))
     parts.append(table([{"bucket": b, "queries": v["n"], "nDCG@10": v["ndcg@10"],
@@ -53,7 +53,7 @@ def render_attribution(att: Attribution, bucket: str | None = None) -> Rendered:
                                     "unique relevant": [agg[l]["unique_relevant_top10"] for l in lanes]},
                             f"lane contribution ({scope})", "share"),
         charts.upset(overlap, lanes, f"top-10 hits by lane combination ({scope})"),
-        charts.upset(att.overlap(True, bucket), lanes, f"relevant top-10 hits by lane combination ({scope})"),
+        charts.upset(relevant, lanes, f"relevant top-10 hits by lane combination ({scope})"),
     )
     return Rendered("".join(parts), figures)
 
@@ -71,15 +71,13 @@ class LaneAttributionView(View):
     def __init__(self, index: str, config: Config | None = None, *, gold: Gold | str | None = None,
                  run: str = "hybrid", sample: int | None = 50, seed: int = 13, lexical_mode: str | None = None,
                  query_id: str | None = None, attribution: Attribution | None = None):
-        from scix_core.evaluate.gold import from_index
-        from scix_core.stores import PaperStore
-        from scix_core.workspace import Workspace
+        from scix_core.evaluate.gold import for_index
 
         cfg = config or load_config()
         self.config = cfg.replace(**{"search.lexical_mode": lexical_mode}) if lexical_mode else cfg
         self.index = index
         if not isinstance(gold, Gold):
-            gold = from_index(PaperStore(Workspace(self.config.home).index_dir(index) / "papers.sqlite"), gold or None)
+            gold = for_index(index, self.config, gold or None)
         self.gold = gold
         self.attribution = attribution or attribute(index, gold, run, self.config, sample, seed)
         self.bucket: str | None = None

@@ -72,6 +72,7 @@ def render_result(result: SearchResult, relevant: Mapping[str, int] | None = Non
     shares = contributions(result)
     stages = [s for s in ("rerank", "boosts") if s in result.rankings]
     stages = ["fused", *stages] if stages else []  # each stage's rank, when any stage reordered the fused list
+    stage_ranks = {stage: result.rankings[stage].ranks() for stage in stages}
     rows = []
     for i, h in enumerate(result.hits, start=1):
         row: dict[str, Any] = {"#": i, "rel": relevant.get(h.paper_id, "") if relevant else "", "paper": h.paper_id,
@@ -82,7 +83,7 @@ def render_result(result: SearchResult, relevant: Mapping[str, int] | None = Non
             row[f"{lane} score"] = hit.score if hit else None
             row[f"{lane} 1/(k+r)"] = shares[lane][i - 1]
         for stage in stages:
-            row[f"{stage}#"] = result.rankings[stage].ranks().get(h.paper_id)  # where each stage put it
+            row[f"{stage}#"] = stage_ranks[stage].get(h.paper_id)  # where each stage put it
         row["boosts"] = ", ".join(f"{b} {v:+.3f}" for b, v in h.boosts.items()) or ""
         rows.append(row)
     if rows:
@@ -116,12 +117,13 @@ def _missed(result: SearchResult, relevant: Mapping[str, int], store, lanes: lis
         return heading("Missed relevant papers") + banner("none: every relevant paper is in the hits", "ok")
     titles = store.titles(missed) if store is not None else {}
     depth = result.metadata.get("depth")
+    ranks = {name: result.rankings[name].ranks() for name in ("fused", *lanes) if name in result.rankings}
     rows = []
     for p in missed:
         row = {"paper": p, "grade": relevant[p], "title": _short(titles.get(p, ("(not in this index)", 0))[0]),
-               "fused rank": result.rankings["fused"].ranks().get(p) if "fused" in result.rankings else None}
+               "fused rank": ranks.get("fused", {}).get(p)}
         for lane in lanes:
-            row[f"{lane} rank"] = result.rankings[lane].ranks().get(p) if lane in result.rankings else None
+            row[f"{lane} rank"] = ranks.get(lane, {}).get(p)
         rows.append(row)
     return (heading(f"Missed relevant papers ({len(missed)}; — = not in that lane's top {depth})")
             + table(rows, "scix-missed"))

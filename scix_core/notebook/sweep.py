@@ -107,9 +107,7 @@ class SweepView(View):
     @staticmethod
     def _load(report, index, gold, runs, baseline, sample, lexical_mode, permutations, config) -> dict:
         from scix_core.evaluate import ALL_RUNS, EvalReport, evaluate
-        from scix_core.evaluate.gold import from_index
-        from scix_core.stores import PaperStore
-        from scix_core.workspace import Workspace
+        from scix_core.evaluate.gold import for_index
 
         if isinstance(report, EvalReport):
             return report.to_dict()
@@ -125,7 +123,7 @@ class SweepView(View):
         cfg = config or load_config()
         cfg = cfg.replace(**{"search.lexical_mode": lexical_mode}) if lexical_mode else cfg
         names = ALL_RUNS if runs == "sweep" else tuple(r.strip() for r in (runs.split(",") if isinstance(runs, str) else runs))
-        g = from_index(PaperStore(Workspace(cfg.home).index_dir(index) / "papers.sqlite"), gold or None)
+        g = for_index(index, cfg, gold or None)
         return evaluate(index, g, names, baseline, cfg, sample=sample or None, permutations=permutations).to_dict()
 
     def _pick(self, change) -> None:
