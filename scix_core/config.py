@@ -82,6 +82,49 @@ class SearchConfig:
 
 
 @dataclass(frozen=True)
+class RecommendConfig:
+    """Recommendation defaults (SPEC §4; constants from the reference design "Phase 8").
+
+    Tier thresholds are counts of distinct saved papers. Half-lives of the
+    EWMA profiles are counted in saves (a save is one update). Windows of
+    the trending tier are months measured back from the newest paper of the
+    index; the suppression window is days measured back from the user's
+    newest interaction — never the wall clock.
+    """
+
+    tier1_min_saves: int = 5  # MIN_PAPERS_FOR_CLUSTERING
+    tier2_min_saves: int = 3
+    tier3_min_saves: int = 1
+    limit: int = 10  # top_k of MMR
+    # Tier 0
+    trending_months: tuple[int, ...] = (24, 48, 96)  # TRENDING_RECENCY_MONTHS, widened for thin categories
+    trending_min_papers: int = 0  # a window is "thin" below max(this, limit); 0 = limit
+    # Tier 2 (EWMA profiles)
+    longterm_half_life: float = 20.0
+    shortterm_half_life: float = 3.0
+    # Tier 1
+    max_clusters: int = 8
+    min_silhouette: float = 0.05  # below this at every k >= 2 the library is one interest
+    match_min_similarity: float = 0.5  # Hungarian pairs less similar than this get a new cluster id
+    recency_half_life_saves: float = 20.0  # cluster importance: how fast old saves fade
+    total_slots: int = 100
+    min_slots: int = 3
+    oversample: int = 3  # per-cluster kNN limit = quota x oversample
+    shortterm_supplement: int = 20  # _ST_SUPPLEMENT
+    weight_longterm: float = 0.40
+    weight_shortterm: float = 0.25
+    weight_cosine: float = 0.65
+    scorer: str = "heuristic"  # or "lightgbm"
+    scorer_model: str = "default"  # models/scorers/NAME in the workspace, or a path to a LightGBM model file
+    suppress_dismissals: int = 3
+    suppress_days: float = 14.0
+    mmr_lambda: float = 0.6
+    n_explore: int = 2
+    explore_pool: int = 200
+    log: bool = True  # log every recommendation served (the LightGBM scorer's training data)
+
+
+@dataclass(frozen=True)
 class Config:
     home: Path = PROJECT_ROOT / ".scix"
     data_dir: Path = PROJECT_ROOT / "data"
@@ -89,6 +132,7 @@ class Config:
     vectors: VectorConfig = field(default_factory=VectorConfig)
     postgres: PostgresConfig = field(default_factory=PostgresConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
+    recommend: RecommendConfig = field(default_factory=RecommendConfig)
 
     def replace(self, **overrides: Any) -> "Config":
         """Per-call overrides with dotted names: ``cfg.replace(**{"embedding.model": "x"})``."""
@@ -110,6 +154,13 @@ _ENV = {
 def _coerce(value: Any, current: Any, name: str) -> Any:
     if isinstance(current, Path) or name in ("home", "data_dir"):
         return Path(value).expanduser()
+    if isinstance(current, tuple) and not isinstance(value, (list, tuple)):
+        try:
+            return tuple(int(v) for v in str(value).split(","))
+        except ValueError:
+            raise ConfigError(f"{name}: {value!r} is not a comma list of integers") from None
+    if isinstance(current, tuple):
+        return tuple(value)
     if isinstance(current, bool):
         return str(value).lower() in ("1", "true", "yes", "on")
     if isinstance(current, (int, float)) and not isinstance(value, (int, float)):

@@ -100,3 +100,21 @@ class ReportError(ScixError):
     """A report notebook failed to execute; the failed notebook is kept for inspection."""
 
     code = "report_failed"
+
+
+class UnknownUserError(ScixError):
+    """No user of that id in that index's user state."""
+
+    code = "unknown_user"
+
+
+class UnknownPaperError(ScixError):
+    """A paper id is not in the index it was used with."""
+
+    code = "unknown_paper"
+
+
+class InteractionError(ScixError):
+    """An interaction or user record is malformed: bad kind, timestamp, user id or category."""
+
+    code = "invalid_interaction"

@@ -23,6 +23,7 @@ from scix_core.embeddings import EmbeddingCache, Encoder, corpus_hash
 from scix_core.stores.papers import build_store
 from scix_core.types import Rejection
 from scix_core.vectors import open_store, payload
+from scix_core.vectors.local import write_local
 from scix_core.workspace import Workspace, read_json, write_json_atomic
 
 
@@ -139,6 +140,7 @@ def ingest(source: Path | str | Dataset, index: str, fmt: str | None = None, *, 
                 store.finish()
             finally:
                 store.close()
+            write_local(build, vectors)
             stages.append(StageTiming("vectors+index", time.perf_counter() - t, len(texts)))
             manifest.update(model=cfg.embedding.model, model_slug=encoder.slug, dim=int(vectors.shape[1]),
                             max_length=encoder.max_length, vector_backend=cfg.vectors.backend,

@@ -21,7 +21,7 @@ def command(name: str, help: str, arguments: Callable[[argparse.ArgumentParser],
 
 def parser() -> argparse.ArgumentParser:
     from scix_core import __version__
-    from scix_core.cli import commands  # noqa: F401  (registers the subcommands)
+    from scix_core.cli import evaluate, ingest, recommend, search  # noqa: F401  (register the subcommands)
 
     top = argparse.ArgumentParser(prog="scix", description="scix_core research workbench")
     top.add_argument("--version", action="version", version=f"scix_core {__version__}")

@@ -23,10 +23,11 @@ class VectorFilter:
     categories: tuple[str, ...] = ()
     paper_ids: tuple[str, ...] = ()
     exclude_categories: tuple[str, ...] = ()
+    exclude_points: tuple[int, ...] = ()  # point ids never to return (a user's saved and dismissed papers)
 
     def __bool__(self) -> bool:
         return any((self.year_min is not None, self.year_max is not None, self.categories, self.paper_ids,
-                    self.exclude_categories))
+                    self.exclude_categories, self.exclude_points))
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,14 @@ class VectorStore(Protocol):
 
     def search(self, vector: np.ndarray, k: int, flt: VectorFilter | None = None,
                exact: bool = False) -> list[VectorHit]: ...
+
+    def search_batch(self, vectors: np.ndarray, limits: Sequence[int],
+                     flt: VectorFilter | None = None) -> list[list[VectorHit]]:
+        """One kNN per row of ``vectors`` (limit per row), planned and run as one batch."""
+
+    def recommend(self, positives: np.ndarray, negatives: np.ndarray, k: int,
+                  flt: VectorFilter | None = None) -> list[VectorHit]:
+        """Qdrant recommend, strategy BEST_SCORE, from example vectors (rows)."""
 
     def count(self) -> int: ...
 

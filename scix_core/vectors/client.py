@@ -29,7 +29,13 @@ def client_filter(flt: VectorFilter | None):
     if flt.paper_ids:
         must.append(m.FieldCondition(key="paper_id", match=m.MatchAny(any=list(flt.paper_ids))))
     must_not = [m.FieldCondition(key="categories", match=m.MatchAny(any=list(flt.exclude_categories)))] if flt.exclude_categories else []
-    return m.Filter(must=must, must_not=must_not or None)
+    if flt.exclude_points:
+        must_not.append(m.HasIdCondition(has_id=sorted({int(i) for i in flt.exclude_points})))
+    return m.Filter(must=must or None, must_not=must_not or None)
+
+
+def _rows(matrix: np.ndarray) -> list[list[float]]:
+    return np.asarray(matrix, dtype=np.float32).reshape(-1, np.shape(matrix)[-1]).tolist()
 
 
 class ClientVectorStore:
@@ -77,7 +83,32 @@ class ClientVectorStore:
         res = self.client.query_points(self.collection, query=np.asarray(vector, dtype=np.float32).tolist(), limit=k,
                                        query_filter=client_filter(flt), with_payload=["paper_id"],
                                        search_params=m.SearchParams(exact=exact) if self.remote else None)
-        return [VectorHit(int(p.id), (p.payload or {}).get("paper_id"), float(p.score)) for p in res.points]
+        return self._hits(res.points)
+
+    @staticmethod
+    def _hits(points) -> list[VectorHit]:
+        return [VectorHit(int(p.id), (p.payload or {}).get("paper_id"), float(p.score)) for p in points]
+
+    def search_batch(self, vectors: np.ndarray, limits: Sequence[int], flt: VectorFilter | None = None) -> list[list[VectorHit]]:
+        from qdrant_client import models as m
+
+        f = client_filter(flt)
+        requests = [m.QueryRequest(query=v, limit=int(k), filter=f, with_payload=["paper_id"])
+                    for v, k in zip(_rows(vectors), limits)]
+        if not requests:
+            return []
+        return [self._hits(r.points) for r in self.client.query_batch_points(self.collection, requests)]
+
+    def recommend(self, positives: np.ndarray, negatives: np.ndarray, k: int,
+                  flt: VectorFilter | None = None) -> list[VectorHit]:
+        from qdrant_client import models as m
+
+        query = m.RecommendQuery(recommend=m.RecommendInput(
+            positive=_rows(positives), negative=_rows(negatives) if len(negatives) else None,
+            strategy=m.RecommendStrategy.BEST_SCORE))
+        res = self.client.query_points(self.collection, query=query, limit=k, query_filter=client_filter(flt),
+                                       with_payload=["paper_id"])
+        return self._hits(res.points)
 
     def count(self) -> int:
         return int(self.client.count(self.collection, exact=True).count)

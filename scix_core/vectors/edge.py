@@ -35,7 +35,13 @@ def edge_filter(flt: VectorFilter | None):
     if flt.paper_ids:
         must.append(qe.FieldCondition(key="paper_id", match=qe.MatchAny(list(flt.paper_ids))))
     must_not = [qe.FieldCondition(key="categories", match=qe.MatchAny(list(flt.exclude_categories)))] if flt.exclude_categories else []
-    return qe.Filter(must=must, must_not=must_not or None)
+    if flt.exclude_points:
+        must_not.append(qe.HasIdCondition({int(i) for i in flt.exclude_points}))
+    return qe.Filter(must=must or None, must_not=must_not or None)
+
+
+def _rows(matrix: np.ndarray) -> list[list[float]]:
+    return np.asarray(matrix, dtype=np.float32).reshape(-1, np.shape(matrix)[-1]).tolist()
 
 
 class EdgeVectorStore:
@@ -71,12 +77,32 @@ class EdgeVectorStore:
         self.shard.optimize()
         self.shard.flush()
 
-    def search(self, vector: np.ndarray, k: int, flt: VectorFilter | None = None, exact: bool = False) -> list[VectorHit]:
+    def _request(self, query, k: int, flt, exact: bool = False):
         qe = _edge()
-        request = qe.QueryRequest(limit=k, query=qe.Query.Nearest(np.asarray(vector, dtype=np.float32).tolist()),
-                                  filter=edge_filter(flt), with_payload=["paper_id"],
-                                  params=qe.SearchParams(exact=exact))
-        return [VectorHit(int(p.id), (p.payload or {}).get("paper_id"), float(p.score)) for p in self.shard.query(request)]
+        return qe.QueryRequest(limit=k, query=query, filter=flt, with_payload=["paper_id"],
+                               params=qe.SearchParams(exact=exact))
+
+    @staticmethod
+    def _hits(points) -> list[VectorHit]:
+        return [VectorHit(int(p.id), (p.payload or {}).get("paper_id"), float(p.score)) for p in points]
+
+    def search(self, vector: np.ndarray, k: int, flt: VectorFilter | None = None, exact: bool = False) -> list[VectorHit]:
+        query = _edge().Query.Nearest(np.asarray(vector, dtype=np.float32).tolist())
+        return self._hits(self.shard.query(self._request(query, k, edge_filter(flt), exact)))
+
+    def search_batch(self, vectors: np.ndarray, limits: Sequence[int], flt: VectorFilter | None = None) -> list[list[VectorHit]]:
+        qe = _edge()
+        f = edge_filter(flt)
+        requests = [self._request(qe.Query.Nearest(v), int(k), f) for v, k in zip(_rows(vectors), limits)]
+        if not requests:
+            return []
+        return [self._hits(points) for points in self.shard.query_batch(qe.QueryBatchRequest(requests))]
+
+    def recommend(self, positives: np.ndarray, negatives: np.ndarray, k: int,
+                  flt: VectorFilter | None = None) -> list[VectorHit]:
+        qe = _edge()
+        query = qe.Query.RecommendBestScore(qe.RecommendQuery(_rows(positives), _rows(negatives) if len(negatives) else []))
+        return self._hits(self.shard.query(self._request(query, k, edge_filter(flt))))
 
     def count(self) -> int:
         return int(self.shard.info().points_count)

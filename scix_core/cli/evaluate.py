@@ -1,0 +1,136 @@
+"""Subcommands for evaluation: eval, evidence, report."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+from scix_core.cli.common import config_from as _config, console
+from scix_core.cli.main import command
+
+def _eval_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--index", required=True)
+    gold = p.add_argument_group("gold set (default: the qrels stored with the index)")
+    gold.add_argument("--queries", type=Path, help="BEIR queries.jsonl")
+    gold.add_argument("--qrels", type=Path, help="BEIR TSV or TREC qrels")
+    gold.add_argument("--gold", type=Path, help="a dataset folder the loaders read (with --format)")
+    gold.add_argument("--format", dest="fmt", help="smart, beir, scifact-csv, ...")
+    gold.add_argument("--split", help="qrels split (train, test, ...)")
+    p.add_argument("--runs", help="comma list of run names (default lexical,dense,hybrid)")
+    p.add_argument("--sweep", action="store_true", help="every run")
+    p.add_argument("--baseline", help="compare every run with this one and apply the rollout gate")
+    p.add_argument("--reranker", help="reranker for the hybrid+rerank run (name or path)")
+    p.add_argument("--permutations", type=int, default=10_000)
+    p.add_argument("--sample", type=int, help="score a seeded random sample of N judged queries (quick iterations)")
+    p.add_argument("--backend", choices=["sqlite", "postgres"], help="lexical backend")
+    p.add_argument("--lexical-mode", choices=["and", "or"], help="lexical lanes' semantics (default search.lexical_mode)")
+    p.add_argument("--json", dest="json_path", type=Path, help="write the report as one JSON object")
+    p.add_argument("--reuse", action="store_true",
+                   help="with --json: skip when that file was written by the same index build, gold set, runs, "
+                        "settings and (clean) code commit")
+    p.add_argument("--quiet", action="store_true")
+
+
+@command("eval", "evaluate runs on a gold set: metrics, provenance, buckets, significance, the gate", _eval_args)
+def eval_cmd(args: argparse.Namespace) -> int:
+    from scix_core.errors import ConfigError
+    from scix_core.evaluate import ALL_RUNS, DEFAULT_RUNS, evaluate, from_dir, from_files
+    from scix_core.evaluate.gold import for_index
+
+    overrides = {"search.lexical_backend": args.backend, "search.lexical_mode": args.lexical_mode}
+    cfg = _config(args, **{k: v for k, v in overrides.items() if v})
+    if bool(args.queries) != bool(args.qrels):
+        raise ConfigError("--queries and --qrels go together")
+    if args.queries:
+        gold = from_files(args.queries, args.qrels)
+    elif args.gold:
+        gold = from_dir(args.gold, args.fmt, args.split)
+    else:
+        gold = for_index(args.index, cfg, args.split)
+    runs = ALL_RUNS if args.sweep else tuple(r.strip() for r in args.runs.split(",")) if args.runs else DEFAULT_RUNS
+    if args.reuse and not args.json_path:
+        raise ConfigError("--reuse needs --json PATH (the report to reuse)")
+    key = None
+    if args.reuse:
+        from scix_core.evaluate.report import reuse_key, saved_key
+
+        key = reuse_key(cfg, args.index, gold, runs, args.baseline, args.reranker, args.permutations, args.sample)
+        if key is not None and saved_key(args.json_path) == key:
+            console.print(f"unchanged: {args.json_path} (same index build, gold set, runs, settings and code)",
+                          highlight=False)
+            return 0
+    report = evaluate(args.index, gold, runs, args.baseline, cfg, args.reranker, args.permutations,
+                      progress=not args.quiet, sample=args.sample)
+    report.print(console)
+    if args.json_path:
+        report.write_json(args.json_path, reuse_key=key)
+        console.print(f"wrote {args.json_path}", highlight=False)
+    return 0
+
+
+def _evidence_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("study", choices=["quantization", "pool", "rrf-k", "reranker"])
+    p.add_argument("--index", required=True)
+    p.add_argument("--reranker", help="for the reranker study: a trained name or a CrossEncoder path")
+    p.add_argument("--queries", type=int, help="pool: number of sampled titles; quantization: cap on gold queries")
+    p.add_argument("--split", help="gold split (use one the reranker was not trained on, e.g. test)")
+    p.add_argument("--lexical-mode", choices=["and", "or"], help="lexical lanes' semantics (default search.lexical_mode)")
+    p.add_argument("--out", type=Path, help="folder for the JSON and markdown (default reports/)")
+
+
+@command("evidence", "reproduce an evidence study into reports/ (JSON + markdown)", _evidence_args)
+def evidence_cmd(args: argparse.Namespace) -> int:
+    from scix_core.errors import ConfigError
+    from scix_core.evaluate import evidence
+
+    def reranker_name() -> str:
+        if not args.reranker:
+            raise ConfigError("the reranker study needs --reranker NAME|PATH (see `scix train-reranker`)")
+        return args.reranker
+
+    runners = {
+        "quantization": lambda cfg: evidence.quantization(args.index, cfg, max_queries=args.queries, split=args.split),
+        "pool": lambda cfg: evidence.pool(args.index, cfg, n_queries=args.queries or 200),
+        "rrf-k": lambda cfg: evidence.rrf_k(args.index, cfg, split=args.split),
+        "reranker": lambda cfg: evidence.reranker(args.index, reranker_name(), cfg, split=args.split),
+    }
+    result = runners[args.study](_config(args, **({"search.lexical_mode": args.lexical_mode} if args.lexical_mode else {})))
+    paths = evidence.write(result, args.out or evidence.REPORTS)
+    console.print(evidence.markdown(result), highlight=False, markup=False)
+    console.print(f"wrote {paths[0]} and {paths[1]}", highlight=False)
+    return 0
+
+
+def _report_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", help="query-inspector, lane-attribution, fusion-sweep, evidence; all: the standard set; "
+                                "list: the reports and their parameters")
+    p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
+                   help="a notebook parameter (JSON values: 30, true, null, [\"a\"]; anything else is a string)")
+    p.add_argument("--out", type=Path, help="reports folder (default reports/ or $SCIX_REPORTS_DIR)")
+
+
+@command("report", "execute a notebook with papermill into reports/NAME/ (notebook, HTML, figures, run.json)",
+         _report_args)
+def report_cmd(args: argparse.Namespace) -> int:
+    from scix_core import reports
+
+    if args.name == "list":
+        for name in reports.NOTEBOOKS:
+            console.print(f"[bold]{name}[/] ({reports.NOTEBOOKS[name]})", highlight=False)
+            for key, value in reports.parameters(name).items():
+                console.print(f"    {key} = {value!r}", highlight=False, markup=False)
+        return 0
+    overrides = {key: reports.parse_value(value) for key, value in args.parameter}
+    names = reports.STANDARD if args.name == "all" else (args.name,)
+    for name in names:
+        chosen = overrides
+        if args.name == "all":  # a parameter applies to every report that has it
+            known = reports.parameters(name)
+            chosen = {**reports.standard_overrides(name, overrides.get("index", "scifact")),
+                      **{k: v for k, v in overrides.items() if k in known}}
+        console.print(f"report {name}: running {reports.NOTEBOOKS.get(name, '?')} ...", highlight=False)
+        done = reports.run_report(name, chosen, args.out)
+        console.print(f"  wrote {done.html} ({len(done.figures)} figures, {done.seconds:.1f} s)", highlight=False)
+    return 0
+

@@ -1,0 +1,143 @@
+"""Subcommands for indexes and data: ingest, info, doctor, data."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rich.table import Table
+
+from scix_core.cli.common import config_from as _config, console
+from scix_core.cli.main import command
+
+def _ingest_args(p: argparse.ArgumentParser) -> None:
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--path", type=Path, help="dataset file or folder")
+    src.add_argument("--dataset", help="a dataset folder name under the data directory (e.g. scifact)")
+    p.add_argument("--format", dest="fmt", help="beir, scifact-csv, smart, arxiv-jsonl, arxiv-kaggle, citeulike")
+    p.add_argument("--index", required=True, help="name of the index to build")
+    p.add_argument("--limit", type=int, help="take only the first N papers (quick runs)")
+    p.add_argument("--no-embed", action="store_true", help="build the paper store and FTS only")
+    p.add_argument("--force", action="store_true", help="rebuild even if the input is unchanged")
+    p.add_argument("--sparse", action="store_true", help="also build BM25 sparse vectors (the optional sparse lane)")
+    p.add_argument("--vector-backend", choices=["edge", "qdrant"], help="override vectors.backend")
+    p.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite",
+                   help="postgres: also mirror the index into PostgreSQL (SCIX_PG_DSN), idempotently")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+@command("ingest", "load a dataset and build its paper store, FTS5 indexes and vectors", _ingest_args)
+def ingest_cmd(args: argparse.Namespace) -> int:
+    from scix_core.data import resolve_dataset
+    from scix_core.ingest import ingest
+
+    overrides = {"vectors.backend": args.vector_backend} if args.vector_backend else {}
+    cfg = _config(args, **overrides)
+    path = args.path if args.path else resolve_dataset(args.dataset)
+    report = ingest(path, args.index, args.fmt, config=cfg, limit=args.limit, embed=not args.no_embed,
+                    force=args.force, progress=not args.quiet, sparse=args.sparse)
+    print_ingest(report)
+    if args.backend == "postgres":
+        from scix_core.stores.postgres import sync_index
+
+        sync = sync_index(args.index, report.path, cfg.postgres.dsn, force=args.force)
+        console.print(f"postgres: {sync.status} {sync.papers} papers into schema {sync.schema} in {sync.seconds:.1f} s",
+                      highlight=False)
+    return 0
+
+
+def print_ingest(report) -> None:
+    console.print(f"[bold]{report.index}[/]: {report.status} at {report.path}")
+    console.print(f"taken {report.taken} papers, rejected {len(report.rejected)}, duplicate ids dropped {report.duplicates}"
+                  " (rule: first occurrence wins)")
+    for rej in report.rejected[:20]:
+        console.print(f"  rejected {rej}", markup=False, highlight=False)
+    if len(report.rejected) > 20:
+        console.print(f"  ... and {len(report.rejected) - 20} more")
+    if report.stages:
+        table = Table("stage", "seconds", "records", "records/s")
+        for s in report.stages:
+            table.add_row(s.stage, f"{s.seconds:.2f}", str(s.records), f"{s.per_second:,.0f}")
+        console.print(table)
+    if report.status == "built":
+        console.print(f"embeddings: {report.encoded} encoded, {report.reused} reused from cache")
+    console.print(f"peak RSS {report.peak_rss_mb:,.0f} MB")
+
+
+def _info_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--index", help="index name (omit to list indexes)")
+    p.add_argument("--json", action="store_true")
+
+
+def _size(path: Path) -> int:
+    """Bytes on disk (allocated blocks: the vector shard's files are sparse)."""
+    files = [f for f in path.rglob("*") if f.is_file()] if path.is_dir() else [path]
+    return sum(f.stat().st_blocks * 512 for f in files)
+
+
+@command("info", "counts, model, sizes and paths of an index", _info_args)
+def info_cmd(args: argparse.Namespace) -> int:
+    from scix_core.stores import PaperStore
+    from scix_core.workspace import Workspace, read_json
+
+    cfg = _config(args)
+    ws = Workspace(cfg.home)
+    if not args.index:
+        for name in ws.indexes():
+            console.print(name)
+        return 0
+    folder = ws.index_dir(args.index)
+    manifest = read_json(folder / "manifest.json")
+    store = PaperStore(folder / "papers.sqlite")
+    info = {
+        "index": args.index, "path": str(folder), "counts": store.counts(),
+        "model": manifest.get("model"), "dim": manifest.get("dim"), "vector_backend": manifest.get("vector_backend"),
+        "vectors": manifest.get("vectors", 0), "dataset": manifest.get("dataset"), "format": manifest.get("format"),
+        "sources": manifest.get("sources"), "rejected": manifest.get("rejected"), "duplicates": manifest.get("duplicates"),
+        "sizes_bytes": {p.name: _size(p) for p in sorted(folder.iterdir())},
+    }
+    store.close()
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    table = Table("field", "value", title=f"index {args.index}")
+    for key, value in info.items():
+        table.add_row(key, json.dumps(value) if isinstance(value, (dict, list)) else str(value))
+    console.print(table)
+    return 0
+
+
+@command("doctor", "check SQLite/FTS5, PostgreSQL, the vector backend and the model", lambda p: None)
+def doctor_cmd(args: argparse.Namespace) -> int:
+    from scix_core.doctor import run_checks
+
+    checks = run_checks(_config(args))
+    colour = {"ok": "green", "fail": "red", "skip": "yellow"}
+    for c in checks:
+        console.print(f"[{colour[c.status]}]{c.status.upper():4}[/] {c.name:12} {c.detail}", highlight=False)
+    return 1 if any(c.status == "fail" for c in checks) else 0
+
+
+def _data_args(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="action", required=True)
+    f = sub.add_parser("fetch", help="download a public copy into the data directory, verified by checksum")
+    f.add_argument("name")
+    f.add_argument("--url", help="download from this URL instead (a mirror)")
+    f.add_argument("--sha256", help="expected sha256 of the download (required with an unknown --url)")
+    f.add_argument("--dest", type=Path, help="target data directory (default: the data directory)")
+    sub.add_parser("list", help="list fetchable datasets")
+
+
+@command("data", "manage the data directory (fetch public copies)", _data_args)
+def data_cmd(args: argparse.Namespace) -> int:
+    from scix_core.data.fetch import fetch_named, sources
+
+    if args.action == "list":
+        for name, src in sources().items():
+            console.print(f"{name}: {src.url}", highlight=False)
+        return 0
+    dest = fetch_named(args.name, args.dest or _config(args).data_dir, args.url, args.sha256)
+    console.print(f"fetched {args.name} into {dest}", highlight=False)
+    return 0
+

@@ -1,0 +1,138 @@
+"""Subcommands for search: search, train-reranker, community."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.table import Table
+
+from scix_core.cli.common import config_from as _config, console
+from scix_core.cli.main import command
+
+def _search_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("query", help="the query text (quote it)")
+    p.add_argument("--index", required=True)
+    p.add_argument("--mode", choices=["hybrid", "keyword", "semantic"], default="hybrid")
+    p.add_argument("--limit", type=int, help="number of hits (default search.limit = 10)")
+    p.add_argument("--year", help="year range: 2019-2021, 2019-, -2021 or 2020")
+    p.add_argument("--category", action="append", default=[], help="category code (repeatable; any of)")
+    p.add_argument("--author", action="append", default=[], help="author name substring (repeatable; any of)")
+    p.add_argument("--backend", choices=["sqlite", "postgres"], help="lexical backend (default search.lexical_backend)")
+    p.add_argument("--lexical-mode", choices=["and", "or"], help="AND (default) or OR semantics for the lexical lanes")
+    p.add_argument("--rerank", metavar="PATH|NAME|off", help="cross-encoder path or trained name (default search.rerank)")
+    p.add_argument("--boosts", action=argparse.BooleanOptionalAction, default=None,
+                   help="title/citation boosts (default search.boosts)")
+    p.add_argument("--rewrite", metavar="off|local|URL", help="query rewrite (default search.rewrite)")
+    p.add_argument("--lanes", metavar="alias,fielded,sparse", help="optional lanes to switch on (default search.lanes)")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the whole SearchResult as one JSON object")
+    out.add_argument("--explain", action="store_true", help="a table of lane ranks per hit, and stage timings")
+
+
+@command("search", "search an index (hybrid, keyword or semantic)", _search_args)
+def search_cmd(args: argparse.Namespace) -> int:
+    from scix_core.search import Searcher
+
+    overrides = {"search.lexical_mode": args.lexical_mode} if args.lexical_mode else {}
+    searcher = Searcher(args.index, _config(args, **overrides), backend=args.backend)
+    if args.mode != "keyword":
+        searcher.warm()  # load the model first, so the timings are the query's own
+    filters = {"year": args.year, "categories": args.category or None, "authors": args.author or None}
+    result = searcher.search(args.query, args.mode, filters, args.limit, rerank=args.rerank, boosts=args.boosts,
+                             rewrite=args.rewrite, lanes=args.lanes)
+    if args.json:
+        print(result.to_json())
+    elif args.explain:
+        print_explain(result)
+    else:
+        for rank, hit in enumerate(result.hits, start=1):
+            console.print(f"{rank:>3}. [bold]{hit.paper_id}[/]  {hit.title}  [dim]{hit.score:.4f}[/]", highlight=False)
+        print_degradation(result)
+    return 0
+
+
+def print_degradation(result) -> None:
+    for lane, why in result.metadata["dropped_lanes"].items():
+        console.print(f"[yellow]lane {lane} dropped:[/] {why}", highlight=False)
+    for note in result.metadata["notes"]:
+        console.print(f"[yellow]note:[/] {note}", highlight=False)
+
+
+def print_explain(result) -> None:
+    """One row per hit: every lane's rank, then its rank after each stage (fused -> rerank -> boosts)."""
+    lanes = list(result.metadata["lanes_run"])
+    stages = [n for n in ("fused", "rerank", "boosts") if n in result.rankings]
+    ranks = {n: result.rankings[n].ranks() for n in stages}
+    table = Table(title=f"{result.metadata['mode']} search, rrf k={result.metadata['rrf_k']}, {result.total} candidates;"
+                        f" columns after the lanes: rank in each stage's output")
+    for name, width in (("#", 3), ("paper", 10), *((n, len(n)) for n in lanes), *((f"{n}#", 6) for n in stages),
+                        ("score", 6), ("boosts", 6)):
+        table.add_column(name, no_wrap=True, min_width=width)
+    table.add_column("title", no_wrap=True, overflow="ellipsis", max_width=max(20, console.width - 80))
+    for rank, hit in enumerate(result.hits, start=1):
+        cells = [str(hit.lanes[n].rank) if n in hit.lanes else "-" for n in lanes]
+        moves = [str(ranks[n].get(hit.paper_id, "-")) for n in stages]
+        boosts = " ".join(f"{k}+{v:.2f}" for k, v in hit.boosts.items() if v) or "-"
+        table.add_row(str(rank), hit.paper_id, *cells, *moves, f"{hit.score:.4f}", boosts, hit.title)
+    console.print(table)
+    overlapped = result.metadata["overlapped_stages"]
+    timing = Table("stage", "ms", "", title="stage timings")
+    for stage, ms in result.timing_ms.items():
+        timing.add_row(stage, f"{ms:.2f}", "concurrent" if stage in overlapped else "")
+    console.print(timing)
+    meta = result.metadata
+    console.print(f"lexical terms: {' '.join(meta['lexical_terms']) or '(none)'}; knobs: {meta['knobs']}", highlight=False)
+    console.print(f"stages: {meta['stages']}; rewrite: {meta['rewrite']['status']}"
+                  + (f" -> {meta['rewrite']['text']!r}" if meta["rewrite"]["text"] else ""), highlight=False)
+    if meta["aliases"] or meta["fielded"]:
+        console.print(f"aliases: {meta['aliases']}; fielded: {meta['fielded']}", highlight=False)
+    print_degradation(result)
+
+
+def _train_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--index", required=True, help="an index with a gold set (queries + qrels)")
+    p.add_argument("--name", required=True, help="save as models/rerankers/NAME in the workspace")
+    p.add_argument("--split", default="train")
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--negatives", type=int, default=3, help="hard negatives per query, from hybrid search")
+    p.add_argument("--max-queries", type=int, help="train on a sample of the split's queries")
+    p.add_argument("--lr", type=float, default=2e-5)
+    p.add_argument("--base-model", help="checkpoint to start from (default embedding.model, the bundled MiniLM)")
+    p.add_argument("--quiet", action="store_true")
+
+
+@command("train-reranker", "fine-tune a cross-encoder locally from a gold set (no download)", _train_args)
+def train_reranker_cmd(args: argparse.Namespace) -> int:
+    from scix_core.search.stages.train_rerank import train_reranker
+
+    report = train_reranker(args.index, args.name, _config(args), args.split, args.epochs, args.batch_size,
+                            args.negatives, args.max_queries, args.lr, base_model=args.base_model,
+                            progress=not args.quiet)
+    console.print(f"trained {report.name} on {report.queries} queries ({report.positives} positives, "
+                  f"{report.negatives} hard negatives) in {report.seconds:.0f} s -> {report.path}", highlight=False)
+    console.print(f"use it: scix search TEXT --index {args.index} --rerank {report.name}", highlight=False)
+    return 0
+
+
+def _community_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("seeds", nargs="+", help="seed paper ids")
+    p.add_argument("--index", required=True)
+    p.add_argument("--limit", type=int)
+    p.add_argument("--json", action="store_true")
+
+
+@command("community", "the citation community of seed papers (Louvain + personalised PageRank)", _community_args)
+def community_cmd(args: argparse.Namespace) -> int:
+    from scix_core.search import Searcher
+
+    result = Searcher(args.index, _config(args)).community(args.seeds, args.limit)
+    if args.json:
+        print(result.to_json())
+        return 0
+    info = result.metadata["community"]
+    console.print(f"community of {', '.join(info['seeds'])}: {info['community_size']} papers", highlight=False)
+    for rank, hit in enumerate(result.hits, start=1):
+        console.print(f"{rank:>3}. [bold]{hit.paper_id}[/]  {hit.title}  [dim]{hit.score:.4f}[/]", highlight=False)
+    return 0
+

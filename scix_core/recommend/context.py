@@ -1,0 +1,73 @@
+"""What every tier reads: the index's side (catalog, local vectors, vector store) and one user's side."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import numpy as np
+
+from scix_core.config import RecommendConfig
+from scix_core.recommend.catalog import Catalog
+from scix_core.recommend.state import Event, Profile, User
+from scix_core.vectors.base import VectorFilter, VectorHit, VectorStore
+from scix_core.vectors.local import LocalVectors
+
+
+@dataclass(frozen=True, eq=False)
+class IndexSide:
+    """An index as the recommender sees it. ``vectors``/``store`` are None with ``unavailable`` saying why."""
+
+    index: str
+    model: str
+    catalog: Catalog
+    config: RecommendConfig
+    vectors: LocalVectors | None = None
+    store: VectorStore | None = None
+    unavailable: str = ""
+
+    def rows(self, paper_ids) -> np.ndarray:
+        return np.array([self.catalog.row[p] for p in paper_ids], dtype=np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class UserContext:
+    """One user at one moment: interactions in time order and the stored profiles.
+
+    ``saved`` holds each saved paper once, in the order of its first save;
+    ``dismissed`` likewise. Neither ever comes back in a recommendation.
+    """
+
+    user: User
+    events: tuple[Event, ...]
+    saved: tuple[str, ...]
+    dismissed: tuple[str, ...]
+    profiles: Mapping[str, Profile] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, user: User, events: list[Event], profiles: Mapping[str, Profile]) -> "UserContext":
+        saved = tuple(dict.fromkeys(e.paper_id for e in events if e.kind == "save"))
+        dismissed = tuple(dict.fromkeys(e.paper_id for e in events if e.kind == "dismiss"))
+        return cls(user, tuple(events), saved, dismissed, dict(profiles))
+
+    @property
+    def user_id(self) -> str:
+        return self.user.user_id
+
+    @property
+    def seen(self) -> frozenset[str]:
+        return frozenset(self.saved) | frozenset(self.dismissed)
+
+    @property
+    def newest(self) -> dt.datetime | None:
+        return max((e.at for e in self.events), default=None)
+
+    def exclusion(self, side: IndexSide) -> VectorFilter:
+        """The payload filter that keeps every saved and dismissed paper out of a kNN."""
+        return VectorFilter(exclude_points=tuple(int(r) for r in side.rows(self.seen)))
+
+
+def hits_minus(hits: list[VectorHit], seen: frozenset[str]) -> list[VectorHit]:
+    """Belt and braces after the engine's own exclusion filter."""
+    return [h for h in hits if h.paper_id not in seen]

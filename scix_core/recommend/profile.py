@@ -1,0 +1,73 @@
+"""EWMA profiles and Tier 2 (kNN on the long-term profile).
+
+Two exponentially weighted moving averages of the saved papers' vectors,
+one update per save in time order: long-term (half-life
+``recommend.longterm_half_life`` saves, default 20) and short-term (default
+3). With half-life *h*, each save moves the profile by α = 1 − 2^(−1/h)
+toward the new paper. Profiles are recomputed from the stored interactions
+inside the write transaction of every save (a replay costs one batch read of
+the saved vectors), so back-dated saves and concurrent writers still give
+the profile the stored history implies; they are persisted with the model
+they were computed with and recomputed when the index's model changes.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from scix_core.recommend.context import IndexSide, UserContext, hits_minus
+from scix_core.recommend.result import RecItem, StageRecord
+from scix_core.recommend.state import Event, Profile, utc_text
+from scix_core.recommend.tiers import TierRun
+
+
+def ewma(vectors: np.ndarray, half_life: float) -> np.ndarray:
+    """The EWMA of the rows of ``vectors`` (oldest first); the first row starts the average."""
+    n = len(vectors)
+    alpha = 1.0 - 0.5 ** (1.0 / half_life)
+    weights = alpha * (1.0 - alpha) ** np.arange(n - 1, -1, -1, dtype=np.float64)
+    weights[0] = (1.0 - alpha) ** (n - 1)
+    return (weights @ np.asarray(vectors, dtype=np.float64)).astype(np.float32)
+
+
+def unit(vector: np.ndarray) -> np.ndarray:
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm > 0 else vector
+
+
+def compute_profiles(side: IndexSide, events: list[Event] | tuple[Event, ...]) -> list[Profile]:
+    """Long- and short-term profiles from a user's events (none without saves or without vectors)."""
+    saves: dict[str, Event] = {}
+    for e in events:
+        if e.kind == "save" and e.paper_id in side.catalog.row:
+            saves.setdefault(e.paper_id, e)
+    if not saves or side.vectors is None:
+        return []
+    vecs = side.vectors.get(side.rows(saves))
+    last = utc_text(max(e.at for e in saves.values()))
+    cfg = side.config
+    return [Profile(kind, side.model, ewma(vecs, h), len(saves), last)
+            for kind, h in (("long", cfg.longterm_half_life), ("short", cfg.shortterm_half_life))]
+
+
+def profiles_current(side: IndexSide, ctx: UserContext) -> bool:
+    stored = ctx.profiles
+    return (set(stored) == {"long", "short"} and all(p.model == side.model for p in stored.values())
+            and stored["long"].saves == len([p for p in ctx.saved if p in side.catalog.row]))
+
+
+class ProfileTier:
+    """Tier 2: the long-term EWMA profile as one kNN query."""
+
+    number = 2
+
+    def run(self, side: IndexSide, ctx: UserContext, limit: int) -> TierRun:
+        t = time.perf_counter()
+        long = unit(ctx.profiles["long"].vector)
+        hits = hits_minus(side.store.search(long, limit, ctx.exclusion(side)), ctx.seen)
+        items = tuple(RecItem(h.paper_id, "", rank, h.score, 2, "profile-knn", scores=(("longterm_sim", h.score),),
+                              codes=side.catalog.codes[h.point_id])
+                      for rank, h in enumerate(hits, start=1))
+        return TierRun(items, (StageRecord("profile-knn", (time.perf_counter() - t) * 1000, {"saves": len(ctx.saved), "candidates": len(items)}),))

@@ -1,0 +1,169 @@
+"""``Recommender(index).recommend(user)``: the tiered recommender over one built index.
+
+Build once, call many times (thread-safe): the catalog, the memory-mapped
+local vectors, the shared vector-store reader and the scorer are loaded in
+the constructor; user state lives in the workspace's WAL SQLite database.
+Writes (:meth:`interact`, :meth:`create_user`) validate everything first —
+unknown user, a paper not in this index (named, with the index that has it),
+a bad kind or timestamp — and then commit in one transaction.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import time
+from dataclasses import replace
+from typing import Sequence
+
+from scix_core.config import Config, load_config
+from scix_core.errors import ConfigError, InteractionError, ScixError, UnknownPaperError
+from scix_core.recommend.catalog import shared_catalog
+from scix_core.recommend.context import IndexSide, UserContext
+from scix_core.recommend.pipeline import ClusterTier
+from scix_core.recommend.profile import ProfileTier, compute_profiles, profiles_current
+from scix_core.recommend.recommend_api import RecommendTier
+from scix_core.recommend.result import Recommendations
+from scix_core.recommend.scorers import load_scorer
+from scix_core.recommend.state import Event, UserState, check_kind, check_user_id, parse_time
+from scix_core.recommend.tiers import next_tier_message, select
+from scix_core.recommend.trending import TrendingTier
+from scix_core.stores.papers import PaperStore
+from scix_core.workspace import Workspace, read_json
+
+MAX_LIMIT = 1000
+
+
+def _check_config(cfg) -> None:
+    r = cfg.recommend
+    if not (r.tier1_min_saves >= r.tier2_min_saves >= r.tier3_min_saves >= 1):
+        raise ConfigError("recommend thresholds must satisfy tier1_min_saves >= tier2_min_saves >= tier3_min_saves >= 1")
+    if not r.trending_months or any(m <= 0 for m in r.trending_months):
+        raise ConfigError(f"recommend.trending_months must be positive month counts, not {r.trending_months!r}")
+    if not 0.0 <= r.mmr_lambda <= 1.0:
+        raise ConfigError(f"recommend.mmr_lambda must be within [0, 1], not {r.mmr_lambda}")
+    if r.total_slots <= 0 or r.min_slots < 0 or r.oversample <= 0:
+        raise ConfigError("recommend.total_slots and oversample must be positive, min_slots non-negative")
+    if min(r.longterm_half_life, r.shortterm_half_life, r.recency_half_life_saves) <= 0:
+        raise ConfigError("recommend half-lives must be positive")
+
+
+class Recommender:
+    def __init__(self, index: str, config: Config | None = None, *, persist_clusters: bool = True):
+        cfg = config or load_config()
+        _check_config(cfg)
+        self.config, self.index = cfg, index
+        self.workspace = Workspace(cfg.home)
+        self.build_dir = self.workspace.index_dir(index)
+        self.manifest = read_json(self.build_dir / "manifest.json")
+        self.state = UserState.for_home(cfg.home)
+        self.scorer, self._health = load_scorer(cfg.recommend, cfg.home, index)
+        self.side = self._side()
+        self.tiers = {0: TrendingTier(), 3: RecommendTier(), 2: ProfileTier(),
+                      1: ClusterTier(self.state, self.scorer, self._health, persist_clusters)}
+        self._papers = PaperStore(self.build_dir / "papers.sqlite")
+        self._last_scorer: str | None = None
+
+    def _side(self) -> IndexSide:
+        catalog = shared_catalog(self.index, self.build_dir)
+        side = IndexSide(self.index, self.manifest.get("model", ""), catalog, self.config.recommend)
+        if not self.manifest.get("vectors"):
+            return replace(side, unavailable="index built without vectors (--no-embed): only Tier 0 (trending) runs")
+        from scix_core.vectors import open_reader
+        from scix_core.vectors.local import shared_local
+
+        try:
+            vectors = shared_local(self.build_dir, self.manifest, self.workspace.embedding_cache(self.manifest["model_slug"]))
+            vcfg = replace(self.config.vectors, backend=self.manifest.get("vector_backend", self.config.vectors.backend),
+                           url=self.manifest.get("vector_url") or self.config.vectors.url)
+            store = open_reader(vcfg, self.build_dir, self.index)
+        except ScixError as exc:
+            return replace(side, unavailable=exc.describe())
+        return replace(side, vectors=vectors, store=store)
+
+    def close(self) -> None:
+        self._papers.close()
+
+    # users and interactions ----------------------------------------------------------------------------------
+    def check_paper(self, paper_id: str) -> int:
+        """The paper's row, or UnknownPaperError naming it (and the other index that has it, if any)."""
+        if not isinstance(paper_id, str) or paper_id not in self.side.catalog.row:
+            elsewhere = [name for name in self.workspace.indexes()
+                         if name != self.index and isinstance(paper_id, str) and self._holds(name, paper_id)]
+            hint = f" (it is a paper of index {', '.join(elsewhere)})" if elsewhere else ""
+            raise UnknownPaperError(f"paper {paper_id!r} is not in index {self.index!r}{hint}")
+        return self.side.catalog.row[paper_id]
+
+    def _holds(self, index: str, paper_id: str) -> bool:
+        store = PaperStore(self.workspace.index_dir(index) / "papers.sqlite")
+        try:
+            return bool(store.titles([paper_id]))
+        finally:
+            store.close()
+
+    def check_categories(self, categories: Sequence[str]) -> tuple[str, ...]:
+        known = self.side.catalog.all_codes()
+        cats = tuple(dict.fromkeys(c.strip() for c in categories if c and c.strip()))
+        bad = [c for c in cats if c not in known]
+        if bad:
+            hints = {c: difflib.get_close_matches(c, sorted(known), n=3) for c in bad}
+            what = "category codes" if self.side.catalog.code_source == "categories" else "tags"
+            raise InteractionError(f"unknown {what} for index {self.index!r}: "
+                                   + "; ".join(f"{c!r}" + (f" (close: {', '.join(h)})" if h else "") for c, h in hints.items()))
+        return cats
+
+    def create_user(self, user: str, categories: Sequence[str] = ()) -> str:
+        """Create (or update the onboarding categories of) a user; returns ``created`` or ``updated``."""
+        return self.state.upsert_user(self.index, check_user_id(user), self.check_categories(categories))
+
+    def interact(self, user: str, paper_id: str, kind: str, at: str | dt.datetime | None = None) -> Event:
+        """Record one interaction; a save recomputes the EWMA profiles in the same transaction."""
+        check_user_id(user)
+        check_kind(kind)
+        when = parse_time(at)
+        self.check_paper(paper_id)
+        self.state.user(self.index, user)
+        update = (lambda _stored, events: compute_profiles(self.side, events)) if kind == "save" else None
+        return self.state.record(self.index, user, paper_id, kind, when, update)
+
+    def context(self, user: str) -> UserContext:
+        """The user's interactions and profiles; stale profiles (another model, missed saves) are recomputed."""
+        record = self.state.user(self.index, check_user_id(user))
+        events = self.state.events(self.index, user)
+        ctx = UserContext.build(record, events, self.state.profiles(self.index, user))
+        if ctx.saved and self.side.vectors is not None and not profiles_current(self.side, ctx):
+            profiles = compute_profiles(self.side, events)
+            self.state.replace_profiles(self.index, user, profiles)
+            ctx = replace(ctx, profiles={p.kind: p for p in profiles})
+        return ctx
+
+    # recommending --------------------------------------------------------------------------------------------
+    def recommend(self, user: str, limit: int | None = None, *, log: bool | None = None) -> Recommendations:
+        t0 = time.perf_counter()
+        cfg = self.config.recommend
+        limit = cfg.limit if limit is None else limit
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
+            raise ConfigError(f"limit must be an integer in 1..{MAX_LIMIT}, not {limit!r}")
+        t = time.perf_counter()
+        ctx = self.context(user)
+        context_ms = (time.perf_counter() - t) * 1000
+        tier, why, run, _, tier_ms = select(self.tiers, cfg, self.side, ctx, limit, self.side.unavailable)
+        titles = self._papers.titles(i.paper_id for i in run.items)
+        items = tuple(replace(i, title=titles.get(i.paper_id, ("", 0))[0]) for i in run.items)
+        scorer = dict(run.scorer) if run.scorer else {**self._health, "scoring_with": None}
+        notes = tuple(run.notes) + ((self.side.unavailable,) if self.side.unavailable else ())
+        self._last_scorer = scorer.get("scoring_with")
+        result = Recommendations(self.index, user, tier, why, next_tier_message(cfg, tier, len(ctx.saved)), items,
+                                 run.stages, scorer, notes,
+                                 {"context": context_ms, f"tier{tier}": tier_ms,
+                                  "total": (time.perf_counter() - t0) * 1000})
+        if cfg.log if log is None else log:
+            self.state.log(self.index, user, tier, str(scorer.get("scoring_with") or f"tier{tier}"),
+                           [{"paper_id": i.paper_id, "rank": i.rank, "score": i.score, "source": i.source,
+                             "cluster_id": i.cluster_id, "exploration": i.exploration} for i in items])
+        return result
+
+    def health(self) -> dict:
+        """Which scorer is configured, whether its model loaded, what would score, and the vector side."""
+        return {**self._health, "last_scored_with": self._last_scorer, "index": self.index, "vectors": self.side.unavailable or "ok",
+                "codes": self.side.catalog.code_source, "papers": len(self.side.catalog)}

@@ -1,0 +1,27 @@
+"""Stage 7: scoring every candidate with the configured scorer (heuristic by default)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from scix_core.recommend.scorers import features
+from scix_core.recommend.stages.base import Tier1State
+
+
+class Score:
+    name, writes = "score", "scored"
+
+    def __init__(self, scorer, health: dict):
+        self.scorer, self.health = scorer, health
+
+    def run(self, state: Tier1State) -> tuple[Tier1State, dict]:
+        table = features(state, state.candidates)
+        scores = self.scorer.score(table)
+        scored = tuple(
+            replace(c, score=float(s), scores=(*((n, float(v)) for n, v in zip(table.names, row)), (self.scorer.name, float(s))))
+            for c, s, row in zip(state.candidates, scores, table.values))
+        scored = tuple(sorted(scored, key=lambda c: (-c.score, c.row)))
+        health = {**self.health, "scoring_with": self.scorer.name, "has_ewma": table.has_ewma}
+        summary = {"scorer": self.scorer.name, "has_ewma": table.has_ewma, "candidates": len(scored),
+                   "constant_features": table.constant()}
+        return replace(state, scored=scored, scorer=health), summary

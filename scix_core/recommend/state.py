@@ -1,0 +1,320 @@
+"""The user-state store: one WAL-mode SQLite database per workspace.
+
+``SCIX_HOME/state/users.sqlite`` (never a temp dir — the reference design
+lost every profile on each rebuild because it kept them in ``/tmp``) holds,
+per index: users with their onboarding categories, every interaction
+(save / dismiss / view, timestamped), the EWMA profile vectors, the
+persisted cluster medoids with their stable ids, and a log of every
+recommendation served (the LightGBM scorer's training data).
+
+Every write is one ``BEGIN IMMEDIATE`` transaction with ``synchronous=FULL``:
+a call returns only after its rows are committed, concurrent writers (threads
+or processes) queue on SQLite's lock instead of losing rows, and an error
+leaves nothing half-written. The schema carries a version number; opening a
+database written by a newer version is refused rather than guessed at.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sqlite3
+import unicodedata
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Sequence
+
+import numpy as np
+
+from scix_core.errors import BackendUnavailableError, InteractionError, UnknownUserError
+
+SCHEMA_VERSION = 1
+KINDS = ("save", "dismiss", "view")
+MAX_USER_ID = 200
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS users (
+    index_name TEXT NOT NULL, user_id TEXT NOT NULL, categories TEXT NOT NULL, created TEXT NOT NULL,
+    PRIMARY KEY (index_name, user_id));
+CREATE TABLE IF NOT EXISTS interactions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, index_name TEXT NOT NULL, user_id TEXT NOT NULL, paper_id TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('save', 'dismiss', 'view')), at TEXT NOT NULL,
+    synthetic INTEGER NOT NULL DEFAULT 0,
+    FOREIGN KEY (index_name, user_id) REFERENCES users (index_name, user_id));
+CREATE INDEX IF NOT EXISTS interactions_user ON interactions (index_name, user_id, at, id);
+CREATE TABLE IF NOT EXISTS profiles (
+    index_name TEXT NOT NULL, user_id TEXT NOT NULL, kind TEXT NOT NULL CHECK (kind IN ('long', 'short')),
+    model TEXT NOT NULL, vector BLOB NOT NULL, saves INTEGER NOT NULL, last_at TEXT NOT NULL, updated TEXT NOT NULL,
+    PRIMARY KEY (index_name, user_id, kind));
+CREATE TABLE IF NOT EXISTS clusters (
+    index_name TEXT NOT NULL, user_id TEXT NOT NULL, cluster_id INTEGER NOT NULL, medoid_paper TEXT NOT NULL,
+    medoid BLOB NOT NULL, size INTEGER NOT NULL, updated TEXT NOT NULL,
+    PRIMARY KEY (index_name, user_id, cluster_id));
+CREATE TABLE IF NOT EXISTS cluster_counters (
+    index_name TEXT NOT NULL, user_id TEXT NOT NULL, next_id INTEGER NOT NULL, PRIMARY KEY (index_name, user_id));
+CREATE TABLE IF NOT EXISTS rec_log (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, index_name TEXT NOT NULL, user_id TEXT NOT NULL, tier INTEGER NOT NULL,
+    scorer TEXT NOT NULL, items TEXT NOT NULL, at TEXT NOT NULL);
+"""
+
+
+def utc_text(at: dt.datetime) -> str:
+    """A fixed-width UTC ISO timestamp: lexicographic order is time order."""
+    return at.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(value: str | dt.datetime | None) -> dt.datetime:
+    """An aware UTC datetime from ISO 8601 text (naive = UTC); now when ``value`` is None."""
+    if value is None:
+        return dt.datetime.now(dt.timezone.utc)
+    if isinstance(value, str):
+        try:
+            value = dt.datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise InteractionError(f"timestamp {value!r} is not ISO 8601 (e.g. 2024-05-01T12:00:00Z)") from None
+    if not isinstance(value, dt.datetime):
+        raise InteractionError(f"timestamp {value!r} is not a datetime")
+    if not 1900 <= value.year <= 9998:
+        raise InteractionError(f"timestamp {value.isoformat()!r} is outside the years 1900-9998")
+    return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+
+
+def check_user_id(user_id: object) -> str:
+    """User ids are opaque labels: 1-200 printable characters, never control characters or NUL."""
+    if not isinstance(user_id, str) or not user_id.strip() or len(user_id) > MAX_USER_ID:
+        raise InteractionError(f"user id {user_id!r} must be 1-{MAX_USER_ID} printable characters")
+    if any(unicodedata.category(c).startswith("C") for c in user_id):
+        raise InteractionError(f"user id {user_id!r} contains control characters")
+    return user_id
+
+
+def check_kind(kind: object) -> str:
+    if kind not in KINDS:
+        raise InteractionError(f"interaction kind {kind!r} is not one of {', '.join(KINDS)}")
+    return str(kind)
+
+
+def to_blob(vector: np.ndarray) -> bytes:
+    return np.asarray(vector, dtype=np.float32).tobytes()
+
+
+def from_blob(blob: bytes) -> np.ndarray:
+    return np.frombuffer(blob, dtype=np.float32).copy()
+
+
+@dataclass(frozen=True)
+class User:
+    user_id: str
+    categories: tuple[str, ...]
+    created: str
+
+
+@dataclass(frozen=True)
+class Event:
+    """One stored interaction."""
+
+    id: int
+    paper_id: str
+    kind: str
+    at: dt.datetime
+    synthetic: bool = False
+
+
+@dataclass(frozen=True)
+class Profile:
+    kind: str  # "long" or "short"
+    model: str
+    vector: np.ndarray
+    saves: int
+    last_at: str
+
+
+@dataclass(frozen=True)
+class StoredCluster:
+    cluster_id: int
+    medoid_paper: str
+    medoid: np.ndarray
+    size: int
+
+
+#: (stored profiles, every event incl. the new one) -> profiles to write, run inside the write transaction
+ProfileUpdate = Callable[[dict[str, Profile], list[Event]], Sequence[Profile]]
+
+
+class UserState:
+    """The store. Cheap to construct; every call opens its own short-lived connection (thread- and fork-safe)."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as conn:
+            conn.executescript(SCHEMA)
+            row = conn.execute("SELECT version FROM schema_version").fetchone()
+            if row is None:
+                conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+            elif row[0] > SCHEMA_VERSION:
+                raise BackendUnavailableError(
+                    f"user state {self.path} has schema version {row[0]}; this scix_core reads up to {SCHEMA_VERSION}")
+
+    @classmethod
+    def for_home(cls, home: Path) -> "UserState":
+        return cls(Path(home) / "state" / "users.sqlite")
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        try:
+            conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise BackendUnavailableError(f"cannot open user state {self.path}: {exc}") from exc
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            yield conn
+        finally:
+            conn.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One immediate transaction: committed on exit, rolled back on any exception."""
+        with self._connect() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    # users ---------------------------------------------------------------------------------------------------
+    def upsert_user(self, index: str, user_id: str, categories: Sequence[str], at: dt.datetime | None = None) -> str:
+        """Create the user, or replace its onboarding categories; returns ``created`` or ``updated``."""
+        check_user_id(user_id)
+        with self._write() as conn:
+            exists = conn.execute("SELECT 1 FROM users WHERE index_name=? AND user_id=?", (index, user_id)).fetchone()
+            if exists:
+                conn.execute("UPDATE users SET categories=? WHERE index_name=? AND user_id=?",
+                             (json.dumps(list(categories)), index, user_id))
+                return "updated"
+            conn.execute("INSERT INTO users VALUES (?,?,?,?)",
+                         (index, user_id, json.dumps(list(categories)), utc_text(parse_time(at))))
+            return "created"
+
+    def user(self, index: str, user_id: str) -> User:
+        with self._connect() as conn:
+            row = conn.execute("SELECT user_id, categories, created FROM users WHERE index_name=? AND user_id=?",
+                               (index, user_id)).fetchone()
+        if row is None:
+            raise UnknownUserError(f"no user {user_id!r} for index {index!r}; "
+                                   f"create one with `scix users create --index {index} --user {user_id} --categories ...`")
+        return User(row[0], tuple(json.loads(row[1])), row[2])
+
+    def users(self, index: str) -> list[dict]:
+        """Every user of an index with interaction counts per kind, in creation order."""
+        sql = """SELECT u.user_id, u.categories, u.created,
+                        sum(i.kind='save'), sum(i.kind='dismiss'), sum(i.kind='view')
+                 FROM users u LEFT JOIN interactions i ON i.index_name=u.index_name AND i.user_id=u.user_id
+                 WHERE u.index_name=? GROUP BY u.user_id ORDER BY u.rowid"""
+        with self._connect() as conn:
+            rows = conn.execute(sql, (index,)).fetchall()
+        return [{"user": r[0], "categories": json.loads(r[1]), "created": r[2], "saves": r[3] or 0,
+                 "dismissals": r[4] or 0, "views": r[5] or 0} for r in rows]
+
+    def existing(self, index: str, user_ids: Iterable[str]) -> set[str]:
+        with self._connect() as conn:
+            have = {r[0] for r in conn.execute("SELECT user_id FROM users WHERE index_name=?", (index,))}
+        return have.intersection(user_ids)
+
+    # interactions --------------------------------------------------------------------------------------------
+    def events(self, index: str, user_id: str, conn: sqlite3.Connection | None = None) -> list[Event]:
+        """A user's interactions in time order (ties: insertion order)."""
+        sql = "SELECT id, paper_id, kind, at, synthetic FROM interactions WHERE index_name=? AND user_id=? ORDER BY at, id"
+        if conn is None:
+            with self._connect() as own:
+                rows = own.execute(sql, (index, user_id)).fetchall()
+        else:
+            rows = conn.execute(sql, (index, user_id)).fetchall()
+        return [Event(r[0], r[1], r[2], dt.datetime.fromisoformat(r[3]), bool(r[4])) for r in rows]
+
+    def record(self, index: str, user_id: str, paper_id: str, kind: str, at: dt.datetime,
+               update: ProfileUpdate | None = None) -> Event:
+        """Append one interaction (and, for a save, the profiles ``update`` computes) in one transaction."""
+        check_kind(kind)
+        with self._write() as conn:
+            if not conn.execute("SELECT 1 FROM users WHERE index_name=? AND user_id=?", (index, user_id)).fetchone():
+                raise UnknownUserError(f"no user {user_id!r} for index {index!r}; create it with `scix users create`")
+            cur = conn.execute("INSERT INTO interactions (index_name, user_id, paper_id, kind, at) VALUES (?,?,?,?,?)",
+                               (index, user_id, paper_id, kind, utc_text(at)))
+            if update is not None:
+                self._write_profiles(conn, index, user_id, update(self._profiles(conn, index, user_id),
+                                                                  self.events(index, user_id, conn)))
+            return Event(int(cur.lastrowid), paper_id, kind, at)
+
+    def import_library(self, index: str, user_id: str, paper_ids: Sequence[str], start: dt.datetime,
+                       profiles: Sequence[Profile]) -> None:
+        """A new user with saves at synthetic, one-second-apart timestamps (file order), in one transaction."""
+        with self._write() as conn:
+            conn.execute("INSERT INTO users VALUES (?,?,?,?)", (index, user_id, "[]", utc_text(start)))
+            conn.executemany(
+                "INSERT INTO interactions (index_name, user_id, paper_id, kind, at, synthetic) VALUES (?,?,?,'save',?,1)",
+                ((index, user_id, pid, utc_text(start + dt.timedelta(seconds=i))) for i, pid in enumerate(paper_ids)))
+            self._write_profiles(conn, index, user_id, profiles)
+
+    # profiles ------------------------------------------------------------------------------------------------
+    @staticmethod
+    def _profiles(conn: sqlite3.Connection, index: str, user_id: str) -> dict[str, Profile]:
+        rows = conn.execute("SELECT kind, model, vector, saves, last_at FROM profiles WHERE index_name=? AND user_id=?",
+                            (index, user_id)).fetchall()
+        return {r[0]: Profile(r[0], r[1], from_blob(r[2]), r[3], r[4]) for r in rows}
+
+    def profiles(self, index: str, user_id: str) -> dict[str, Profile]:
+        with self._connect() as conn:
+            return self._profiles(conn, index, user_id)
+
+    @staticmethod
+    def _write_profiles(conn: sqlite3.Connection, index: str, user_id: str, profiles: Sequence[Profile]) -> None:
+        now = utc_text(parse_time(None))
+        conn.executemany("INSERT OR REPLACE INTO profiles VALUES (?,?,?,?,?,?,?,?)",
+                         ((index, user_id, p.kind, p.model, to_blob(p.vector), p.saves, p.last_at, now) for p in profiles))
+
+    def replace_profiles(self, index: str, user_id: str, profiles: Sequence[Profile]) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM profiles WHERE index_name=? AND user_id=?", (index, user_id))
+            self._write_profiles(conn, index, user_id, profiles)
+
+    # clusters ------------------------------------------------------------------------------------------------
+    def clusters(self, index: str, user_id: str) -> tuple[list[StoredCluster], int]:
+        """The persisted medoids and the next unused cluster id."""
+        with self._connect() as conn:
+            rows = conn.execute("SELECT cluster_id, medoid_paper, medoid, size FROM clusters "
+                                "WHERE index_name=? AND user_id=? ORDER BY cluster_id", (index, user_id)).fetchall()
+            nxt = conn.execute("SELECT next_id FROM cluster_counters WHERE index_name=? AND user_id=?",
+                               (index, user_id)).fetchone()
+        return [StoredCluster(r[0], r[1], from_blob(r[2]), r[3]) for r in rows], (nxt[0] if nxt else 0)
+
+    def replace_clusters(self, index: str, user_id: str, clusters: Sequence[StoredCluster], next_id: int) -> None:
+        """Swap the whole medoid set in one transaction: readers see the old set or the new one, never a mix."""
+        now = utc_text(parse_time(None))
+        with self._write() as conn:
+            conn.execute("DELETE FROM clusters WHERE index_name=? AND user_id=?", (index, user_id))
+            conn.executemany("INSERT INTO clusters VALUES (?,?,?,?,?,?,?)",
+                             ((index, user_id, c.cluster_id, c.medoid_paper, to_blob(c.medoid), c.size, now)
+                              for c in clusters))
+            conn.execute("INSERT OR REPLACE INTO cluster_counters VALUES (?,?,?)", (index, user_id, next_id))
+
+    # the recommendation log ----------------------------------------------------------------------------------
+    def log(self, index: str, user_id: str, tier: int, scorer: str, items: list[dict]) -> None:
+        with self._write() as conn:
+            conn.execute("INSERT INTO rec_log (index_name, user_id, tier, scorer, items, at) VALUES (?,?,?,?,?,?)",
+                         (index, user_id, tier, scorer, json.dumps(items), utc_text(parse_time(None))))
+
+    def served(self, index: str, user_id: str | None = None) -> list[dict]:
+        sql = "SELECT user_id, tier, scorer, items, at FROM rec_log WHERE index_name=?"
+        args: tuple = (index,)
+        if user_id is not None:
+            sql, args = sql + " AND user_id=?", (index, user_id)
+        with self._connect() as conn:
+            rows = conn.execute(sql + " ORDER BY id", args).fetchall()
+        return [{"user": r[0], "tier": r[1], "scorer": r[2], "items": json.loads(r[3]), "at": r[4]} for r in rows]
