@@ -69,12 +69,12 @@ def users_cmd(args: argparse.Namespace) -> int:
 
 
 def _show(rec, args: argparse.Namespace) -> int:
-    from scix_core.recommend.tiers import ORDER, applies, next_tier_message
+    from scix_core.recommend.tiers import entitled, next_tier_message
 
     ctx = rec.context(args.user)
     clusters, next_id = rec.state.clusters(rec.index, args.user)
     saves = len(ctx.saved)
-    tier = next(t for t in ORDER if applies(rec.config.recommend, t, saves))
+    tier = entitled(rec.config.recommend, saves)
     info = {"user": args.user, "index": rec.index, "categories": list(ctx.user.categories), "created": ctx.user.created,
             "saves": saves, "dismissals": len(ctx.dismissed),
             "views": sum(1 for e in ctx.events if e.kind == "view"),

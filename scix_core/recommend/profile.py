@@ -21,6 +21,7 @@ from scix_core.recommend.context import IndexSide, UserContext, hits_minus
 from scix_core.recommend.result import RecItem, StageRecord
 from scix_core.recommend.state import Event, Profile, utc_text
 from scix_core.recommend.tiers import TierRun
+from scix_core.search import knobs
 
 
 def ewma(vectors: np.ndarray, half_life: float) -> np.ndarray:
@@ -66,7 +67,7 @@ class ProfileTier:
     def run(self, side: IndexSide, ctx: UserContext, limit: int) -> TierRun:
         t = time.perf_counter()
         long = unit(ctx.profiles["long"].vector)
-        hits = hits_minus(side.store.search(long, limit, ctx.exclusion(side)), ctx.seen)
+        hits = hits_minus(side.store.search(long, limit, ctx.exclusion(side), exact=knobs.qdrant_exact()), ctx.seen)
         items = tuple(RecItem(h.paper_id, "", rank, h.score, 2, "profile-knn", scores=(("longterm_sim", h.score),),
                               codes=side.catalog.codes[h.point_id])
                       for rank, h in enumerate(hits, start=1))

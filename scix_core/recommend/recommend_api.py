@@ -14,6 +14,7 @@ import time
 from scix_core.recommend.context import IndexSide, UserContext, hits_minus
 from scix_core.recommend.result import RecItem, StageRecord
 from scix_core.recommend.tiers import TierRun
+from scix_core.search import knobs
 
 EXAMPLES = 64
 
@@ -26,7 +27,7 @@ class RecommendTier:
         pos = [p for p in ctx.saved if p in side.catalog.row][-EXAMPLES:]
         neg = [p for p in ctx.dismissed if p in side.catalog.row][-EXAMPLES:]
         hits = side.store.recommend(side.vectors.get(side.rows(pos)), side.vectors.get(side.rows(neg)), limit,
-                                    ctx.exclusion(side))
+                                    ctx.exclusion(side), exact=knobs.qdrant_exact())
         hits = hits_minus(hits, ctx.seen)
         items = tuple(RecItem(h.paper_id, "", rank, h.score, 3, "recommend", scores=(("best_score", h.score),),
                               codes=side.catalog.codes[h.point_id])

@@ -25,8 +25,14 @@ from scix_core.recommend.profile import ProfileTier, compute_profiles, profiles_
 from scix_core.recommend.recommend_api import RecommendTier
 from scix_core.recommend.result import Recommendations
 from scix_core.recommend.scorers import load_scorer
-from scix_core.recommend.state import Event, UserState, check_kind, check_user_id, parse_time
-from scix_core.recommend.tiers import next_tier_message, select
+from scix_core.recommend.state import (
+    Event,
+    UserState,
+    check_kind,
+    check_user_id,
+    parse_time,
+)
+from scix_core.recommend.tiers import entitled, next_tier_message, select
 from scix_core.recommend.trending import TrendingTier
 from scix_core.stores.papers import PaperStore
 from scix_core.workspace import Workspace, read_json
@@ -153,7 +159,7 @@ class Recommender:
         scorer = dict(run.scorer) if run.scorer else {**self._health, "scoring_with": None}
         notes = tuple(run.notes) + ((self.side.unavailable,) if self.side.unavailable else ())
         self._last_scorer = scorer.get("scoring_with")
-        result = Recommendations(self.index, user, tier, why, next_tier_message(cfg, tier, len(ctx.saved)), items,
+        result = Recommendations(self.index, user, tier, why, next_tier_message(cfg, entitled(cfg, len(ctx.saved)), len(ctx.saved)), items,
                                  run.stages, scorer, notes,
                                  {"context": context_ms, f"tier{tier}": tier_ms,
                                   "total": (time.perf_counter() - t0) * 1000})

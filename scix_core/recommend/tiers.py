@@ -55,8 +55,15 @@ def next_tier_message(cfg: RecommendConfig, tier: int, saves: int) -> str | None
     return f"{more} more save{'s' if more != 1 else ''} unlock{'s' if more == 1 else ''} {what} (Tier {target})"
 
 
+def entitled(cfg: RecommendConfig, saves: int) -> int:
+    """The tier a user's save count selects (before any fall-through)."""
+    return next(t for t in ORDER if applies(cfg, t, saves))
+
+
 def reason(cfg: RecommendConfig, tier: int, saves: int) -> str:
     name = TIER_NAMES[tier]
+    if tier == 0 and saves >= cfg.tier3_min_saves:
+        return f"Tier 0 ({name}): the tiers {saves} saves unlock answered nothing"
     if tier == 0:
         return f"Tier 0 ({name}): {saves} saves, fewer than the {cfg.tier3_min_saves} that Tier 3 needs"
     return f"Tier {tier} ({name}): {saves} saves >= {threshold(cfg, tier)}"

@@ -50,12 +50,12 @@ class VectorStore(Protocol):
     def search(self, vector: np.ndarray, k: int, flt: VectorFilter | None = None,
                exact: bool = False) -> list[VectorHit]: ...
 
-    def search_batch(self, vectors: np.ndarray, limits: Sequence[int],
-                     flt: VectorFilter | None = None) -> list[list[VectorHit]]:
+    def search_batch(self, vectors: np.ndarray, limits: Sequence[int], flt: VectorFilter | None = None,
+                     exact: bool = False) -> list[list[VectorHit]]:
         """One kNN per row of ``vectors`` (limit per row), planned and run as one batch."""
 
-    def recommend(self, positives: np.ndarray, negatives: np.ndarray, k: int,
-                  flt: VectorFilter | None = None) -> list[VectorHit]:
+    def recommend(self, positives: np.ndarray, negatives: np.ndarray, k: int, flt: VectorFilter | None = None,
+                  exact: bool = False) -> list[VectorHit]:
         """Qdrant recommend, strategy BEST_SCORE, from example vectors (rows)."""
 
     def count(self) -> int: ...

@@ -89,25 +89,28 @@ class ClientVectorStore:
     def _hits(points) -> list[VectorHit]:
         return [VectorHit(int(p.id), (p.payload or {}).get("paper_id"), float(p.score)) for p in points]
 
-    def search_batch(self, vectors: np.ndarray, limits: Sequence[int], flt: VectorFilter | None = None) -> list[list[VectorHit]]:
+    def search_batch(self, vectors: np.ndarray, limits: Sequence[int], flt: VectorFilter | None = None,
+                     exact: bool = False) -> list[list[VectorHit]]:
         from qdrant_client import models as m
 
         f = client_filter(flt)
-        requests = [m.QueryRequest(query=v, limit=int(k), filter=f, with_payload=["paper_id"])
+        params = m.SearchParams(exact=exact) if self.remote else None
+        requests = [m.QueryRequest(query=v, limit=int(k), filter=f, with_payload=["paper_id"], params=params)
                     for v, k in zip(_rows(vectors), limits)]
         if not requests:
             return []
         return [self._hits(r.points) for r in self.client.query_batch_points(self.collection, requests)]
 
-    def recommend(self, positives: np.ndarray, negatives: np.ndarray, k: int,
-                  flt: VectorFilter | None = None) -> list[VectorHit]:
+    def recommend(self, positives: np.ndarray, negatives: np.ndarray, k: int, flt: VectorFilter | None = None,
+                  exact: bool = False) -> list[VectorHit]:
         from qdrant_client import models as m
 
         query = m.RecommendQuery(recommend=m.RecommendInput(
             positive=_rows(positives), negative=_rows(negatives) if len(negatives) else None,
             strategy=m.RecommendStrategy.BEST_SCORE))
         res = self.client.query_points(self.collection, query=query, limit=k, query_filter=client_filter(flt),
-                                       with_payload=["paper_id"])
+                                       with_payload=["paper_id"],
+                                       search_params=m.SearchParams(exact=exact) if self.remote else None)
         return self._hits(res.points)
 
     def count(self) -> int:

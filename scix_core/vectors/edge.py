@@ -90,19 +90,20 @@ class EdgeVectorStore:
         query = _edge().Query.Nearest(np.asarray(vector, dtype=np.float32).tolist())
         return self._hits(self.shard.query(self._request(query, k, edge_filter(flt), exact)))
 
-    def search_batch(self, vectors: np.ndarray, limits: Sequence[int], flt: VectorFilter | None = None) -> list[list[VectorHit]]:
+    def search_batch(self, vectors: np.ndarray, limits: Sequence[int], flt: VectorFilter | None = None,
+                     exact: bool = False) -> list[list[VectorHit]]:
         qe = _edge()
         f = edge_filter(flt)
-        requests = [self._request(qe.Query.Nearest(v), int(k), f) for v, k in zip(_rows(vectors), limits)]
+        requests = [self._request(qe.Query.Nearest(v), int(k), f, exact) for v, k in zip(_rows(vectors), limits)]
         if not requests:
             return []
         return [self._hits(points) for points in self.shard.query_batch(qe.QueryBatchRequest(requests))]
 
-    def recommend(self, positives: np.ndarray, negatives: np.ndarray, k: int,
-                  flt: VectorFilter | None = None) -> list[VectorHit]:
+    def recommend(self, positives: np.ndarray, negatives: np.ndarray, k: int, flt: VectorFilter | None = None,
+                  exact: bool = False) -> list[VectorHit]:
         qe = _edge()
         query = qe.Query.RecommendBestScore(qe.RecommendQuery(_rows(positives), _rows(negatives) if len(negatives) else []))
-        return self._hits(self.shard.query(self._request(query, k, edge_filter(flt))))
+        return self._hits(self.shard.query(self._request(query, k, edge_filter(flt), exact)))
 
     def count(self) -> int:
         return int(self.shard.info().points_count)

@@ -22,7 +22,7 @@ SCORERS = ("heuristic", "lightgbm")
 def model_path(cfg: RecommendConfig, home: Path, index: str) -> Path:
     """``recommend.scorer_model``: a LightGBM model file path, or a name under ``models/scorers/`` (default: the index's)."""
     given = Path(cfg.scorer_model).expanduser()
-    if cfg.scorer_model not in ("", "default") and given.exists():
+    if given.exists() or "/" in cfg.scorer_model or given.suffix:
         return given
     from scix_core.workspace import Workspace
 
@@ -40,9 +40,9 @@ def load_scorer(cfg: RecommendConfig, home: Path, index: str):
         return HeuristicScorer(cfg), health
     from scix_core.recommend.scorers.lgbm import LightGBMScorer
 
-    path = model_path(cfg, home, index)
-    health["model"] = str(path)
     try:
+        path = model_path(cfg, home, index)
+        health["model"] = str(path)
         scorer = LightGBMScorer.load(path)
     except Exception as exc:  # a missing or foreign model must degrade, loudly, to the heuristic
         health["error"] = f"{type(exc).__name__}: {exc}"

@@ -16,6 +16,7 @@ import numpy as np
 from scix_core.recommend.context import hits_minus
 from scix_core.recommend.profile import unit
 from scix_core.recommend.stages.base import Candidate, Tier1State
+from scix_core.search import knobs
 
 
 class ClusterKnn:
@@ -25,7 +26,7 @@ class ClusterKnn:
         side, ctx = state.side, state.ctx
         queries = np.stack([c.centroid for c in state.clusters])
         limits = [c.quota * side.config.oversample for c in state.clusters]
-        results = side.store.search_batch(queries, limits, ctx.exclusion(side))
+        results = side.store.search_batch(queries, limits, ctx.exclusion(side), exact=knobs.qdrant_exact())
         best: dict[str, Candidate] = {}
         for cluster, hits in zip(state.clusters, results):
             for h in hits_minus(hits, ctx.seen):
@@ -47,7 +48,7 @@ class ShortTermSupplement:
         if short is None or n <= 0:
             return state, {"added": 0, "reason": "no short-term profile" if short is None else "disabled"}
         have = {c.paper_id for c in state.candidates}
-        hits = hits_minus(side.store.search(unit(short.vector), n, ctx.exclusion(side)), ctx.seen)
+        hits = hits_minus(side.store.search(unit(short.vector), n, ctx.exclusion(side), exact=knobs.qdrant_exact()), ctx.seen)
         new = [h for h in hits if h.paper_id not in have]
         centroids = np.stack([c.centroid for c in state.clusters])
         nearest = (side.vectors.get([h.point_id for h in new]) @ centroids.T).argmax(axis=1) if new else []

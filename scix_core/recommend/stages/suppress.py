@@ -35,12 +35,14 @@ def suppressed_codes(events: Sequence[Event], catalog: Catalog, threshold: int, 
 
 
 class Suppress:
-    name, writes = "suppress", "kept"
+    name, writes = "suppress", "suppressed"
 
     def run(self, state: Tier1State) -> tuple[Tier1State, dict]:
         cfg, cat = state.side.config, state.side.catalog
         codes = suppressed_codes(state.ctx.events, cat, cfg.suppress_dismissals, cfg.suppress_days)
         kept = tuple(c for c in state.scored if not codes.keys() & set(cat.suppression_codes(c.row)))
+        kept_ids = {c.paper_id for c in kept}
         summary = {"suppressed_codes": codes, "removed": len(state.scored) - len(kept),
+                   "removed_ids": [c.paper_id for c in state.scored if c.paper_id not in kept_ids],
                    "window_days": cfg.suppress_days, "threshold": cfg.suppress_dismissals}
         return replace(state, suppressed=codes, kept=kept), summary

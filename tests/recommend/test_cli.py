@@ -1,0 +1,76 @@
+"""``scix users | interact | recommend`` in-process against the fixture indexes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from scix_core.cli.main import main
+
+pytestmark = pytest.mark.model
+
+
+@pytest.fixture
+def env(rec_indexes, monkeypatch):
+    monkeypatch.setenv("SCIX_HOME", str(rec_indexes.config.home))
+    monkeypatch.delenv("SCIX_CONFIG", raising=False)
+    return rec_indexes
+
+
+def test_create_interact_recommend_explain(env, user, capsys):
+    assert main(["users", "create", "--index", env.edge, "--user", user, "--categories", "cs.LG,astro-ph.GA"]) == 0
+    assert f"created user '{user}'" in capsys.readouterr().out
+    assert main(["recommend", "--index", env.edge, "--user", user, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["tier"] == 0 and out["next_tier"].startswith("1 more save") and out["items"]
+    for paper in ("p01", "p07", "p03", "p04"):
+        assert main(["interact", "--index", env.edge, "--user", user, "--save", paper, "--at", "2024-05-01T10:00:00Z"]) == 0
+    assert main(["interact", "--index", env.edge, "--user", user, "--dismiss", "p02"]) == 0
+    assert "recorded dismiss of p02" in capsys.readouterr().out
+    assert main(["recommend", "--index", env.edge, "--user", user, "--limit", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "Tier 2 (profile): 4 saves >= 3" in out and "1 more save unlocks clustered recommendations" in out
+    main(["interact", "--index", env.edge, "--user", user, "--save", "p06"])
+    assert main(["recommend", "--index", env.edge, "--user", user, "--limit", "3", "--explain"]) == 0
+    out = capsys.readouterr().out
+    for part in ("Tier 1 (clustered)", "clusters (Hungarian-stable ids)", "quota", "MMR moves", "suppressed codes",
+                 "exploration *", "scorer:"):
+        assert part in out, part
+    assert main(["users", "show", user, "--index", env.edge, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["saves"], shown["dismissals"], shown["tier"]) == (5, 1, 1) and shown["clusters"]
+    assert main(["users", "list", "--index", env.edge, "--json"]) == 0
+    assert any(u["user"] == user and u["saves"] == 5 for u in json.loads(capsys.readouterr().out))
+
+
+def test_errors_exit_2_with_the_typed_code(env, user, capsys):
+    assert main(["interact", "--index", env.edge, "--user", user, "--save", "p01"]) == 2
+    assert "[unknown_user]" in capsys.readouterr().err
+    main(["users", "create", "--index", env.edge, "--user", user])
+    assert main(["interact", "--index", env.edge, "--user", user, "--view", "p99"]) == 2
+    assert "[unknown_paper]" in capsys.readouterr().err
+    assert main(["interact", "--index", env.edge, "--user", user, "--save", "p01", "--at", "tomorrow"]) == 2
+    assert "[invalid_interaction]" in capsys.readouterr().err
+    assert main(["users", "create", "--index", env.edge, "--user", user, "--categories", "astro-ph.GAA"]) == 2
+    assert "close: astro-ph.GA" in capsys.readouterr().err
+    assert main(["recommend", "--index", "no-such-index", "--user", user]) == 2
+    assert "[index_not_found]" in capsys.readouterr().err
+
+
+def test_users_import_on_a_citeulike_folder(home, capsys):
+    from tests.conftest import FIXTURES
+
+    assert main(["ingest", "--path", str(FIXTURES / "citeulike"), "--index", "cu", "--quiet"]) == 0
+    assert main(["users", "import", "--index", "cu", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "imported 2 users with 5 saves" in out and "synthesised in file order" in out
+    assert main(["users", "import", "--index", "cu", "--quiet"]) == 0
+    assert "imported 0 users" in capsys.readouterr().out
+    assert main(["recommend", "--index", "cu", "--user", "0", "--json", "--no-log"]) == 0
+    out = json.loads(capsys.readouterr().out)  # user 0 saved items 0 and 2 of the three
+    assert out["tier"] == 3 and [i["paper_id"] for i in out["items"]] == ["1"]
+    assert main(["recommend", "--index", "cu", "--user", "1", "--json", "--no-log"]) == 0
+    out = json.loads(capsys.readouterr().out)  # user 1 saved all three papers: every tier is empty
+    assert out["tier"] == 0 and out["items"] == [] and "answered nothing" in out["reason"]
+    assert out["next_tier"] == "2 more saves unlock clustered recommendations (Tier 1)"

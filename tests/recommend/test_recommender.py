@@ -1,0 +1,195 @@
+"""The tiered recommender on real engines (SQLite, qdrant-edge, qdrant-client, MiniLM) over the fixture corpus."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from scix_core.errors import ConfigError, InteractionError, UnknownPaperError, UnknownUserError
+from scix_core.recommend import Recommender
+from scix_core.recommend.profile import ewma
+from tests.search.conftest import BY_ID
+
+pytestmark = pytest.mark.model
+
+LEARNING = ["p01", "p07", "p02", "p08", "p09"]  # ML-ish papers, saved in this order
+
+
+def test_tiers_cascade_with_the_save_counts_and_say_what_unlocks_next(rec_indexes, user):
+    rec = Recommender(rec_indexes.edge, rec_indexes.config)
+    assert rec.create_user(user, ["cs.LG"]) == "created"
+    seen = []
+    expected = {0: (0, "1 more save unlocks"), 1: (3, "2 more saves unlock profile"), 2: (3, "1 more save unlocks profile"),
+                3: (2, "2 more saves unlock clustered"), 4: (2, "1 more save unlocks clustered"), 5: (1, None)}
+    for saves in range(6):
+        if saves:
+            rec.interact(user, LEARNING[saves - 1], "save")
+            seen.append(LEARNING[saves - 1])
+        result = rec.recommend(user, limit=3)
+        tier, message = expected[saves]
+        assert result.tier == tier, (saves, result.reason)
+        assert (result.next_tier is None) if message is None else result.next_tier.startswith(message)
+        assert f"{saves} saves" in result.reason
+        assert not set(result.ids) & set(seen), "a saved paper came back"
+        assert result.items and all(i.tier == tier for i in result.items)
+    assert rec.create_user(user, ["cs.LG", "astro-ph.GA"]) == "updated"
+
+
+def test_tier0_trending_by_the_onboarding_categories(rec_indexes, user):
+    rec = Recommender(rec_indexes.edge, rec_indexes.config)
+    rec.create_user(user, ["astro-ph.GA"])
+    result = rec.recommend(user, limit=10)
+    # astro-ph.GA papers: p03 (2020), p04 (2018), p09 (2022), p12 (2023); newest paper 2023-06 -> 24 months: p09, p12
+    # too few for 10: widened to 96 months (all four); p03 is cited 3 times (by p04, p12, p09), p04 once (p09), p09
+    # once (p12): the tie goes to the newer p09; p12 is uncited
+    assert result.ids == ("p03", "p09", "p04", "p12")
+    assert [i.score for i in result.items] == [3, 1, 1, 0]
+    assert result.stage("trending").summary["window_months"] == 96
+    assert all(i.source == "trending" for i in result.items) and result.items[0].title == BY_ID["p03"].title
+
+
+def test_dismissed_and_saved_papers_never_come_back_in_any_tier(rec_indexes, user):
+    rec = Recommender(rec_indexes.edge, rec_indexes.config)
+    rec.create_user(user, ["cs.LG"])
+    rec.interact(user, "p09", "dismiss")
+    assert "p09" not in rec.recommend(user, limit=12).ids  # tier 0
+    for n, paper in enumerate(["p01", "p03", "p07", "p04", "p06"], start=1):
+        rec.interact(user, paper, "save")
+        rec.interact(user, ["p02", "p11", "p10", "p05", "p08"][n - 1], "dismiss")
+        result = rec.recommend(user, limit=12)
+        assert not set(result.ids) & (rec.context(user).seen), (result.tier, result.ids)
+
+
+def test_tier1_pipeline_records_every_stage_and_returns_limit_plus_exploration(rec_indexes, user):
+    rec = Recommender(rec_indexes.edge, rec_indexes.config)
+    rec.create_user(user, [])
+    for paper in ["p01", "p07", "p03", "p04", "p06"]:
+        rec.interact(user, paper, "save")
+    result = rec.recommend(user, limit=3)
+    assert result.tier == 1 and result.tier_name == "clustered"
+    assert [s.name for s in result.stages] == ["vectors", "cluster", "match", "quota", "candidates", "supplement",
+                                               "score", "suppress", "mmr", "explore"]
+    clusters = result.stage("quota").output
+    assert sum(c.quota for c in clusters) == 100 and all(c.quota >= 3 for c in clusters)
+    assert sorted(p for c in clusters for p in c.members) == sorted(["p01", "p07", "p03", "p04", "p06"])
+    picked = [i for i in result.items if not i.exploration]
+    explore = [i for i in result.items if i.exploration]
+    assert len(picked) == 3 and [i.mmr_position for i in picked] == [1, 2, 3]
+    assert len(result.items) <= 3 + 2 and all(i.source == "exploration" and i.mmr_position is None for i in explore)
+    for item in picked:
+        scores = dict(item.scores)
+        assert item.source in ("cluster-knn", "supplement") and item.cluster_id in {c.cluster_id for c in clusters}
+        assert scores["heuristic"] == pytest.approx(0.40 * scores["longterm_sim"] + 0.25 * scores["shortterm_sim"])
+    assert result.scorer["scoring_with"] == "heuristic" and rec.health()["last_scored_with"] == "heuristic"
+    frame = result.to_frame()
+    assert list(frame["paper_id"]) == list(result.ids) and "longterm_sim" in frame
+    assert '"tier": 1' in result.to_json()
+
+
+def test_cluster_ids_survive_a_recluster(rec_indexes, user):
+    rec = Recommender(rec_indexes.edge, rec_indexes.config)
+    rec.create_user(user, [])
+    for paper in ["p01", "p07", "p03", "p04", "p06", "p09"]:
+        rec.interact(user, paper, "save")
+    first = {c.medoid: c.cluster_id for c in rec.recommend(user).stage("match").output}
+    rec.interact(user, "p12", "save")  # one more astronomy paper: the same interests
+    again = rec.recommend(user).stage("match").output
+    assert {c.medoid: c.cluster_id for c in again if c.medoid in first}.items() <= first.items()
+    assert all(c.matched_from == c.cluster_id for c in again if c.medoid in first)
+    stored, next_id = rec.state.clusters(rec.index, user)
+    assert {c.cluster_id for c in stored} == {c.cluster_id for c in again} and next_id > max(first.values())
+
+
+def test_profiles_are_persisted_and_equal_the_ewma_of_the_saves(rec_indexes, user):
+    rec = Recommender(rec_indexes.edge, rec_indexes.config)
+    rec.create_user(user, [])
+    for paper in ["p03", "p04", "p09"]:
+        rec.interact(user, paper, "save")
+    stored = Recommender(rec_indexes.edge, rec_indexes.config).state.profiles(rec.index, user)
+    vecs = rec.side.vectors.get(rec.side.rows(["p03", "p04", "p09"]))
+    assert stored["long"].saves == 3 and stored["long"].vector == pytest.approx(ewma(vecs, 20.0), abs=1e-6)
+    assert stored["short"].vector == pytest.approx(ewma(vecs, 3.0), abs=1e-6)
+    result = rec.recommend(user, limit=4)
+    long = stored["long"].vector / np.linalg.norm(stored["long"].vector)
+    sims = rec.side.vectors.get([rec.side.catalog.row[i] for i in result.ids]) @ long
+    assert list(sims) == sorted(sims, reverse=True) and result.tier == 2
+
+
+def test_tier3_edge_and_client_return_the_same_ids(rec_indexes, user):
+    results = []
+    for index in (rec_indexes.edge, rec_indexes.client):
+        rec = Recommender(index, rec_indexes.config)
+        rec.create_user(user, [])
+        rec.interact(user, "p03", "save")
+        rec.interact(user, "p01", "save")
+        rec.interact(user, "p02", "dismiss")
+        results.append(rec.recommend(user, limit=6))
+    assert results[0].tier == results[1].tier == 3
+    assert results[0].ids == results[1].ids and len(results[0].ids) == 6
+    assert [i.score for i in results[0].items] == pytest.approx([i.score for i in results[1].items], abs=1e-4)
+
+
+def test_index_without_vectors_degrades_to_trending_and_says_so(rec_indexes, user):
+    rec = Recommender(rec_indexes.bare, rec_indexes.config)
+    rec.create_user(user, ["cs.LG"])
+    for paper in ["p01", "p07", "p03"]:
+        rec.interact(user, paper, "save")
+    result = rec.recommend(user)
+    assert result.tier == 0 and "Tier 2 skipped" in result.reason and "Tier 3 skipped" in result.reason
+    assert any("--no-embed" in n for n in result.notes) and not set(result.ids) & {"p01", "p07", "p03"}
+
+
+def test_bad_input_is_a_typed_error_and_writes_nothing(rec_indexes, user):
+    rec = Recommender(rec_indexes.edge, rec_indexes.config)
+    with pytest.raises(UnknownUserError, match=user):
+        rec.interact(user, "p01", "save")
+    rec.create_user(user, [])
+    with pytest.raises(UnknownPaperError, match="'nope'"):
+        rec.interact(user, "nope", "save")
+    with pytest.raises(InteractionError, match="'like'"):
+        rec.interact(user, "p01", "like")
+    with pytest.raises(InteractionError, match="'last tuesday'"):
+        rec.interact(user, "p01", "save", at="last tuesday")
+    with pytest.raises(InteractionError, match="outside the years"):
+        rec.interact(user, "p01", "save", at="0001-01-01T00:00:00")
+    with pytest.raises(InteractionError, match="control"):
+        rec.create_user("bad\x00id", [])
+    with pytest.raises(InteractionError, match="cs.LGG.*close: cs.LG"):
+        rec.create_user(user, ["cs.LGG"])
+    with pytest.raises(ConfigError, match="limit"):
+        rec.recommend(user, limit=0)
+    assert rec.state.events(rec.index, user) == [] and rec.state.profiles(rec.index, user) == {}
+
+
+def test_a_paper_of_another_index_is_named_as_such(rec_indexes, user, tmp_path):
+    from scix_core.data import Dataset
+    from scix_core.ingest import ingest
+    from scix_core.types import Paper
+
+    ingest(Dataset("other", "python", (Paper("zz-1", "Another corpus entirely"),)), "rec-other",
+           config=rec_indexes.config, progress=False, embed=False)
+    rec = Recommender(rec_indexes.edge, rec_indexes.config)
+    rec.create_user(user, [])
+    with pytest.raises(UnknownPaperError, match="'zz-1' is not in index 'rec-edge' \\(it is a paper of index rec-other\\)"):
+        rec.interact(user, "zz-1", "save")
+
+
+def test_thresholds_are_configuration(rec_indexes, user):
+    cfg = rec_indexes.config.replace(**{"recommend.tier1_min_saves": 2, "recommend.tier2_min_saves": 2})
+    rec = Recommender(rec_indexes.edge, cfg)
+    rec.create_user(user, [])
+    rec.interact(user, "p01", "save")
+    assert rec.recommend(user).next_tier == "1 more save unlocks profile-based recommendations (Tier 2)"
+    rec.interact(user, "p03", "save")
+    assert rec.recommend(user).tier == 1
+    with pytest.raises(ConfigError, match="thresholds"):
+        Recommender(rec_indexes.edge, rec_indexes.config.replace(**{"recommend.tier3_min_saves": 9}))
+
+
+def test_every_recommendation_served_is_logged(rec_indexes, user):
+    rec = Recommender(rec_indexes.edge, rec_indexes.config)
+    rec.create_user(user, ["cs.LG"])
+    result = rec.recommend(user, limit=2)
+    rec.recommend(user, limit=2, log=False)
+    served = rec.state.served(rec.index, user)
+    assert len(served) == 1 and served[0]["tier"] == 0 and [i["paper_id"] for i in served[0]["items"]] == list(result.ids)

@@ -1,0 +1,146 @@
+"""Hand-checkable units of the recommender: quota arithmetic, Ward + Hungarian, MMR, EWMA, suppression,
+trending windows, tier messages. No model, no index: the expected values are arithmetic you can redo."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pytest
+
+from scix_core.config import RecommendConfig
+from scix_core.recommend.catalog import Catalog, months
+from scix_core.recommend.profile import ewma
+from scix_core.recommend.stages.cluster import cut_tree, medoid, ward_labels
+from scix_core.recommend.stages.match import match_ids
+from scix_core.recommend.stages.mmr import mmr
+from scix_core.recommend.stages.quota import allocate, importance
+from scix_core.recommend.stages.suppress import suppressed_codes
+from scix_core.recommend.state import Event, StoredCluster
+from scix_core.recommend.tiers import next_tier_message
+from scix_core.recommend.trending import trending
+
+
+def unit_rows(*rows):
+    m = np.array(rows, dtype=np.float32)
+    return m / np.linalg.norm(m, axis=1, keepdims=True)
+
+
+def test_quota_min_slots_then_largest_remainder():
+    # 3 each (9), 91 shared: 45.5 / 27.3 / 18.2 -> floors 45, 27, 18 (90); the spare slot to the largest remainder
+    assert allocate([0.5, 0.3, 0.2], 100, 3) == [3 + 46, 3 + 27, 3 + 18]
+    assert sum(allocate([0.9, 0.05, 0.03, 0.02], 100, 3)) == 100
+    # a tiny interest still gets min_slots: 88 shared; 85.36 -> 85 and 0.88 -> 0 x3; the 3 spare to remainders .88
+    assert allocate([0.97, 0.01, 0.01, 0.01], 100, 3) == [3 + 85, 3 + 1, 3 + 1, 3 + 1]
+
+
+def test_quota_more_clusters_than_min_slots_allow():
+    quotas = allocate([1.0] * 40, 100, 3)  # 40 x 3 > 100: 2 each, the 20 left to the first 20 (equal weights)
+    assert sum(quotas) == 100 and set(quotas) == {2, 3} and quotas.count(3) == 20
+
+
+def test_importance_weighs_size_and_recency():
+    # 4 saves, half-life 1 save: weights by age 3,2,1,0 -> 1/8, 1/4, 1/2, 1
+    imp = importance([[0, 1], [2, 3]], 4, 1.0)
+    assert imp == pytest.approx([(1 / 8 + 1 / 4) / (1 / 8 + 1 / 4 + 1 / 2 + 1), (1 / 2 + 1) / (1 / 8 + 1 / 4 + 1 / 2 + 1)])
+
+
+def test_ward_finds_separated_interests_and_one_interest_stays_one():
+    rng = np.random.default_rng(0)
+    centres = np.eye(8)[:3]
+    vecs = np.concatenate([c + 0.05 * rng.normal(size=(6, 8)) for c in centres])
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    labels, scores = ward_labels(vecs, 8, 0.05)
+    assert labels.max() + 1 == 3 and max(scores, key=scores.get) == 3
+    assert len(set(labels[:6])) == len(set(labels[6:12])) == len(set(labels[12:])) == 1
+    tight = unit_rows(*([1, 0, 0, 0] + 0.01 * rng.normal(size=4) for _ in range(6)))
+    assert ward_labels(tight, 8, 0.9)[0].max() == 0  # no cut reaches the silhouette floor: one interest
+
+
+def test_cut_tree_applies_the_first_merges():
+    children = np.array([[0, 1], [2, 3], [4, 5]])  # nodes 4 = {0,1}, 5 = {2,3}, 6 = all
+    assert cut_tree(children, 4, 2).tolist() == [0, 0, 1, 1]
+    assert cut_tree(children, 4, 4).tolist() == [0, 1, 2, 3]
+    assert cut_tree(children, 4, 1).tolist() == [0, 0, 0, 0]
+
+
+def test_medoid_is_the_most_central_member():
+    assert medoid(unit_rows([1, 0], [1, 1], [0, 1])) == 1
+
+
+def test_hungarian_keeps_ids_across_a_permuted_recluster():
+    a, b, c = unit_rows([1, 0, 0], [0, 1, 0], [0, 0, 1])
+    old = [StoredCluster(4, "pa", a, 5), StoredCluster(7, "pb", b, 3), StoredCluster(9, "pc", c, 2)]
+    ids, matched, sims, nxt = match_ids(np.stack([c, a, b]), old, next_id=10, min_similarity=0.5)
+    assert ids == [9, 4, 7] and matched == [9, 4, 7] and nxt == 10 and sims == pytest.approx([1, 1, 1])
+    far = unit_rows([1, 1, 1])[0] * 0 + unit_rows([-1, -1, -1])[0]
+    ids, matched, _, nxt = match_ids(np.stack([b, far]), old, next_id=10, min_similarity=0.5)
+    assert ids == [7, 10] and matched == [7, None] and nxt == 11  # a new interest gets a never-used id
+
+
+def test_mmr_trades_relevance_for_novelty():
+    vecs = unit_rows([1, 0], [1, 0], [0, 1])  # 0 and 1 identical, 2 orthogonal
+    rel = np.array([1.0, 0.95, 0.9])  # scaled to 1, 0.5, 0
+    # pick 1: 0.6*[1, .5, 0] -> 0; pick 2: idx1 0.6*.5 - 0.4*1 = -0.1 < idx2 0.6*0 - 0.4*0 = 0 -> 2
+    assert mmr(rel, vecs, 3, 0.6) == [0, 2, 1]
+    assert mmr(rel, vecs, 3, 1.0) == [0, 1, 2]  # lambda 1: relevance order
+    assert mmr(np.array([0.3, 0.3]), unit_rows([1, 0], [0, 1]), 2, 0.6) == [0, 1]  # equal scores: no division by 0
+
+
+def test_ewma_by_hand():
+    # half-life 1 save: alpha = 1/2. [1,0] then [0,1] -> [.5,.5]; then [0,1] again -> [.25,.75]
+    assert ewma(np.array([[1.0, 0], [0, 1]]), 1.0) == pytest.approx([0.5, 0.5])
+    assert ewma(np.array([[1.0, 0], [0, 1], [0, 1]]), 1.0) == pytest.approx([0.25, 0.75])
+    assert ewma(np.array([[3.0, 4.0]]), 20.0) == pytest.approx([3, 4])
+
+
+def _catalog(codes, dates=None, cites=None) -> Catalog:
+    ids = tuple(f"p{i}" for i in range(len(codes)))
+    month = np.array([months(d) if d else -1 for d in (dates or [None] * len(codes))], dtype=np.int32)
+    return Catalog("t", ids, {p: i for i, p in enumerate(ids)}, tuple(tuple(c) for c in codes), "categories", month,
+                   np.array(cites or [0] * len(codes), dtype=np.int64))
+
+
+def _dismiss(paper, day):
+    return Event(0, paper, "dismiss", dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(days=day))
+
+
+def test_suppression_window_counts_back_from_the_newest_interaction():
+    cat = _catalog([["cs.LG", "stat.ML"], ["cs.LG"], ["cs.LG"], ["cs.CV", "cs.LG"], ["cs.LG"]])
+    inside = [_dismiss("p0", 0), _dismiss("p1", 5), _dismiss("p2", 13)]
+    assert suppressed_codes(inside + [Event(0, "p4", "save", inside[-1].at)], cat, 3, 14) == {"cs.LG": 3}
+    # the first dismissal is 15 days before the newest interaction: only 2 in the window
+    late = [_dismiss("p0", 0), _dismiss("p1", 5), _dismiss("p2", 15)]
+    assert suppressed_codes(late, cat, 3, 14) == {}
+    # a cross-listed code does not count (p3's primary is cs.CV), and a paper counts once
+    assert suppressed_codes([_dismiss("p0", 0), _dismiss("p0", 1), _dismiss("p3", 2), _dismiss("p1", 3)], cat, 3, 14) == {}
+
+
+def test_trending_window_from_the_newest_paper_and_widening():
+    d = dt.date
+    cat = _catalog([["a"], ["a"], ["b"], ["a"], ["b"]],
+                   [d(2024, 6, 1), d(2023, 1, 1), d(2024, 5, 1), d(2019, 1, 1), d(2010, 1, 1)], [5, 50, 7, 500, 9])
+    # 24 months back from 2024-06: p0, p1 (2023-01) in; p3 (2019) out despite 500 citations
+    assert cat.ids[trending(cat, ("a",), np.array([], dtype=np.int64), 2, (24, 48, 96)).rows[0]] == "p1"
+    wide = trending(cat, ("a",), np.array([], dtype=np.int64), 3, (24, 48, 96))  # 2 < 3 in 24 and 48 months: 96
+    assert wide.window_months == 96 and [cat.ids[r] for r in wide.rows] == ["p3", "p1", "p0"] and len(wide.notes) == 2
+    excl = trending(cat, ("a",), np.array([1]), 1, (24,))
+    assert [cat.ids[r] for r in excl.rows] == ["p0"]
+
+
+def test_trending_without_citations_or_dates_says_what_it_lacked():
+    nocite = _catalog([["a"], ["a"]], [dt.date(2020, 1, 1), dt.date(2021, 1, 1)])
+    t = trending(nocite, (), np.array([], dtype=np.int64), 2, (24,))
+    assert [nocite.ids[r] for r in t.rows] == ["p1", "p0"] and any("recency alone" in n for n in t.notes)
+    nodate = _catalog([["a"], ["a"]], cites=[1, 3])
+    t = trending(nodate, (), np.array([], dtype=np.int64), 2, (24,))
+    assert [nodate.ids[r] for r in t.rows] == ["p1", "p0"] and any("citations alone" in n for n in t.notes)
+
+
+def test_next_tier_messages_follow_the_configured_thresholds():
+    cfg = RecommendConfig()
+    assert next_tier_message(cfg, 2, 3) == "2 more saves unlock clustered recommendations (Tier 1)"
+    assert next_tier_message(cfg, 3, 2) == "1 more save unlocks profile-based recommendations (Tier 2)"
+    assert next_tier_message(cfg, 0, 0) == "1 more save unlocks recommendations from your saved papers (Tier 3)"
+    assert next_tier_message(cfg, 1, 9) is None
+    assert next_tier_message(RecommendConfig(tier1_min_saves=8), 2, 3) == "5 more saves unlock clustered recommendations (Tier 1)"
