@@ -72,11 +72,26 @@ def check_model(cfg: Config) -> Check:
         return Check("model", "fail", str(exc))
 
 
+def check_user_state(cfg: Config) -> Check:
+    """The workspace's user-state database opens (WAL, schema version) and the configured scorer resolves."""
+    from scix_core.recommend.scorers import SCORERS
+    from scix_core.recommend.state import SCHEMA_VERSION, UserState
+
+    try:
+        state = UserState.for_home(cfg.home)
+    except Exception as exc:
+        return Check("user-state", "fail", str(exc))
+    if cfg.recommend.scorer not in SCORERS:
+        return Check("user-state", "fail", f"recommend.scorer {cfg.recommend.scorer!r} is not one of {', '.join(SCORERS)}")
+    return Check("user-state", "ok", f"{state.path} (WAL, schema {SCHEMA_VERSION}); scorer {cfg.recommend.scorer}")
+
+
 CHECKS: dict[str, Callable[[Config], Check]] = {
     "sqlite-fts5": check_sqlite,
     "postgresql": check_postgres,
     "vectors": check_vectors,
     "model": check_model,
+    "user-state": check_user_state,
 }
 
 

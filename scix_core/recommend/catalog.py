@@ -15,6 +15,7 @@ import datetime as dt
 import json
 import threading
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -87,12 +88,23 @@ class Catalog:
             return codes[:1]
         return codes
 
+    @cached_property
+    def _code_rows(self) -> dict[str, np.ndarray]:
+        rows: dict[str, list[int]] = {}
+        for row, codes in enumerate(self.codes):
+            for code in codes:
+                rows.setdefault(code, []).append(row)
+        return {code: np.array(r, dtype=np.int64) for code, r in rows.items()}
+
     def rows_with_codes(self, wanted: frozenset[str]) -> np.ndarray:
         """Boolean mask of papers carrying any of ``wanted`` (all codes, cross-lists included)."""
-        return np.fromiter((bool(wanted.intersection(c)) for c in self.codes), dtype=bool, count=len(self.codes))
+        mask = np.zeros(len(self.codes), dtype=bool)
+        for code in wanted:
+            mask[self._code_rows.get(code, [])] = True
+        return mask
 
     def all_codes(self) -> set[str]:
-        return {c for codes in self.codes for c in codes}
+        return set(self._code_rows)
 
 
 _CATALOGS: dict[str, Catalog] = {}

@@ -55,14 +55,16 @@ def _check_config(cfg) -> None:
 
 
 class Recommender:
-    def __init__(self, index: str, config: Config | None = None, *, persist_clusters: bool = True):
+    def __init__(self, index: str, config: Config | None = None, *, persist_clusters: bool = True,
+                 state: UserState | None = None):
+        """``state``: another user-state store than the workspace's (benchmarks, offline evaluation)."""
         cfg = config or load_config()
         _check_config(cfg)
         self.config, self.index = cfg, index
         self.workspace = Workspace(cfg.home)
         self.build_dir = self.workspace.index_dir(index)
         self.manifest = read_json(self.build_dir / "manifest.json")
-        self.state = UserState.for_home(cfg.home)
+        self.state = state or UserState.for_home(cfg.home)
         self.scorer, self._health = load_scorer(cfg.recommend, cfg.home, index)
         self.side = self._side()
         self.tiers = {0: TrendingTier(), 3: RecommendTier(), 2: ProfileTier(),

@@ -149,14 +149,20 @@ class UserState:
     def __init__(self, path: Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as conn:
-            conn.executescript(SCHEMA)
-            row = conn.execute("SELECT version FROM schema_version").fetchone()
-            if row is None:
-                conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
-            elif row[0] > SCHEMA_VERSION:
-                raise BackendUnavailableError(
-                    f"user state {self.path} has schema version {row[0]}; this scix_core reads up to {SCHEMA_VERSION}")
+        try:
+            with self._write() as conn:
+                for statement in SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                row = conn.execute("SELECT version FROM schema_version").fetchone()
+                if row is None:
+                    conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+                elif row[0] > SCHEMA_VERSION:
+                    raise BackendUnavailableError(
+                        f"user state {self.path} has schema version {row[0]}; this scix_core reads up to {SCHEMA_VERSION}")
+        except sqlite3.DatabaseError as exc:
+            raise BackendUnavailableError(f"user state {self.path} is not a usable SQLite database: {exc}; "
+                                          "move it aside (nothing is overwritten) and retry") from exc
 
     @classmethod
     def for_home(cls, home: Path) -> "UserState":

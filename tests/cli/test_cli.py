@@ -55,7 +55,7 @@ def test_doctor_reports_every_backend(home, postgresql, monkeypatch, capsys):
     monkeypatch.setenv("SCIX_PG_DSN", f"postgresql://{info.user}@{info.host}:{info.port}/{info.dbname}")
     assert main(["doctor"]) == 0
     out = capsys.readouterr().out
-    for name in ("sqlite-fts5", "postgresql", "vectors", "model"):
+    for name in ("sqlite-fts5", "postgresql", "vectors", "model", "user-state"):
         assert name in out
     assert "PostgreSQL" in out and "reachable" in out and "FAIL" not in out
 
@@ -105,3 +105,10 @@ def test_fetch_refuses_unknown_source_without_checksum(home, tmp_path, loopback,
     assert "no checksum" in capsys.readouterr().err
     assert main(["data", "fetch", "nonesuch", "--dest", str(tmp_path / "d")]) == 2
     assert "scifact" in capsys.readouterr().err
+
+
+def test_doctor_fails_on_an_unreadable_user_state(home, capsys):
+    (home / "state").mkdir(parents=True)
+    (home / "state" / "users.sqlite").write_bytes(b"this is not a database" * 100)
+    assert main(["doctor"]) == 1
+    assert "FAIL user-state" in capsys.readouterr().out

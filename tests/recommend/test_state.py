@@ -126,3 +126,11 @@ def test_profiles_round_trip_exactly(tmp_path):
     vec = np.random.default_rng(1).normal(size=384).astype(np.float32)
     state.record("idx", "u", "p", "save", T0, lambda old, ev: [Profile("short", "m", vec, 1, "t")])
     assert np.array_equal(state.profiles("idx", "u")["short"].vector, vec)
+
+
+def test_a_file_that_is_not_a_database_is_a_typed_error_and_left_alone(tmp_path):
+    path = tmp_path / "users.sqlite"
+    path.write_bytes(b"not sqlite" * 1000)
+    with pytest.raises(BackendUnavailableError, match="not a usable SQLite database"):
+        UserState(path)
+    assert path.read_bytes() == b"not sqlite" * 1000
