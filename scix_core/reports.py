@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from scix_core.errors import ConfigError, ReportError, UnknownNameError
+from scix_core.evaluate.paths import eval_path, reports_dir
 from scix_core.notebook.frontend import STATIC_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,11 +43,6 @@ KERNEL_ENV = {STATIC_ENV: "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TQDM_DISABL
 
 def notebooks_dir() -> Path:
     return Path(os.environ.get("SCIX_NOTEBOOKS_DIR") or ROOT / "notebooks")
-
-
-def reports_dir() -> Path:
-    """``$SCIX_REPORTS_DIR``, else the repository's ``reports/``."""
-    return Path(os.environ.get("SCIX_REPORTS_DIR") or ROOT / "reports")
 
 
 def notebook_path(name: str) -> Path:
@@ -192,8 +188,6 @@ def _extract(executed: Path, folder: Path) -> list[Path]:
 
 def standard_overrides(name: str, index: str = "scifact") -> dict[str, Any]:
     """What ``scix report all`` passes: the sweeps the main job saved for ``index``, when there are any."""
-    from scix_core.notebook.sweep import eval_path
-
     if name == "fusion-sweep":
         paths = [eval_path(index, split, mode) for split in ("train", "test") for mode in ("and", "or")]
         saved = [str(p) for p in paths if p.exists()]

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 from scix_core.config import Config, load_config
 from scix_core.errors import ConfigError, UnknownNameError
 from scix_core.evaluate.metrics import METRICS, PRIMARY
+from scix_core.evaluate.paths import reports_dir
 from scix_core.notebook import charts
 from scix_core.notebook.frontend import Rendered, View, banner, heading, table
 
@@ -75,13 +76,6 @@ def render_sweep(report: dict, metric: str = PRIMARY) -> Rendered:
                                          for b in names], "scix-sweep-buckets"))
     figure = charts.metric_by_run(list(runs), [runs[r][metric] for r in runs], metric, base, _verdicts(report, metric))
     return Rendered("".join(parts), (figure,))
-
-
-def eval_path(index: str, split: str, lexical_mode: str, folder: Path | str | None = None) -> Path:
-    """Where the main job writes its sweep (``reports/eval-INDEX-SPLIT-MODE.json``)."""
-    from scix_core.reports import reports_dir
-
-    return Path(folder or reports_dir()) / f"eval-{index}-{split}-{lexical_mode}.json"
 
 
 class SweepView(View):
@@ -173,8 +167,6 @@ def evidence_results(index: str, studies: str | Sequence[str], folder: Path | st
     """Saved results of each study for ``index`` (``folder/evidence-STUDY-INDEX*.json``); a study with none
     saved is run now with small parameters when ``run_missing``."""
     from scix_core.evaluate import evidence
-    from scix_core.reports import reports_dir
-
     folder = Path(folder or reports_dir())
     names = [s.strip() for s in studies.split(",")] if isinstance(studies, str) else list(studies)
     cfg = config or load_config()

@@ -60,10 +60,11 @@ class ClusterTier:
     def run(self, side: IndexSide, ctx: UserContext, limit: int) -> TierRun:
         stored, next_id = self.store.clusters(side.index, ctx.user_id)
         state, records = run_stages(Tier1State(side, ctx, limit), stages(stored, next_id, self.scorer, self.health))
-        if self.persist:
-            self.store.replace_clusters(side.index, ctx.user_id, [
-                StoredCluster(c.cluster_id, c.medoid, c.medoid_vector, len(c.members)) for c in state.clusters],
-                state.next_cluster_id)
+        new = [StoredCluster(c.cluster_id, c.medoid, c.medoid_vector, len(c.members)) for c in state.clusters]
+        unchanged = (next_id == state.next_cluster_id and [(c.cluster_id, c.medoid_paper, c.size) for c in stored]
+                     == sorted((c.cluster_id, c.medoid_paper, c.size) for c in new))
+        if self.persist and not unchanged:
+            self.store.replace_clusters(side.index, ctx.user_id, new, state.next_cluster_id)
         items = [_item(c, pos, side, pos) for pos, c in enumerate(state.selected, start=1)]
         items += [_item(c, len(items) + i, side, None) for i, c in enumerate(state.explore, start=1)]
         notes = ()

@@ -193,3 +193,19 @@ def test_every_recommendation_served_is_logged(rec_indexes, user):
     rec.recommend(user, limit=2, log=False)
     served = rec.state.served(rec.index, user)
     assert len(served) == 1 and served[0]["tier"] == 0 and [i["paper_id"] for i in served[0]["items"]] == list(result.ids)
+
+
+def test_concurrent_saves_from_threads_keep_every_interaction_and_a_consistent_profile(rec_indexes, user):
+    from concurrent.futures import ThreadPoolExecutor
+
+    rec = Recommender(rec_indexes.edge, rec_indexes.config)
+    rec.create_user(user, [])
+    papers = ["p01", "p02", "p03", "p04", "p05", "p06", "p07", "p08"]
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda p: rec.interact(user, p, "save"), papers))
+    ctx = rec.context(user)
+    assert sorted(ctx.saved) == papers and len(ctx.events) == 8
+    # the stored profile is the EWMA of the saves in their stored order, whatever order the threads committed in
+    vecs = rec.side.vectors.get(rec.side.rows(ctx.saved))
+    assert ctx.profiles["long"].vector == pytest.approx(ewma(vecs, 20.0), abs=1e-6)
+    assert ctx.profiles["long"].saves == 8
