@@ -75,6 +75,23 @@ def scifact(tmp_path_factory, data_dir, encoder):
 
 
 @pytest.fixture(scope="session")
+def citeulike_home(tmp_path_factory, data_dir, encoder):
+    """Real citeulike-a (16,980 titles, MiniLM vectors in qdrant-edge) with every library imported; and the same
+    vectors in qdrant-client local mode (exact reference) for the congruence test."""
+    from scix_core.ingest import ingest
+    from scix_core.recommend import Recommender
+    from scix_core.recommend.library import import_libraries
+
+    cfg = load_config().replace(home=tmp_path_factory.mktemp("citeulike-home"), data_dir=data_dir)
+    ingest(data_dir / "citeulike-a", "cul", config=cfg, progress=False, encoder=encoder)
+    ingest(data_dir / "citeulike-a", "cul-client", config=cfg.replace(**{"vectors.backend": "qdrant"}),
+           progress=False, encoder=encoder)
+    report = import_libraries(Recommender("cul", cfg))
+    assert (report.users, report.saves, report.unknown_papers) == (5551, 204986, 0)
+    return cfg
+
+
+@pytest.fixture(scope="session")
 def notebook_home(tmp_path_factory, scifact, data_dir) -> Path:
     """Real SciFact under its default name ``scifact`` in a workspace this test process never opens (the
     ingest runs in its own process too), so the notebooks' kernels (nbmake, JupyterLab) own its vector shard.

@@ -1,4 +1,4 @@
-"""Subcommands for evaluation: eval, evidence, report."""
+"""Subcommands for evaluation: eval, evidence, report, eval-recs."""
 
 from __future__ import annotations
 
@@ -134,3 +134,37 @@ def report_cmd(args: argparse.Namespace) -> int:
         console.print(f"  wrote {done.html} ({len(done.figures)} figures, {done.seconds:.1f} s)", highlight=False)
     return 0
 
+
+
+def _eval_recs_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--index", required=True, help="an index built from user libraries (the citeulike format)")
+    p.add_argument("--users", type=int, help="a seeded sample of N eligible users (default: all)")
+    p.add_argument("--holdout", type=float, default=0.2, help="share of each user's saves held out (default 0.2)")
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--min-saves", type=int, default=5, help="evaluate users with at least this many saves")
+    p.add_argument("--runs", help="comma list (default: tiers, Tier-1 variants, peers); 'all' adds the MMR λ sweep")
+    p.add_argument("--baseline", default="content-knn", help="compare every run with this one and apply the gate")
+    p.add_argument("--no-per-tier", action="store_true", help="skip the tables of users truncated to 1, 3, 5 saves")
+    p.add_argument("--permutations", type=int, default=10_000)
+    p.add_argument("--json", dest="json_path", type=Path, help="write the report (per-user values included)")
+    p.add_argument("--quiet", action="store_true")
+
+
+@command("eval-recs", "offline recommendation evaluation on held-out saves: tiers, variants, peers, significance",
+         _eval_recs_args)
+def eval_recs_cmd(args: argparse.Namespace) -> int:
+    from scix_core.evaluate import rec_runs
+    from scix_core.evaluate.recs import evaluate_recs
+
+    if args.runs == "all":
+        runs = rec_runs.ALL_RUNS
+    else:
+        runs = tuple(r.strip() for r in args.runs.split(",")) if args.runs else rec_runs.DEFAULT_RUNS
+    report = evaluate_recs(args.index, _config(args), users=args.users, holdout=args.holdout, seed=args.seed, runs=runs,
+                           baseline=args.baseline or None, min_saves=args.min_saves, per_tier=not args.no_per_tier,
+                           permutations=args.permutations, progress=not args.quiet)
+    report.print(console)
+    if args.json_path:
+        report.write_json(args.json_path)
+        console.print(f"wrote {args.json_path}", highlight=False)
+    return 0

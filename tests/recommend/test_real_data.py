@@ -4,9 +4,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import replace
 
-import numpy as np
 import pytest
 
 from scix_core.config import load_config
@@ -23,19 +21,8 @@ pytestmark = [pytest.mark.realdata]
 
 
 @pytest.fixture(scope="session")
-def citeulike(tmp_path_factory, data_dir, encoder):
-    """Real citeulike-a (16,980 titles, MiniLM vectors in qdrant-edge) with every library imported; and the same
-    vectors in qdrant-client local mode (exact reference) for the congruence test."""
-    from scix_core.ingest import ingest
-    from scix_core.recommend.library import import_libraries
-
-    cfg = load_config().replace(home=tmp_path_factory.mktemp("citeulike-home"), data_dir=data_dir)
-    ingest(data_dir / "citeulike-a", "cul", config=cfg, progress=False, encoder=encoder)
-    ingest(data_dir / "citeulike-a", "cul-client", config=cfg.replace(**{"vectors.backend": "qdrant"}),
-           progress=False, encoder=encoder)
-    report = import_libraries(Recommender("cul", cfg))
-    assert (report.users, report.saves, report.unknown_papers) == (5551, 204986, 0)
-    return cfg
+def citeulike(citeulike_home):
+    return citeulike_home
 
 
 @pytest.fixture(scope="session")

@@ -209,3 +209,33 @@ def test_concurrent_saves_from_threads_keep_every_interaction_and_a_consistent_p
     vecs = rec.side.vectors.get(rec.side.rows(ctx.saved))
     assert ctx.profiles["long"].vector == pytest.approx(ewma(vecs, 20.0), abs=1e-6)
     assert ctx.profiles["long"].saves == 8
+
+
+def test_local_vectors_fall_back_to_the_embedding_cache_then_degrade_with_the_reason(tmp_path, encoder, user):
+    import shutil
+
+    from scix_core.config import load_config
+    from scix_core.ingest import ingest
+    from scix_core.vectors import close_readers
+    from scix_core.vectors.local import FILE
+    from tests.search.conftest import CORPUS
+
+    cfg = load_config().replace(home=tmp_path / "home")
+    report = ingest(CORPUS, "fallback", config=cfg, progress=False, encoder=encoder)
+    copy = np.load(report.path / FILE)
+    assert copy.dtype == np.float16 and copy.shape == (12, 384)
+    (report.path / FILE).unlink()  # a build made before the local copy existed
+    rec = Recommender("fallback", cfg)
+    assert np.array_equal(rec.side.vectors.matrix, copy)
+    rec.create_user(user, [])
+    rec.interact(user, "p01", "save")
+    assert rec.recommend(user).tier == 3
+    close_readers()
+    shutil.rmtree(cfg.home / "cache")
+    from scix_core.recommend import catalog
+    from scix_core.vectors import local
+
+    local._OPEN.clear()
+    catalog._CATALOGS.clear()
+    result = Recommender("fallback", cfg).recommend(user)
+    assert result.tier == 0 and "Tier 3 skipped" in result.reason and "scix ingest --force" in result.reason

@@ -1,0 +1,149 @@
+"""The runs ``scix eval-recs`` compares: forced tiers, Tier-1 variants, an MMR λ sweep and peer baselines.
+
+Every run maps one evaluated user (their replayed training saves) to at most
+``k`` paper ids, never a training save. Tier-1 variants share one pass of
+stages 1-8 per user (vectors → suppression) and differ only after it:
+
+* ``tier1`` — MMR at the configured λ (the default pipeline's top ``k``; the
+  two exploration picks come *beyond* ``k`` and are not scored at @k);
+* ``tier1-nommr`` — the top ``k`` by score;
+* ``tier1-rrf`` — the per-cluster kNN lists fused by RRF (k = 60) instead of
+  quota + scoring: the reference design's warning (the dominant interest
+  wins on rank alone), measured;
+* ``mmr_0.0`` … ``mmr_1.0`` — MMR at each λ.
+
+Peers, computed by well-kept libraries on the same split: ``most-popular``
+(training save counts), ``content-knn`` (mean of the saved vectors → cosine
+kNN), ``als`` and ``bpr`` (the ``implicit`` package, 64 factors, seeded).
+Forced tiers: ``tier0`` (trending in the three most frequent codes of the
+user's training saves — the stand-in for onboarding categories),
+``tier3``, ``tier2``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import Counter
+from dataclasses import replace
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from scix_core.errors import UnknownNameError
+
+LAMBDAS = tuple(round(x, 1) for x in np.linspace(0.0, 1.0, 11))
+TIER1 = ("tier1", "tier1-nommr", "tier1-rrf", *(f"mmr_{lam:.1f}" for lam in LAMBDAS))
+TIERS = ("tier0", "tier3", "tier2")
+PEERS = ("most-popular", "content-knn", "als", "bpr")
+ALL_RUNS = (*TIERS, *TIER1, *PEERS)
+DEFAULT_RUNS = ("tier0", "tier3", "tier2", "tier1", "tier1-nommr", "tier1-rrf", *PEERS)
+
+
+def check_runs(names: Sequence[str]) -> tuple[str, ...]:
+    for name in names:
+        if name not in ALL_RUNS:
+            raise UnknownNameError("recommendation run", name, ALL_RUNS)
+    return tuple(dict.fromkeys(names))
+
+
+class Tier1Family:
+    """Stages 1-8 once per user, then every requested Tier-1 variant from that state."""
+
+    def __init__(self, rec, k: int):
+        from scix_core.recommend.pipeline import run_stages, stages
+
+        self.rec, self.k, self._run, self._stages = rec, k, run_stages, stages
+
+    def state(self, ctx):
+        from scix_core.recommend.stages.base import Tier1State
+
+        pipeline = self._stages((), 0, self.rec.scorer, {})[:8]  # up to and including suppression
+        state, _ = self._run(Tier1State(self.rec.side, ctx, self.k), pipeline)
+        return state
+
+    def finish(self, state, run: str) -> list[str]:
+        from scix_core.recommend.stages.mmr import mmr
+
+        pool = state.kept
+        if run == "tier1-nommr":
+            return [c.paper_id for c in pool[: self.k]]
+        if run == "tier1-rrf":
+            from scix_core.fusion import rrf
+            from scix_core.types import Ranking
+
+            lists = [Ranking.from_pairs(str(c.cluster_id), sorted(
+                ((x.paper_id, x.cosine) for x in state.candidates if x.cluster_id == c.cluster_id), key=lambda p: -p[1]))
+                for c in state.clusters]
+            return list(rrf(lists, k=60).ids[: self.k])
+        lam = self.rec.config.recommend.mmr_lambda if run == "tier1" else float(run.split("_")[1])
+        vecs = self.rec.side.vectors.get([c.row for c in pool])
+        return [pool[i].paper_id for i in mmr(np.array([c.score for c in pool]), vecs, self.k, lam)]
+
+
+def onboarding(rec, ctx, n: int = 3) -> tuple[str, ...]:
+    cat = rec.side.catalog
+    counts = Counter(code for p in ctx.saved for code in cat.codes[cat.row[p]])
+    return tuple(code for code, _ in counts.most_common(n))
+
+
+def forced_tier(rec, run: str) -> Callable:
+    number = {"tier0": 0, "tier3": 3, "tier2": 2}[run]
+
+    def recommend(ctx, k: int) -> list[str]:
+        if number == 0:
+            ctx = replace(ctx, user=replace(ctx.user, categories=onboarding(rec, ctx)))
+        return [i.paper_id for i in rec.tiers[number].run(rec.side, ctx, k).items]
+
+    return recommend
+
+
+class Peers:
+    """Baselines fitted once on the training interactions of every user (held-out saves removed)."""
+
+    def __init__(self, rec, train: Mapping[str, Sequence[str]], factors: int = 64, seed: int = 7):
+        self.rec, self.train, self.factors, self.seed = rec, train, factors, seed
+        self.users = {u: i for i, u in enumerate(train)}
+        self._models: dict[str, object] = {}
+        counts = Counter(p for papers in train.values() for p in papers)
+        self.popular = [p for p, _ in counts.most_common()]
+
+    def matrix(self):
+        if "_matrix" not in self.__dict__:
+            self._matrix = self._build_matrix()
+        return self._matrix
+
+    def _build_matrix(self):
+        from scipy.sparse import csr_matrix
+
+        row = self.rec.side.catalog.row
+        r, c = zip(*((self.users[u], row[p]) for u, papers in self.train.items() for p in set(papers)))
+        return csr_matrix((np.ones(len(r), dtype=np.float32), (r, c)), shape=(len(self.users), len(row)))
+
+    def model(self, name: str):
+        if name not in self._models:
+            import threadpoolctl
+            from implicit.als import AlternatingLeastSquares
+            from implicit.bpr import BayesianPersonalizedRanking
+
+            cls = {"als": AlternatingLeastSquares, "bpr": BayesianPersonalizedRanking}[name]
+            with threadpoolctl.threadpool_limits(1, "blas"), warnings.catch_warnings():  # implicit's own advice
+                warnings.simplefilter("ignore", RuntimeWarning)
+                model = cls(factors=self.factors, random_state=self.seed)
+                model.fit(self.matrix(), show_progress=False)
+            self._models[name] = model
+        return self._models[name]
+
+    def recommend(self, name: str, ctx, k: int) -> list[str]:
+        seen = ctx.seen
+        if name == "most-popular":
+            return [p for p in self.popular if p not in seen][:k]
+        side = self.rec.side
+        if name == "content-knn":
+            mean = side.vectors.get(side.rows(ctx.saved)).mean(axis=0)
+            hits = side.store.search(mean / (np.linalg.norm(mean) or 1.0), k, ctx.exclusion(side))
+            return [h.paper_id for h in hits if h.paper_id not in seen][:k]
+        model = self.model(name)
+        user = self.users[ctx.user_id]
+        ids, _ = model.recommend(user, self.matrix()[user], N=k, filter_already_liked_items=True)
+        cat = side.catalog
+        return [cat.ids[i] for i in ids if cat.ids[i] not in seen][:k]

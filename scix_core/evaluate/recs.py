@@ -1,0 +1,288 @@
+"""Offline recommendation evaluation (SPEC §5.5): ``scix eval-recs``.
+
+Protocol, on the user libraries an index was built with (any folder the
+``citeulike`` loader reads): users with at least ``min_saves`` saves (a
+seeded sample of ``users`` of them, or all); per user a seeded random
+hold-out of ``holdout`` of the saves — the *latest* ``holdout`` where the
+source has real timestamps — at least one; the rest are replayed as saves
+into a private user-state database (never the workspace's); the held-out
+papers are the relevant set, and training saves can never be hits (every run
+excludes them). Per user and run: recall@10, nDCG@10 and hit-rate@10
+(ranx), intra-list diversity (mean pairwise cosine distance of the
+recommended papers), and coverage of the user's interest clusters (the Ward
+clusters of the training saves, Tier 1's rule; a recommended paper covers
+the cluster whose centroid it is nearest to); per run, catalogue coverage.
+Paired per-user randomisation tests with Holm correction and the search
+gate (``scix_core.evaluate.significance``) compare every run with the
+baseline. ``per_tier`` truncates every user's training saves to 1, 3, 5 and
+all, runs the default tier cascade and ``content-knn`` on each, and reports
+which tier ran.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import tempfile
+import time
+import warnings
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from scix_core.config import Config, load_config
+from scix_core.errors import ConfigError
+from scix_core.evaluate import rec_runs
+from scix_core.evaluate.significance import PERMUTATIONS, compare, gate, holm
+
+K = 10
+METRICS = ("recall@10", "ndcg@10", "hit@10", "ild@10", "cluster_coverage")
+PRIMARY = "recall@10"
+TRUNCATIONS = (1, 3, 5, None)
+
+
+@dataclass(frozen=True)
+class UserSplit:
+    user: str
+    train: tuple[str, ...]  # in save order
+    test: frozenset[str]
+
+
+def split_libraries(libraries: Mapping[str, Sequence[str]], holdout: float, seed: int, min_saves: int,
+                    real_times: bool = False) -> list[UserSplit]:
+    """A hold-out per user, seeded by (seed, user) so a sample never changes anyone's split."""
+    if not 0 < holdout < 1:
+        raise ConfigError(f"--holdout must be in (0, 1), not {holdout}")
+    out = []
+    for user, papers in libraries.items():
+        papers = list(dict.fromkeys(papers))
+        if len(papers) < max(2, min_saves):
+            continue
+        n_test = max(1, int(round(holdout * len(papers))))
+        if real_times:
+            test = set(papers[-n_test:])
+        else:
+            rng = np.random.default_rng([seed, zlib.crc32(user.encode())])
+            test = {papers[i] for i in rng.choice(len(papers), size=n_test, replace=False)}
+        out.append(UserSplit(user, tuple(p for p in papers if p not in test), frozenset(test)))
+    return out
+
+
+def sample(splits: list[UserSplit], users: int | None, seed: int) -> list[UserSplit]:
+    if users is None or users >= len(splits):
+        return splits
+    keep = set(np.random.default_rng(seed).choice(len(splits), size=users, replace=False).tolist())
+    return [s for i, s in enumerate(splits) if i in keep]
+
+
+def ranking_metrics(recommended: Mapping[str, Sequence[str]], splits: Sequence[UserSplit]) -> dict[str, dict[str, float]]:
+    """recall@10, nDCG@10, hit@10 per user through ranx (binary relevance = held out)."""
+    from ranx import Qrels, Run, evaluate
+
+    qrels = Qrels({s.user: {p: 1 for p in s.test} for s in splits})
+    run = Run({s.user: {p: float(K - r) for r, p in enumerate(recommended.get(s.user, [])[:K])} or {"__none__": 0.0}
+               for s in splits})
+    names = {"recall@10": "recall@10", "ndcg@10": "ndcg@10", "hit@10": "hit_rate@10"}
+    with warnings.catch_warnings():  # numba's uint64 -> int64 cast notice inside ranx's hit_rate
+        warnings.simplefilter("ignore")
+        values = evaluate(qrels, run, list(names.values()), return_mean=False, make_comparable=True)
+    order = list(qrels.keys())
+    return {ours: {u: float(v) for u, v in zip(order, np.asarray(values[theirs]))} for ours, theirs in names.items()}
+
+
+def diversity(vectors: np.ndarray) -> float:
+    """Mean pairwise cosine distance (unit vectors); 0 for fewer than two items."""
+    n = len(vectors)
+    if n < 2:
+        return 0.0
+    sims = vectors @ vectors.T
+    return float(1.0 - (sims.sum() - np.trace(sims)) / (n * (n - 1)))
+
+
+def cluster_coverage(rec_vectors: np.ndarray, centroids: np.ndarray) -> float:
+    if not len(rec_vectors) or not len(centroids):
+        return 0.0
+    return len(set((rec_vectors @ centroids.T).argmax(axis=1).tolist())) / len(centroids)
+
+
+@dataclass(frozen=True)
+class RecEvalReport:
+    index: str
+    n_users: int
+    runs: dict[str, dict[str, float]]  # run -> metric -> mean
+    per_user: dict[str, dict[str, dict[str, float]]]  # run -> metric -> user -> value
+    catalogue_coverage: dict[str, float]
+    comparisons: tuple = ()
+    gates: dict = field(default_factory=dict)
+    per_tier: dict = field(default_factory=dict)  # truncation -> {"tiers": {tier: users}, run -> metric -> mean}
+    seconds: dict[str, float] = field(default_factory=dict)
+    setup: dict = field(default_factory=dict)
+
+    def to_dict(self, per_user: bool = False) -> dict:
+        out = {"index": self.index, "n_users": self.n_users, "runs": self.runs,
+               "catalogue_coverage": self.catalogue_coverage, "comparisons": [c.to_dict() for c in self.comparisons],
+               "gates": {k: g.to_dict() for k, g in self.gates.items()}, "per_tier": self.per_tier,
+               "seconds": self.seconds, "setup": self.setup}
+        if per_user:
+            out["per_user"] = self.per_user
+        return out
+
+    def write_json(self, path: Path | str) -> None:
+        from scix_core.workspace import write_json_atomic
+
+        write_json_atomic(Path(path), self.to_dict(per_user=True))
+
+    def print(self, console) -> None:
+        from rich.table import Table
+
+        base = self.setup.get("baseline")
+        table = Table("run", *METRICS, "catalogue", *(("Δ recall vs " + base, "p_adj", "gate") if base else ()),
+                      title=f"{self.index}: {self.n_users} users, hold-out {self.setup['holdout']:.0%} "
+                            f"({self.setup['split']}), seed {self.setup['seed']}")
+        by = {c.candidate: c for c in self.comparisons if c.metric == PRIMARY}
+        for run, means in self.runs.items():
+            cells = [f"{means[m]:.4f}" for m in METRICS] + [f"{self.catalogue_coverage[run]:.4f}"]
+            if base:
+                c = by.get(run)
+                cells += [f"{c.delta:+.4f}", f"{c.p_adj:.4f}", "SHIP" if self.gates[run].ship else "no"] if c else ["—"] * 3
+            table.add_row(run, *cells)
+        console.print(table)
+        for trunc, block in self.per_tier.items():
+            t = Table("run", *METRICS, title=f"training saves truncated to {trunc}: tiers run {block['tiers']}")
+            for run, means in block["runs"].items():
+                t.add_row(run, *(f"{means[m]:.4f}" for m in METRICS))
+            console.print(t)
+
+
+def _replay(rec, splits: Sequence[UserSplit], truncate: int | None = None) -> None:
+    from scix_core.recommend.profile import compute_profiles
+    from scix_core.recommend.state import Event
+
+    origin = dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc)
+    for s in splits:
+        train = s.train[:truncate] if truncate else s.train
+        events = [Event(0, p, "save", origin + dt.timedelta(seconds=i)) for i, p in enumerate(train)]
+        rec.state.import_library(rec.index, s.user, train, origin, compute_profiles(rec.side, events))
+
+
+def _score(rec, recommended: dict[str, list[str]], splits: Sequence[UserSplit], centroids: dict[str, np.ndarray]):
+    values = ranking_metrics(recommended, splits)
+    side = rec.side
+    values["ild@10"] = {s.user: diversity(side.vectors.get(side.rows(recommended[s.user][:K]))) for s in splits}
+    values["cluster_coverage"] = {s.user: cluster_coverage(side.vectors.get(side.rows(recommended[s.user][:K])),
+                                                           centroids[s.user]) for s in splits}
+    return values
+
+
+def _centroids(rec, ctx) -> np.ndarray:
+    from scix_core.recommend.profile import unit
+    from scix_core.recommend.stages.cluster import ward_labels
+
+    cfg = rec.config.recommend
+    vecs = rec.side.vectors.get(rec.side.rows(ctx.saved))
+    labels = ward_labels(vecs, cfg.max_clusters, cfg.min_silhouette)[0] if len(vecs) >= cfg.tier1_min_saves \
+        else np.zeros(len(vecs), dtype=np.int64)
+    return np.stack([unit(vecs[labels == k].mean(axis=0)) for k in range(int(labels.max()) + 1)])
+
+
+def _run_all(rec, runs: Sequence[str], splits: Sequence[UserSplit], peers: rec_runs.Peers,
+             seconds: dict[str, float], progress: bool) -> tuple[dict[str, dict[str, list[str]]], dict[str, np.ndarray]]:
+    from tqdm.auto import tqdm
+
+    family = rec_runs.Tier1Family(rec, K)
+    tier1 = [r for r in runs if r in rec_runs.TIER1]
+    out: dict[str, dict[str, list[str]]] = {r: {} for r in runs}
+    centroids = {}
+    for s in tqdm(splits, desc="users", unit="user", disable=not progress, leave=False):
+        ctx = rec.context(s.user)
+        centroids[s.user] = _centroids(rec, ctx)
+        if tier1:
+            t = time.perf_counter()
+            state = family.state(ctx)
+            seconds["tier1 stages 1-8"] = seconds.get("tier1 stages 1-8", 0.0) + time.perf_counter() - t
+        for run in runs:
+            t = time.perf_counter()
+            if run in rec_runs.TIER1:
+                ids = family.finish(state, run)
+            elif run in rec_runs.TIERS:
+                ids = rec_runs.forced_tier(rec, run)(ctx, K)
+            else:
+                ids = peers.recommend(run, ctx, K)
+            seconds[run] = seconds.get(run, 0.0) + time.perf_counter() - t
+            out[run][s.user] = ids
+    return out, centroids
+
+
+def _means(values: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+    return {m: float(np.mean(list(v.values()))) if v else 0.0 for m, v in values.items()}
+
+
+def evaluate_recs(index: str, config: Config | None = None, *, users: int | None = None, holdout: float = 0.2,
+                  seed: int = 42, runs: Sequence[str] = rec_runs.DEFAULT_RUNS, baseline: str | None = "content-knn",
+                  min_saves: int = 5, per_tier: bool = True, permutations: int = PERMUTATIONS,
+                  progress: bool = True) -> RecEvalReport:
+    from scix_core.recommend import Recommender, UserState
+    from scix_core.recommend.library import library_saves
+
+    cfg = config or load_config()
+    runs = rec_runs.check_runs(runs)
+    if baseline and baseline not in runs:
+        runs = (*runs, rec_runs.check_runs([baseline])[0])
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="scix-eval-recs-") as tmp:
+        probe = Recommender(index, cfg, persist_clusters=False, state=UserState(Path(tmp) / "probe.sqlite"))
+        if probe.side.vectors is None:
+            raise ConfigError(f"index {index!r} cannot be evaluated: {probe.side.unavailable}")
+        libraries = library_saves(probe.build_dir)
+        if not libraries:
+            raise ConfigError(f"index {index!r} holds no user libraries (ingest a citeulike-format folder)")
+        splits = sample(split_libraries(libraries, holdout, seed, min_saves), users, seed)
+        if not splits:
+            raise ConfigError(f"no user of index {index!r} has {min_saves} or more saves")
+        evaluated = {s.user: s for s in splits}
+        train = {u: (evaluated[u].train if u in evaluated else tuple(p)) for u, p in libraries.items()}
+        seconds: dict[str, float] = {}
+        rec = Recommender(index, cfg, persist_clusters=False, state=UserState(Path(tmp) / "main.sqlite"))
+        _replay(rec, splits)
+        peers = rec_runs.Peers(rec, train, seed=seed)
+        recommended, centroids = _run_all(rec, runs, splits, peers, seconds, progress)
+        per_user = {run: _score(rec, recommended[run], splits, centroids) for run in runs}
+        catalogue = {run: len({p for ids in recommended[run].values() for p in ids}) / len(rec.side.catalog)
+                     for run in runs}
+        tiers: dict = {}
+        if per_tier:
+            tiers = _per_tier(index, cfg, splits, peers, centroids, Path(tmp), progress)
+    comparisons, gates = (), {}
+    if baseline:
+        table = holm([c for run in runs if run != baseline
+                      for c in compare(baseline, run, per_user, METRICS, permutations)])
+        comparisons = tuple(table)
+        gates = {run: gate([c for c in table if c.candidate == run], PRIMARY) for run in runs if run != baseline}
+    seconds["total"] = time.perf_counter() - t0
+    setup = {"holdout": holdout, "seed": seed, "min_saves": min_saves, "baseline": baseline, "k": K,
+             "split": "seeded random per user", "users_eligible": len(split_libraries(libraries, holdout, seed, min_saves)),
+             "scorer": cfg.recommend.scorer, "mmr_lambda": cfg.recommend.mmr_lambda}
+    return RecEvalReport(index, len(splits), {r: _means(per_user[r]) for r in runs}, per_user, catalogue, comparisons,
+                         gates, tiers, {k: round(v, 3) for k, v in seconds.items()}, setup)
+
+
+def _per_tier(index: str, cfg: Config, splits, peers, centroids, tmp: Path, progress: bool) -> dict:
+    from scix_core.recommend import Recommender, UserState
+
+    out = {}
+    for trunc in TRUNCATIONS:
+        name = str(trunc) if trunc else "all"
+        rec = Recommender(index, cfg, persist_clusters=False, state=UserState(tmp / f"trunc-{name}.sqlite"))
+        _replay(rec, splits, trunc)
+        cascade, knn, ran = {}, {}, {}
+        for s in splits:
+            result = rec.recommend(s.user, K, log=False)
+            ran[result.tier] = ran.get(result.tier, 0) + 1
+            cascade[s.user] = [i.paper_id for i in result.items if not i.exploration][:K]
+            knn[s.user] = peers.recommend("content-knn", rec.context(s.user), K)
+        out[name] = {"tiers": {f"tier{t}": n for t, n in sorted(ran.items())},
+                     "runs": {"cascade": _means(_score(rec, cascade, splits, centroids)),
+                              "content-knn": _means(_score(rec, knn, splits, centroids))}}
+    return out

@@ -1,0 +1,96 @@
+"""``scix eval-recs``: the hold-out protocol, the metrics by hand, and a run on real CiteULike-a libraries."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from scix_core.errors import ConfigError, UnknownNameError
+from scix_core.evaluate import rec_runs
+from scix_core.evaluate.recs import UserSplit, cluster_coverage, diversity, ranking_metrics, split_libraries
+
+
+def test_split_is_seeded_per_user_and_never_loses_a_save():
+    libs = {"a": [f"p{i}" for i in range(10)], "b": [f"q{i}" for i in range(5)], "c": ["x", "y", "z", "w"]}
+    one = split_libraries(libs, 0.2, seed=1, min_saves=5)
+    assert [s.user for s in one] == ["a", "b"]  # c has fewer than 5 saves
+    a = one[0]
+    assert len(a.test) == 2 and set(a.train) | a.test == set(libs["a"]) and not set(a.train) & a.test
+    assert list(a.train) == [p for p in libs["a"] if p not in a.test]  # save order kept
+    assert split_libraries({"a": libs["a"]}, 0.2, seed=1, min_saves=5)[0] == a  # other users do not move it
+    latest = split_libraries(libs, 0.2, seed=1, min_saves=5, real_times=True)[0]
+    assert latest.test == {"p8", "p9"}  # real times: the latest 20%
+    with pytest.raises(ConfigError, match="holdout"):
+        split_libraries(libs, 1.5, seed=1, min_saves=5)
+
+
+def test_ranking_metrics_by_hand():
+    splits = [UserSplit("u", ("t1",), frozenset({"a", "b"})), UserSplit("v", ("t2",), frozenset({"c"}))]
+    values = ranking_metrics({"u": ["x", "a", "y"], "v": ["z"]}, splits)
+    assert values["recall@10"] == {"u": 0.5, "v": 0.0}
+    assert values["hit@10"] == {"u": 1.0, "v": 0.0}
+    # one hit at rank 2 of two relevant: (1/log2(3)) / (1 + 1/log2(3))
+    assert values["ndcg@10"]["u"] == pytest.approx((1 / np.log2(3)) / (1 + 1 / np.log2(3)))
+
+
+def test_diversity_and_cluster_coverage_by_hand():
+    e = np.eye(3)
+    assert diversity(e) == pytest.approx(1.0) and diversity(e[[0, 0]]) == pytest.approx(0.0) and diversity(e[:1]) == 0.0
+    centroids = np.eye(3)[:2]
+    assert cluster_coverage(np.array([[1.0, 0.1, 0], [0.9, 0.2, 0]]), centroids) == 0.5
+    assert cluster_coverage(np.array([[1.0, 0, 0], [0, 1.0, 0]]), centroids) == 1.0
+
+
+def test_unknown_runs_list_the_valid_ones():
+    with pytest.raises(UnknownNameError, match="content-knn"):
+        rec_runs.check_runs(["tier1", "popularity"])
+    assert "mmr_0.6" in rec_runs.ALL_RUNS and "mmr_1.0" in rec_runs.ALL_RUNS
+
+
+@pytest.mark.model
+@pytest.mark.realdata
+def test_eval_recs_on_real_libraries(citeulike_home):
+    from scix_core.evaluate.recs import METRICS, evaluate_recs
+
+    runs = ("tier3", "tier2", "tier1", "tier1-nommr", "tier1-rrf", "mmr_0.0", "mmr_1.0", "most-popular", "content-knn",
+            "als")
+    report = evaluate_recs("cul", citeulike_home, users=40, runs=runs, permutations=500, progress=False)
+    assert report.n_users == 40 and set(report.runs) == set(runs)
+    assert report.setup["users_eligible"] == 5551  # every citeulike-a user has 10+ saves
+    for run in runs:
+        for metric in METRICS:
+            assert 0.0 <= report.runs[run][metric] <= 1.0, (run, metric)
+        assert set(report.per_user[run]["recall@10"]) == set(report.per_user["content-knn"]["recall@10"])
+    # MMR at λ = 1 is the score order; λ = 0 trades everything for diversity
+    assert report.per_user["mmr_1.0"] == report.per_user["tier1-nommr"]
+    assert report.runs["mmr_0.0"]["ild@10"] > report.runs["mmr_1.0"]["ild@10"]
+    # learned peers beat popularity on real libraries
+    assert report.runs["als"]["recall@10"] > report.runs["most-popular"]["recall@10"]
+    assert {c.candidate for c in report.comparisons} == set(runs) - {"content-knn"}
+    assert report.gates["most-popular"].ship is False
+    assert set(report.per_tier) == {"1", "3", "5", "all"}
+    assert report.per_tier["1"]["tiers"] == {"tier3": 40} and report.per_tier["3"]["tiers"] == {"tier2": 40}
+    assert report.per_tier["all"]["tiers"] == {"tier1": 40}
+    again = evaluate_recs("cul", citeulike_home, users=40, runs=("tier1",), baseline=None, per_tier=False,
+                          progress=False)
+    assert again.per_user["tier1"] == report.per_user["tier1"]  # seeded: the same users, splits and results
+
+
+@pytest.mark.model
+def test_eval_recs_cli_json_and_no_training_save_is_a_hit(home, capsys, tmp_path):
+    from scix_core.cli.main import main
+    from tests.conftest import FIXTURES
+
+    assert main(["ingest", "--path", str(FIXTURES / "citeulike"), "--index", "cu", "--quiet"]) == 0
+    out = tmp_path / "recs.json"
+    assert main(["eval-recs", "--index", "cu", "--min-saves", "2", "--holdout", "0.3", "--runs",
+                 "tier3,content-knn,most-popular", "--permutations", "100", "--no-per-tier", "--json", str(out),
+                 "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "cu: 2 users" in printed and "content-knn" in printed
+    saved = json.loads(out.read_text())
+    assert saved["n_users"] == 2 and saved["per_user"]["tier3"]["recall@10"]
+    assert main(["eval-recs", "--index", "cu", "--min-saves", "50", "--quiet"]) == 2
+    assert "no user of index 'cu' has 50 or more saves" in capsys.readouterr().err
