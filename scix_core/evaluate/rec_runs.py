@@ -10,7 +10,11 @@ stages 1-8 per user (vectors → suppression) and differ only after it:
 * ``tier1-rrf`` — the per-cluster kNN lists fused by RRF (k = 60) instead of
   quota + scoring: the reference design's warning (the dominant interest
   wins on rank alone), measured;
-* ``mmr_0.0`` … ``mmr_1.0`` — MMR at each λ.
+* ``mmr_0.0`` … ``mmr_1.0`` — MMR at each λ;
+* ``tier1-lgbm`` — the default pipeline scored by a LightGBM model trained
+  in the same run on the evaluated users' *training* saves only (an inner
+  hold-out labels them; ``scix_core.recommend.scorers.train``), so no
+  evaluation label leaks into it.
 
 Peers, computed by well-kept libraries on the same split: ``most-popular``
 (training save counts), ``content-knn`` (mean of the saved vectors → cosine
@@ -33,10 +37,11 @@ from scix_core.errors import UnknownNameError
 
 LAMBDAS = tuple(round(x, 1) for x in np.linspace(0.0, 1.0, 11))
 TIER1 = ("tier1", "tier1-nommr", "tier1-rrf", *(f"mmr_{lam:.1f}" for lam in LAMBDAS))
+LGBM = "tier1-lgbm"
 TIERS = ("tier0", "tier3", "tier2")
 PEERS = ("most-popular", "content-knn", "als", "bpr")
-ALL_RUNS = (*TIERS, *TIER1, *PEERS)
-DEFAULT_RUNS = ("tier0", "tier3", "tier2", "tier1", "tier1-nommr", "tier1-rrf", *PEERS)
+ALL_RUNS = (*TIERS, *TIER1, LGBM, *PEERS)
+DEFAULT_RUNS = ("tier0", "tier3", "tier2", "tier1", "tier1-nommr", "tier1-rrf", LGBM, *PEERS)
 
 
 def check_runs(names: Sequence[str]) -> tuple[str, ...]:
@@ -49,15 +54,16 @@ def check_runs(names: Sequence[str]) -> tuple[str, ...]:
 class Tier1Family:
     """Stages 1-8 once per user, then every requested Tier-1 variant from that state."""
 
-    def __init__(self, rec, k: int):
+    def __init__(self, rec, k: int, scorer=None):
         from scix_core.recommend.pipeline import run_stages, stages
 
         self.rec, self.k, self._run, self._stages = rec, k, run_stages, stages
+        self.scorer = scorer or rec.scorer
 
     def state(self, ctx):
         from scix_core.recommend.stages.base import Tier1State
 
-        pipeline = self._stages((), 0, self.rec.scorer, {})[:8]  # up to and including suppression
+        pipeline = self._stages((), 0, self.scorer, {})[:8]  # up to and including suppression
         state, _ = self._run(Tier1State(self.rec.side, ctx, self.k), pipeline)
         return state
 

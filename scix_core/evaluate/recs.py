@@ -187,12 +187,13 @@ def _centroids(rec, ctx) -> np.ndarray:
     return np.stack([unit(vecs[labels == k].mean(axis=0)) for k in range(int(labels.max()) + 1)])
 
 
-def _run_all(rec, runs: Sequence[str], splits: Sequence[UserSplit], peers: rec_runs.Peers,
-             seconds: dict[str, float], progress: bool) -> tuple[dict[str, dict[str, list[str]]], dict[str, np.ndarray]]:
+def _run_all(rec, runs: Sequence[str], splits: Sequence[UserSplit], peers: rec_runs.Peers, seconds: dict[str, float],
+             progress: bool, lgbm_scorer=None) -> tuple[dict[str, dict[str, list[str]]], dict[str, np.ndarray]]:
     from tqdm.auto import tqdm
 
     family = rec_runs.Tier1Family(rec, K)
     tier1 = [r for r in runs if r in rec_runs.TIER1]
+    lgbm = rec_runs.Tier1Family(rec, K, lgbm_scorer) if lgbm_scorer is not None else None
     out: dict[str, dict[str, list[str]]] = {r: {} for r in runs}
     centroids = {}
     for s in tqdm(splits, desc="users", unit="user", disable=not progress, leave=False):
@@ -206,6 +207,8 @@ def _run_all(rec, runs: Sequence[str], splits: Sequence[UserSplit], peers: rec_r
             t = time.perf_counter()
             if run in rec_runs.TIER1:
                 ids = family.finish(state, run)
+            elif run == rec_runs.LGBM:
+                ids = lgbm.finish(lgbm.state(ctx), "tier1")
             elif run in rec_runs.TIERS:
                 ids = rec_runs.forced_tier(rec, run)(ctx, K)
             else:
@@ -213,6 +216,19 @@ def _run_all(rec, runs: Sequence[str], splits: Sequence[UserSplit], peers: rec_r
             seconds[run] = seconds.get(run, 0.0) + time.perf_counter() - t
             out[run][s.user] = ids
     return out, centroids
+
+
+def _lgbm_scorer(rec, splits: Sequence[UserSplit], seconds: dict[str, float]):
+    """A LightGBM scorer trained on the evaluated users' training saves (inner hold-out labels); audit kept."""
+    from scix_core.recommend.scorers.lgbm import LightGBMScorer
+    from scix_core.recommend.scorers.train import train_scorer
+
+    t = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="scix-eval-lgbm-") as tmp:
+        manifest = train_scorer(rec, {s.user: s.train for s in splits}, out=Path(tmp), seed=7)
+        scorer = LightGBMScorer.load(Path(tmp) / "model.txt")
+    seconds["tier1-lgbm training"] = time.perf_counter() - t
+    return scorer, manifest["audit"]
 
 
 def _means(values: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
@@ -247,7 +263,8 @@ def evaluate_recs(index: str, config: Config | None = None, *, users: int | None
         rec = Recommender(index, cfg, persist_clusters=False, state=UserState(Path(tmp) / "main.sqlite"))
         _replay(rec, splits)
         peers = rec_runs.Peers(rec, train, seed=seed)
-        recommended, centroids = _run_all(rec, runs, splits, peers, seconds, progress)
+        lgbm_scorer, lgbm_audit = _lgbm_scorer(rec, splits, seconds) if rec_runs.LGBM in runs else (None, None)
+        recommended, centroids = _run_all(rec, runs, splits, peers, seconds, progress, lgbm_scorer)
         per_user = {run: _score(rec, recommended[run], splits, centroids) for run in runs}
         catalogue = {run: len({p for ids in recommended[run].values() for p in ids}) / len(rec.side.catalog)
                      for run in runs}
@@ -262,6 +279,7 @@ def evaluate_recs(index: str, config: Config | None = None, *, users: int | None
         gates = {run: gate([c for c in table if c.candidate == run], PRIMARY) for run in runs if run != baseline}
     seconds["total"] = time.perf_counter() - t0
     setup = {"holdout": holdout, "seed": seed, "min_saves": min_saves, "baseline": baseline, "k": K,
+             "lgbm_audit": lgbm_audit,
              "split": "seeded random per user", "users_eligible": len(split_libraries(libraries, holdout, seed, min_saves)),
              "scorer": cfg.recommend.scorer, "mmr_lambda": cfg.recommend.mmr_lambda}
     return RecEvalReport(index, len(splits), {r: _means(per_user[r]) for r in runs}, per_user, catalogue, comparisons,

@@ -168,7 +168,8 @@ class Recommender:
         if cfg.log if log is None else log:
             self.state.log(self.index, user, tier, str(scorer.get("scoring_with") or f"tier{tier}"),
                            [{"paper_id": i.paper_id, "rank": i.rank, "score": i.score, "source": i.source,
-                             "cluster_id": i.cluster_id, "exploration": i.exploration} for i in items])
+                             "cluster_id": i.cluster_id, "exploration": i.exploration, "features": dict(i.scores)}
+                            for i in items])
         return result
 
     def health(self) -> dict:

@@ -54,8 +54,8 @@ def test_unknown_runs_list_the_valid_ones():
 def test_eval_recs_on_real_libraries(citeulike_home):
     from scix_core.evaluate.recs import METRICS, evaluate_recs
 
-    runs = ("tier3", "tier2", "tier1", "tier1-nommr", "tier1-rrf", "mmr_0.0", "mmr_1.0", "most-popular", "content-knn",
-            "als")
+    runs = ("tier3", "tier2", "tier1", "tier1-nommr", "tier1-rrf", "mmr_0.0", "mmr_1.0", "tier1-lgbm", "most-popular",
+            "content-knn", "als")
     report = evaluate_recs("cul", citeulike_home, users=40, runs=runs, permutations=500, progress=False)
     assert report.n_users == 40 and set(report.runs) == set(runs)
     assert report.setup["users_eligible"] == 5551  # every citeulike-a user has 10+ saves
@@ -70,6 +70,7 @@ def test_eval_recs_on_real_libraries(citeulike_home):
     assert report.runs["als"]["recall@10"] > report.runs["most-popular"]["recall@10"]
     assert {c.candidate for c in report.comparisons} == set(runs) - {"content-knn"}
     assert report.gates["most-popular"].ship is False
+    assert "age_months" in report.setup["lgbm_audit"]["features"] and report.setup["lgbm_audit"]["errors"]
     assert set(report.per_tier) == {"1", "3", "5", "all"}
     assert report.per_tier["1"]["tiers"] == {"tier3": 40} and report.per_tier["3"]["tiers"] == {"tier2": 40}
     assert report.per_tier["all"]["tiers"] == {"tier1": 40}

@@ -72,3 +72,62 @@ def test_without_ewma_the_heuristic_is_065_cosine(rec_indexes):
     assert HeuristicScorer(RecommendConfig()).score(table) == pytest.approx([0.65 * 0.5, 0.65 * 0.7])
     with_ewma = FeatureTable(table.names, table.values, True)
     assert HeuristicScorer(RecommendConfig()).score(with_ewma) == pytest.approx([0.4 * 0.9 + 0.25 * 0.8, 0.4 * 0.1 + 0.25 * 0.2])
+
+
+def test_audit_flags_constant_and_zero_split_features():
+    import lightgbm
+
+    from scix_core.recommend.scorers.train import audit
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(500, len(FEATURES)))
+    x[:, FEATURES.index("citation_count")] = 0.0  # the reference design's hard-coded serving value
+    x[:, FEATURES.index("age_months")] = rng.integers(0, 2, size=500) * 1e-9  # varies, but carries nothing
+    y = (x[:, 0] > 0).astype(int)
+    booster = lightgbm.train({"objective": "binary", "verbose": -1, "num_leaves": 4, "min_data_in_leaf": 50},
+                             lightgbm.Dataset(x, y, feature_name=list(FEATURES)), num_boost_round=5)
+    report = audit(booster, x)
+    assert report["features"]["citation_count"] == {"splits": 0, "gain": 0.0, "constant": True}
+    assert report["features"]["longterm_sim"]["splits"] > 0
+    assert any("'citation_count' is constant" in e for e in report["errors"])
+    zero = [f for f, a in report["features"].items() if a["splits"] == 0 and not a["constant"]]
+    assert all(any(f"'{f}' has zero splits" in e for e in report["errors"]) for f in zero)
+
+
+def test_the_log_labels_served_items_by_what_the_user_did_next(rec_indexes, user):
+    from scix_core.recommend.scorers.train import log_examples
+
+    rec = Recommender(rec_indexes.edge, rec_indexes.config)
+    _saved_user(rec, user)
+    served = rec.recommend(user, limit=3)
+    picked = [i.paper_id for i in served.items if not i.exploration]
+    rec.interact(user, picked[0], "save")
+    rec.interact(user, picked[1], "dismiss")
+    mine = log_examples(rec)
+    assert mine.from_log >= 2 and set(mine.labels.tolist()) == {0, 1}
+    row = dict(served.items[0].scores)
+    assert any(np.allclose(v, [row[f] for f in FEATURES]) for v in mine.values)
+
+
+@pytest.mark.realdata
+def test_train_scorer_on_real_libraries_writes_model_manifest_and_audit(citeulike_home, capsys, monkeypatch, tmp_path):
+    from scix_core.cli.main import main
+
+    monkeypatch.setenv("SCIX_HOME", str(citeulike_home.home))
+    monkeypatch.setenv("SCIX_DATA_DIR", str(citeulike_home.data_dir))
+    out = tmp_path / "scorer"
+    assert main(["train-scorer", "--index", "cul", "--users", "40", "--rounds", "50", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "feature audit" in printed and "age_months" in printed and "audit error" in printed
+    import json
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["users"] == 40 and manifest["positives"] > 0 and manifest["features"] == list(FEATURES)
+    assert manifest["audit"]["features"]["age_months"]["constant"]  # CiteULike has no dates
+    cfg = citeulike_home.replace(**{"recommend.scorer": "lightgbm", "recommend.scorer_model": str(out / "model.txt")})
+    rec = Recommender("cul", cfg)
+    user = next(u["user"] for u in rec.state.users("cul") if u["saves"] >= 50)
+    result = rec.recommend(user, log=False)
+    health = rec.health()
+    assert result.scorer["scoring_with"] == "lightgbm" and health["model_loaded"]
+    assert any("age_months" in e for e in health["audit_errors"])

@@ -35,7 +35,7 @@ def load_scorer(cfg: RecommendConfig, home: Path, index: str):
     if cfg.scorer not in SCORERS:
         raise UnknownNameError("scorer", cfg.scorer, SCORERS)
     health = {"configured": cfg.scorer, "model_loaded": False, "model": None, "error": None,
-              "scoring_with": "heuristic"}
+              "scoring_with": "heuristic", "audit_errors": []}
     if cfg.scorer == "heuristic":
         return HeuristicScorer(cfg), health
     from scix_core.recommend.scorers.lgbm import LightGBMScorer
@@ -47,7 +47,7 @@ def load_scorer(cfg: RecommendConfig, home: Path, index: str):
     except Exception as exc:  # a missing or foreign model must degrade, loudly, to the heuristic
         health["error"] = f"{type(exc).__name__}: {exc}"
         return HeuristicScorer(cfg), health
-    health.update(model_loaded=True, scoring_with="lightgbm")
+    health.update(model_loaded=True, scoring_with="lightgbm", audit_errors=scorer.audit_errors)
     return scorer, health
 
 

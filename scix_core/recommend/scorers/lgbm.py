@@ -6,6 +6,7 @@ order; anything else is a load error, and the heuristic scores instead.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -17,8 +18,8 @@ from scix_core.recommend.scorers.features import FEATURES, FeatureTable
 class LightGBMScorer:
     name = "lightgbm"
 
-    def __init__(self, booster):
-        self.booster = booster
+    def __init__(self, booster, manifest: dict | None = None):
+        self.booster, self.manifest = booster, manifest or {}
 
     @classmethod
     def load(cls, path: Path) -> "LightGBMScorer":
@@ -30,7 +31,13 @@ class LightGBMScorer:
         names = tuple(booster.feature_name())
         if names != FEATURES:
             raise ModelUnavailableError(f"model {path} was trained on features {names}, not {FEATURES}")
-        return cls(booster)
+        manifest = Path(path).with_name("manifest.json")
+        return cls(booster, json.loads(manifest.read_text()) if manifest.exists() else None)
+
+    @property
+    def audit_errors(self) -> list[str]:
+        """The training audit's errors (zero-split and constant features), from the manifest beside the model."""
+        return list(self.manifest.get("audit", {}).get("errors", []))
 
     def score(self, table: FeatureTable) -> np.ndarray:
         if not len(table.values):

@@ -1,0 +1,150 @@
+"""Training the LightGBM Tier-1 scorer, with a feature audit on every training (``scix train-scorer``).
+
+Examples come from two sources, both with the features *as served*:
+
+* the offline protocol's training parts — per user, a seeded inner hold-out
+  of 20% of the (training) saves; the rest replayed into a private user
+  state; Tier-1 stages 1-8 produce the candidates and their features; label
+  1 when the candidate is in the inner hold-out, else 0 — labels never come
+  from papers an evaluation holds out;
+* the recommendation log — Tier-1 items served with their features; label 1
+  when the user saved the paper after it was served, 0 when they dismissed
+  it (items with no later interaction are not labelled).
+
+The audit (split count and gain per feature; features constant over the
+training examples — the reference design's citation count hard-coded to 0 at
+serving time) is written to the manifest; zero-split and constant features
+are **errors** there and in ``Recommender.health()``: never silently
+trained on.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import tempfile
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from scix_core.errors import ConfigError
+from scix_core.recommend.scorers.features import FEATURES
+
+
+@dataclass(frozen=True)
+class Examples:
+    values: np.ndarray  # (n, len(FEATURES))
+    labels: np.ndarray  # (n,) 0/1
+    users: int
+    from_log: int
+
+
+def protocol_examples(rec, libraries: Mapping[str, Sequence[str]], holdout: float = 0.2, seed: int = 42) -> Examples:
+    """Candidates of stages 1-8 for each user's inner-training saves, labelled by the inner hold-out."""
+    from scix_core.recommend import Recommender, UserState
+    from scix_core.recommend.pipeline import run_stages, stages
+    from scix_core.recommend.profile import compute_profiles
+    from scix_core.recommend.scorers.heuristic import HeuristicScorer
+    from scix_core.recommend.stages.base import Tier1State
+    from scix_core.recommend.state import Event
+
+    rows, labels, users = [], [], 0
+    origin = dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc)
+    with tempfile.TemporaryDirectory(prefix="scix-train-scorer-") as tmp:
+        private = Recommender(rec.index, rec.config, persist_clusters=False, state=UserState(Path(tmp) / "s.sqlite"))
+        heuristic = HeuristicScorer(rec.config.recommend)
+        for user, papers in libraries.items():
+            papers = [p for p in dict.fromkeys(papers) if p in rec.side.catalog.row]
+            n_test = max(1, int(round(holdout * len(papers))))
+            if len(papers) - n_test < rec.config.recommend.tier1_min_saves:
+                continue
+            rng = np.random.default_rng([seed, zlib.crc32(user.encode())])
+            test = {papers[i] for i in rng.choice(len(papers), size=n_test, replace=False)}
+            train = [p for p in papers if p not in test]
+            events = [Event(0, p, "save", origin + dt.timedelta(seconds=i)) for i, p in enumerate(train)]
+            private.state.import_library(rec.index, user, train, origin, compute_profiles(private.side, events))
+            state, _ = run_stages(Tier1State(private.side, private.context(user), 10),
+                                  stages((), 0, heuristic, {})[:8])
+            for c in state.kept:
+                scores = dict(c.scores)
+                rows.append([scores[f] for f in FEATURES])
+                labels.append(int(c.paper_id in test))
+            users += 1
+    return Examples(np.asarray(rows, dtype=np.float64).reshape(-1, len(FEATURES)), np.asarray(labels), users, 0)
+
+
+def log_examples(rec) -> Examples:
+    """Served Tier-1 items labelled by what the user did with them afterwards (save 1, dismiss 0)."""
+    rows, labels = [], []
+    for entry in rec.state.served(rec.index):
+        if entry["tier"] != 1:
+            continue
+        after = {}
+        for e in rec.state.events(rec.index, entry["user"]):
+            if e.at.strftime("%Y-%m-%dT%H:%M:%S.%fZ") > entry["at"] and e.kind in ("save", "dismiss"):
+                after.setdefault(e.paper_id, e.kind)
+        for item in entry["items"]:
+            features = item.get("features") or {}
+            if item["paper_id"] in after and all(f in features for f in FEATURES):
+                rows.append([features[f] for f in FEATURES])
+                labels.append(int(after[item["paper_id"]] == "save"))
+    return Examples(np.asarray(rows, dtype=np.float64).reshape(-1, len(FEATURES)), np.asarray(labels), 0, len(rows))
+
+
+def audit(booster, values: np.ndarray) -> dict:
+    """Split count and gain per feature; zero-split and constant features are errors."""
+    splits = booster.feature_importance(importance_type="split")
+    gains = booster.feature_importance(importance_type="gain")
+    constant = [f for i, f in enumerate(FEATURES) if len(values) and np.ptp(values[:, i]) == 0]
+    features = {f: {"splits": int(s), "gain": round(float(g), 4), "constant": f in constant}
+                for f, s, g in zip(FEATURES, splits, gains)}
+    errors = [f"feature {f!r} is constant over the training examples (value {values[0, FEATURES.index(f)]:g}): "
+              "it carries no signal at serving time" for f in constant]
+    errors += [f"feature {f!r} has zero splits: it cannot change any score" for f, a in features.items()
+               if a["splits"] == 0 and f not in constant]
+    return {"features": features, "errors": errors}
+
+
+def train_scorer(rec, libraries: Mapping[str, Sequence[str]] | None = None, *, out: Path | None = None,
+                 holdout: float = 0.2, seed: int = 42, rounds: int = 200) -> dict:
+    """Train, audit and save ``model.txt`` + ``manifest.json`` (default ``models/scorers/INDEX``); returns the manifest."""
+    import lightgbm
+
+    from scix_core import __version__
+    from scix_core.recommend.library import library_saves
+    from scix_core.workspace import write_json_atomic
+
+    t = time.perf_counter()
+    libraries = library_saves(rec.build_dir) if libraries is None else libraries
+    proto = protocol_examples(rec, libraries, holdout, seed) if libraries else Examples(np.zeros((0, 8)), np.zeros(0), 0, 0)
+    logged = log_examples(rec)
+    values = np.concatenate([proto.values, logged.values])
+    labels = np.concatenate([proto.labels, logged.labels])
+    if len(set(labels.tolist())) < 2:
+        raise ConfigError(f"cannot train a scorer for {rec.index!r}: {len(labels)} examples, positives "
+                          f"{int(labels.sum())} — need both saved and unsaved candidates (import libraries first)")
+    params = {"objective": "binary", "learning_rate": 0.05, "num_leaves": 15, "min_data_in_leaf": 20,
+              "feature_fraction": 1.0, "seed": seed, "deterministic": True, "verbose": -1, "num_threads": 2}
+    booster = lightgbm.train(params, lightgbm.Dataset(values, labels, feature_name=list(FEATURES)),
+                             num_boost_round=rounds)
+    report = audit(booster, values)
+    folder = Path(out) if out else None
+    manifest = {"index": rec.index, "features": list(FEATURES), "params": params, "rounds": rounds,
+                "examples": int(len(labels)), "positives": int(labels.sum()), "users": proto.users,
+                "from_log": logged.from_log, "holdout": holdout, "seed": seed, "scix_core": __version__,
+                "model": rec.manifest.get("model"), "corpus_hash": rec.manifest.get("corpus_hash"),
+                "audit": report, "seconds": round(time.perf_counter() - t, 2)}
+    if folder is None:
+        with rec.workspace.new_model("scorers", rec.index) as tmp:
+            booster.save_model(str(tmp / "model.txt"))
+            write_json_atomic(tmp / "manifest.json", manifest)
+        manifest["path"] = str(rec.workspace.model_dir("scorers", rec.index))
+    else:
+        folder.mkdir(parents=True, exist_ok=True)
+        booster.save_model(str(folder / "model.txt"))
+        write_json_atomic(folder / "manifest.json", manifest)
+        manifest["path"] = str(folder)
+    return manifest
