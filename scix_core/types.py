@@ -33,7 +33,7 @@ class Paper:
     @property
     def text(self) -> str:
         """Title and abstract as one passage, the text that gets embedded."""
-        return f"{self.title}. {self.abstract}".strip() if self.abstract else self.title
+        return ". ".join(t for t in (self.title, self.abstract) if t)
 
 
 @dataclass(frozen=True, slots=True)

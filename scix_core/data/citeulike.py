@@ -2,8 +2,14 @@
 
 ``users.dat`` line *u*: ``N item ...`` (user *u*'s saved items);
 ``citations.dat`` line *i*: ``N item ...`` (undirected links of item *i*);
-``item-tag.dat`` line *i*: ``N tag ...``; ``tags.dat`` line *t*: tag text;
+``item-tag.dat`` line *i*: ``N tag ...`` — or ``tag-item.dat`` line *t*:
+``N item ...`` (the items carrying tag *t*); ``tags.dat`` line *t*: tag text;
 a titles file (``citeutitles.txt`` or ``titles.txt``) line *i*: item title.
+The standard release variant without titles has ``mult.dat`` (LDA-C bag of
+words, line *i*: ``N word_id:count ...``) and ``vocabulary.dat`` (line *w*:
+the word): the paper's abstract is then its words, each once, most frequent
+first — an encoder reads only its first 256 tokens, so the salient words go
+first (repeating words by count would spend that window on repetitions).
 The last line may lack a newline. The count prefix of each line is checked.
 """
 
@@ -33,6 +39,39 @@ def read_adjacency(path: Path) -> list[list[str]]:
     return rows
 
 
+def read_bags(path: Path, vocabulary: list[str]) -> list[str]:
+    """LDA-C lines -> one text per line: the words, each once, by count (descending), then word id."""
+    texts = []
+    for lineno, line in read_lines(path):
+        parts = line.split()
+        if not parts:
+            texts.append("")
+            continue
+        if not parts[0].isdigit() or int(parts[0]) != len(parts) - 1:
+            raise DataFormatError(path, lineno, f"count prefix {parts[0]!r} does not match {len(parts) - 1} terms")
+        bag = []
+        for term in parts[1:]:
+            word, _, count = term.partition(":")
+            if not (word.isdigit() and count.isdigit()) or int(word) >= len(vocabulary) or int(count) < 1:
+                raise DataFormatError(path, lineno, f"term {term!r} is not word_id:count with a known word id")
+            bag.append((-int(count), int(word)))
+        texts.append(" ".join(vocabulary[w] for _, w in sorted(bag)))
+    return texts
+
+
+def _item_tags(path: Path) -> list[list[str]]:
+    """``item-tag.dat`` as is, or ``tag-item.dat`` turned around (item -> tag ids)."""
+    if (path / "item-tag.dat").exists():
+        return read_adjacency(path / "item-tag.dat")
+    if not (path / "tag-item.dat").exists():
+        return []
+    by_item: dict[int, list[str]] = {}
+    for tag, items in enumerate(read_adjacency(path / "tag-item.dat")):
+        for item in items:
+            by_item.setdefault(int(item), []).append(str(tag))
+    return [by_item.get(i, []) for i in range(1 + max(by_item, default=-1))]
+
+
 def load_citeulike(path: Path) -> Dataset:
     users_file = path / "users.dat"
     if not users_file.exists():
@@ -40,18 +79,23 @@ def load_citeulike(path: Path) -> Dataset:
     title_file = next((path / n for n in _TITLE_FILES if (path / n).exists()), None)
     titles = [line.strip() for _, line in read_lines(title_file)] if title_file else []
     tag_names = [line.strip() for _, line in read_lines(path / "tags.dat")] if (path / "tags.dat").exists() else []
-    item_tags = read_adjacency(path / "item-tag.dat") if (path / "item-tag.dat").exists() else []
+    item_tags = _item_tags(path)
+    bags: list[str] = []
+    if (path / "mult.dat").exists():
+        if not (path / "vocabulary.dat").exists():
+            raise DataPathError(f"{path} has mult.dat but no vocabulary.dat to read its word ids")
+        bags = read_bags(path / "mult.dat", [line.strip() for _, line in read_lines(path / "vocabulary.dat")])
     adjacency = read_adjacency(path / "citations.dat") if (path / "citations.dat").exists() else []
     libraries = read_adjacency(users_file)
 
-    n_items = max(len(titles), len(item_tags), len(adjacency),
+    n_items = max(len(titles), len(bags), len(item_tags), len(adjacency),
                   1 + max((int(i) for lib in libraries for i in lib), default=-1))
     links = sorted({(min(int(i), int(j)), max(int(i), int(j))) for i, row in enumerate(adjacency) for j in row})
     degree = [len(set(row) - {str(i)}) for i, row in enumerate(adjacency)]
     out = PaperCollector()
     for i in range(n_items):
         title = titles[i] if i < len(titles) else ""
-        out.add(Paper(str(i), title, citation_count=degree[i] if i < len(degree) else 0))
+        out.add(Paper(str(i), title, bags[i] if i < len(bags) else "", citation_count=degree[i] if i < len(degree) else 0))
     tags = {str(i): tuple(tag_names[int(t)] if int(t) < len(tag_names) else t for t in row)
             for i, row in enumerate(item_tags) if row}
     interactions = tuple(Interaction(str(u), item, "save", pos)
@@ -60,5 +104,5 @@ def load_citeulike(path: Path) -> Dataset:
         name=path.name, format="citeulike", papers=out.papers, interactions=interactions,
         citations=tuple(CitationLink(str(a), str(b)) for a, b in links), tags=tags,
         rejected=tuple(out.rejected), duplicates=out.duplicates,
-        sources=tuple(str(p) for p in (users_file, title_file) if p),
+        sources=tuple(str(p) for p in (users_file, title_file, path / "mult.dat" if bags else None) if p),
     )

@@ -110,3 +110,23 @@ def test_bad_paths_and_formats(tmp_path):
     with pytest.raises(DataPathError, match="--format"):
         detect_format(tmp_path / "x")
     assert set(LOADERS) == {"beir", "scifact-csv", "smart", "arxiv-jsonl", "arxiv-kaggle", "citeulike"}
+
+
+def test_citeulike_release_variant_with_bag_of_words_and_tag_item():
+    ds = load_dataset(FIXTURES / "citeulike_mult")
+    assert ds.format == "citeulike" and len(ds.papers) == 3
+    # mult.dat line 0: galaxy x1, halo x3, dark x2 -> each word once, most frequent first
+    assert [p.abstract for p in ds.papers] == ["halo dark galaxy", "protein folding", "network matter"]
+    assert [p.title for p in ds.papers] == ["", "", ""] and ds.papers[0].text == "halo dark galaxy"
+    assert dict(ds.tags) == {"0": ("astro",), "1": ("bio",), "2": ("astro",)}  # tag-item.dat turned around
+    assert len(ds.interactions) == 5
+
+
+def test_citeulike_bad_bag_of_words_names_file_and_line(tmp_path):
+    shutil.copytree(FIXTURES / "citeulike_mult", tmp_path / "c")
+    (tmp_path / "c" / "mult.dat").write_text("3 0:1 1:3 2:2\n2 4:5 99:1\n")
+    with pytest.raises(DataFormatError, match=r"mult.dat:2: term '99:1'"):
+        load_dataset(tmp_path / "c")
+    (tmp_path / "c" / "vocabulary.dat").unlink()
+    with pytest.raises(DataPathError, match="vocabulary.dat"):
+        load_dataset(tmp_path / "c")

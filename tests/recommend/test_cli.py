@@ -74,3 +74,21 @@ def test_users_import_on_a_citeulike_folder(home, capsys):
     out = json.loads(capsys.readouterr().out)  # user 1 saved all three papers: every tier is empty
     assert out["tier"] == 0 and out["items"] == [] and "answered nothing" in out["reason"]
     assert out["next_tier"] == "2 more saves unlock clustered recommendations (Tier 1)"
+
+
+def test_the_bag_of_words_release_variant_is_searchable_embeddable_and_recommendable(home, capsys):
+    from tests.conftest import FIXTURES
+
+    assert main(["ingest", "--path", str(FIXTURES / "citeulike_mult"), "--index", "bow", "--quiet"]) == 0
+    assert "embeddings: 3 encoded" in capsys.readouterr().out
+    assert main(["search", "protein", "--index", "bow", "--mode", "keyword", "--json"]) == 0
+    assert [h["paper_id"] for h in json.loads(capsys.readouterr().out)["hits"]] == ["1"]
+    assert main(["users", "import", "--index", "bow", "--quiet"]) == 0
+    assert "imported 2 users" in capsys.readouterr().out
+    assert main(["recommend", "--index", "bow", "--user", "0", "--json", "--no-log"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["tier"] == 3 and [i["paper_id"] for i in out["items"]] == ["1"]
+    assert main(["users", "create", "--index", "bow", "--user", "astro-fan", "--categories", "astro"]) == 0
+    capsys.readouterr()
+    assert main(["recommend", "--index", "bow", "--user", "astro-fan", "--json", "--no-log"]) == 0
+    assert {i["paper_id"] for i in json.loads(capsys.readouterr().out)["items"]} == {"0", "2"}  # tag-item.dat tags
