@@ -36,6 +36,8 @@ NOTEBOOKS = {
     "lane-attribution": "02_lane_attribution.ipynb",
     "fusion-sweep": "03_fusion_sweep.ipynb",
     "evidence": "04_evidence_studies.ipynb",
+    "cluster-view": "05_cluster_view.ipynb",
+    "recommendation-eval": "06_recommendation_eval.ipynb",
 }
 STANDARD = tuple(NOTEBOOKS)
 KERNEL_ENV = {STATIC_ENV: "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TQDM_DISABLE": "1"}
@@ -192,4 +194,7 @@ def standard_overrides(name: str, index: str = "scifact") -> dict[str, Any]:
         paths = [eval_path(index, split, mode) for split in ("train", "test") for mode in ("and", "or")]
         saved = [str(p) for p in paths if p.exists()]
         return {"sweep_json": saved} if saved else {}
+    if name == "recommendation-eval":
+        saved = sorted(reports_dir().glob("eval-recs-*.json"))
+        return {"report": str(saved[-1])} if saved else {}
     return {}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job (`make run`): ingest the default corpus, build every index (SQLite FTS5, MiniLM vectors in
 # qdrant-edge, BM25 sparse vectors, the PostgreSQL mirror), run the evaluation sweep on the train split
-# (AND and OR lexical semantics), the evidence studies, and the standard reports; ends with what it wrote.
+# (AND and OR lexical semantics), the evidence studies, ingest the CiteULike-a user libraries and evaluate the
+# recommender on them (scix eval-recs), and the standard reports; ends with what it wrote.
 # Idempotent: an unchanged corpus is not rebuilt, embeddings come from the cache, a sweep whose index
 # build, gold set, settings and (clean) commit are unchanged is reused.
 set -euo pipefail
@@ -11,6 +12,8 @@ bin=${BIN:-$here/.venv/bin}
 dataset=${DATASET:-scifact}
 index=${INDEX:-scifact}
 split=${SPLIT:-train}
+libraries=${LIBRARIES:-citeulike-a}
+rec_users=${REC_USERS:-500}
 reports=${SCIX_REPORTS_DIR:-$here/reports}
 export SCIX_REPORTS_DIR=$reports
 t0=$(date +%s)
@@ -38,9 +41,13 @@ for mode in and or; do
 done
 ls "$reports"/evidence-*-"$index"*.md
 
+step "ingest $libraries -> index $libraries (user libraries), recommendation evaluation"
+"$bin/scix" ingest --dataset "$libraries" --index "$libraries" --quiet
+"$bin/scix" eval-recs --index "$libraries" --users "$rec_users" --json "$reports/eval-recs-$libraries.json" --quiet
+
 step "reports"
 "$bin/scix" report all -p index "$index" -p lexical_mode or -p gold "$split"
 
 step "done"
 echo "main job finished in $(( $(date +%s) - t0 )) s; open these:"
-ls -1 "$reports"/*/*.html "$reports"/eval-"$index"-*.json "$reports"/evidence-*-"$index"*.md
+ls -1 "$reports"/*/*.html "$reports"/eval-"$index"-*.json "$reports"/eval-recs-*.json "$reports"/evidence-*-"$index"*.md

@@ -92,23 +92,24 @@ def citeulike_home(tmp_path_factory, data_dir, encoder):
 
 
 @pytest.fixture(scope="session")
-def notebook_home(tmp_path_factory, scifact, data_dir) -> Path:
-    """Real SciFact under its default name ``scifact`` in a workspace this test process never opens (the
-    ingest runs in its own process too), so the notebooks' kernels (nbmake, JupyterLab) own its vector shard.
-    Vectors come from the ``scifact`` fixture's embedding cache: nothing is encoded twice."""
+def notebook_home(tmp_path_factory, scifact, citeulike_home, data_dir) -> Path:
+    """Real SciFact and CiteULike-a under their default names in a workspace this test process never opens (the
+    ingests run in their own processes too), so the notebooks' kernels (nbmake, JupyterLab) own the vector shards.
+    Vectors come from the session fixtures' embedding caches: nothing is encoded twice."""
     import shutil
     import subprocess
     import sys
 
-    cfg, _ = scifact
     home = tmp_path_factory.mktemp("notebook-home")
-    shutil.copytree(cfg.home / "cache", home / "cache")
+    for source in (scifact[0].home, citeulike_home.home):
+        shutil.copytree(source / "cache", home / "cache", dirs_exist_ok=True)
     env = {**os.environ, "SCIX_HOME": str(home), "SCIX_DATA_DIR": str(data_dir)}
     env.pop("SCIX_CONFIG", None)
-    done = subprocess.run([sys.executable, "-m", "scix_core", "ingest", "--dataset", "scifact", "--index", "scifact",
-                           "--quiet"], env=env, capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "embeddings: 0 encoded" in done.stdout, done.stdout[-2000:]
+    for dataset in ("scifact", "citeulike-a"):
+        done = subprocess.run([sys.executable, "-m", "scix_core", "ingest", "--dataset", dataset, "--index", dataset,
+                               "--quiet"], env=env, capture_output=True, text=True, timeout=600, check=False)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        assert "embeddings: 0 encoded" in done.stdout, done.stdout[-2000:]
     return home
 
 

@@ -92,6 +92,9 @@ class Recommender:
     def close(self) -> None:
         self._papers.close()
 
+    def titles(self, paper_ids) -> dict[str, str]:
+        return {p: t for p, (t, _) in self._papers.titles(paper_ids).items()}
+
     # users and interactions ----------------------------------------------------------------------------------
     def check_paper(self, paper_id: str) -> int:
         """The paper's row, or UnknownPaperError naming it (and the other index that has it, if any)."""

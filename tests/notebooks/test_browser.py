@@ -1,6 +1,7 @@
 """A real browser: JupyterLab headless on loopback, Debian's Chromium driven by Playwright (no browser
-download), the query-inspector notebook run from the menu, a query typed into the widget, the results
-table checked, a screenshot saved under reports/browser/."""
+download). The query-inspector notebook run from the menu, a query typed into the widget, the results
+table checked; the cluster-view notebook run, a recommendation saved with its button, the recommendations
+changed. Screenshots saved under reports/browser/."""
 
 from __future__ import annotations
 
@@ -44,7 +45,8 @@ def lab(notebook_home, data_dir, tmp_path):
     assert Path(CHROMIUM).exists(), f"{CHROMIUM} missing: `make test` installs Debian's chromium (scripts/browser.sh)"
     root = tmp_path / "lab"
     root.mkdir()
-    shutil.copy(notebooks_dir() / NOTEBOOKS["query-inspector"], root)
+    for name in ("query-inspector", "cluster-view"):
+        shutil.copy(notebooks_dir() / NOTEBOOKS[name], root)
     for name, values in SETTINGS.items():
         path = tmp_path / "settings" / name.replace("/", os.sep, 1).replace("/", os.sep)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -69,7 +71,7 @@ def lab(notebook_home, data_dir, tmp_path):
                 proc.kill()
                 pytest.fail("JupyterLab did not start:\n" + (tmp_path / "jupyterlab.log").read_text()[-3000:])
             time.sleep(0.5)
-    yield f"{base}/lab/tree/{NOTEBOOKS['query-inspector']}?token={token}"
+    yield lambda name: f"{base}/lab/tree/{NOTEBOOKS[name]}?token={token}"
     proc.terminate()  # shuts its kernels down too
     try:
         proc.wait(timeout=30)
@@ -105,7 +107,7 @@ def test_query_inspector_in_jupyterlab(lab):
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
         page = browser.new_page(viewport={"width": 1500, "height": 2400})
         try:
-            page.goto(lab)
+            page.goto(lab("query-inspector"))
             page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
             page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
             _run_all_cells(page)
@@ -124,6 +126,37 @@ def test_query_inspector_in_jupyterlab(lab):
             page.screenshot(path=str(shot))
         except Exception:
             page.screenshot(path=str(shot.with_name("query-inspector-failed.png")))
+            raise
+        finally:
+            browser.close()
+    assert shot.stat().st_size > 10_000
+
+
+def test_cluster_view_save_button_changes_the_recommendations(lab):
+    from playwright.sync_api import sync_playwright
+
+    shot = reports_dir() / "browser" / "cluster-view.png"
+    shot.parent.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        page = browser.new_page(viewport={"width": 1500, "height": 2400})
+        try:
+            page.goto(lab("cluster-view"))
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
+            _run_all_cells(page)
+            page.wait_for_selector("table.scix-recs", timeout=180_000)
+            first = page.locator("table.scix-recs tbody tr").first.locator("td").nth(1).inner_text()
+            assert page.get_by_text("Tier 1 (clustered)").count() >= 1
+            page.locator(".widget-button", has_text="save").first.click()
+            page.wait_for_function(
+                "id => { const c = document.querySelector('table.scix-recs tbody tr td:nth-child(2)');"
+                " return c && c.innerText !== id; }", arg=first, timeout=120_000)
+            cells = page.locator("table.scix-recs tbody tr td:nth-child(2)").all_inner_texts()
+            assert first not in cells  # saved papers never come back
+            page.screenshot(path=str(shot))
+        except Exception:
+            page.screenshot(path=str(shot.with_name("cluster-view-failed.png")))
             raise
         finally:
             browser.close()

@@ -1,0 +1,93 @@
+"""Recommendation evaluation view: the ``scix eval-recs`` tables and plots.
+
+Per run: recall@10, nDCG@10, hit-rate, diversity, cluster and catalogue
+coverage, Δ recall against the baseline with Holm-adjusted p and the gate;
+the per-tier tables (training saves truncated to 1, 3, 5, all); the MMR λ
+sweep as a recall-versus-diversity curve; the LightGBM feature audit.
+From a saved ``--json`` report, or evaluated now on a sample of users.
+
+    RecEvalView(report="reports/eval-recs-citeulike-a.json")
+    RecEvalView(index="citeulike-a", users=200, runs="tier1,content-knn,als,mmr_0.0,mmr_0.6,mmr_1.0")
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+from scix_core.config import Config, load_config
+from scix_core.notebook import charts
+from scix_core.notebook.frontend import Rendered, View, banner, heading, table
+
+
+def _load(report: str | Path | None, index: str | None, users: int | None, runs, min_saves: int,
+          config: Config) -> dict:
+    if report:
+        return json.loads(Path(report).read_text())
+    from scix_core.evaluate import rec_runs
+    from scix_core.evaluate.recs import evaluate_recs
+
+    names = rec_runs.DEFAULT_RUNS if not runs else tuple(r.strip() for r in runs.split(",")) if isinstance(runs, str) \
+        else tuple(runs)
+    return evaluate_recs(index, config, users=users, runs=names, min_saves=min_saves, permutations=2000,
+                         progress=False).to_dict()
+
+
+def sweep_figure(runs: dict):
+    points = sorted((float(r.split("_")[1]), m["recall@10"], m["ild@10"]) for r, m in runs.items() if r.startswith("mmr_"))
+    fig = charts._figure(6.0, 4.2)
+    ax = fig.subplots()
+    ax.plot([p[2] for p in points], [p[1] for p in points], marker="o")
+    for lam, recall, ild in points:
+        ax.annotate(f"λ={lam:.1f}", (ild, recall), fontsize=7, textcoords="offset points", xytext=(4, 2))
+    ax.set_xlabel("intra-list diversity @10")
+    ax.set_ylabel("recall@10")
+    ax.set_title("MMR λ sweep: relevance against diversity", fontsize=10)
+    return fig
+
+
+def render_rec_eval(report: dict) -> Rendered:
+    setup = report["setup"]
+    base = setup.get("baseline")
+    parts = [heading(f"{report['index']}: {report['n_users']} users, hold-out {setup['holdout']:.0%} "
+                     f"({setup['split']}), seed {setup['seed']}, baseline {base}")]
+    by = {c["candidate"]: c for c in report["comparisons"] if c["metric"] == "recall@10"}
+    rows = []
+    for run, means in report["runs"].items():
+        c, g = by.get(run), report["gates"].get(run)
+        rows.append({"run": run, **means, "catalogue": report["catalogue_coverage"][run],
+                     "Δ recall": c["delta"] if c else None, "p_adj": c["p_adj"] if c else None,
+                     "gate": (g["decision"] if g else "—")})
+    parts.append(table(rows, "scix-rec-eval"))
+    for trunc, block in report.get("per_tier", {}).items():
+        parts.append(heading(f"Training saves truncated to {trunc}: tiers run {block['tiers']}"))
+        parts.append(table([{"run": r, **m} for r, m in block["runs"].items()], "scix-rec-tier"))
+    audit = setup.get("lgbm_audit")
+    if audit:
+        parts.append(heading("LightGBM feature audit (tier1-lgbm)"))
+        parts.append(table([{"feature": f, **a} for f, a in audit["features"].items()], "scix-audit"))
+        parts += [banner(e) for e in audit["errors"]]
+    runs = list(report["runs"])
+    verdicts = {c["candidate"]: ("better" if c["delta"] > 0 else "worse") if c["significant"] else "n.s."
+                for c in report["comparisons"] if c["metric"] == "recall@10"}
+    figures = [charts.metric_by_run(runs, [report["runs"][r]["recall@10"] for r in runs], "recall@10", base,
+                                    {**verdicts, **({base: "baseline"} if base else {})})]
+    if any(r.startswith("mmr_") for r in runs):
+        figures.append(sweep_figure(report["runs"]))
+    return Rendered("".join(parts), tuple(figures))
+
+
+class RecEvalView(View):
+    def __init__(self, report: str | Path | None = None, *, index: str | None = None, users: int | None = 200,
+                 runs: str | Sequence[str] | None = None, min_saves: int = 5, config: Config | None = None):
+        self.report = _load(report, index, users, runs, min_saves, config or load_config())
+
+    def render(self) -> Rendered:
+        return render_rec_eval(self.report)
+
+    def _build_widget(self):
+        import ipywidgets as w
+
+        self.output = w.Output()
+        return w.VBox([self.output])
