@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Protocol
 
 from scix_core.config import RecommendConfig
+from scix_core.errors import ScixError
 from scix_core.recommend.result import TIER_NAMES, RecItem, StageRecord
 
 ORDER = (1, 2, 3, 0)
@@ -81,7 +82,11 @@ def select(tiers: Mapping[int, Tier], cfg: RecommendConfig, side, ctx, limit: in
             notes.append(f"Tier {number} skipped: {vectors_missing}")
             continue
         t = time.perf_counter()
-        run = tiers[number].run(side, ctx, limit)
+        try:
+            run = tiers[number].run(side, ctx, limit)
+        except ScixError as exc:  # an unreachable vector server, say: the next tier answers, and says why
+            notes.append(f"Tier {number} failed: {exc.describe()}")
+            continue
         ms = (time.perf_counter() - t) * 1000
         if run.items or number == 0:
             why = reason(cfg, number, saves)

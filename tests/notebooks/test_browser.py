@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -98,66 +99,58 @@ def _run_all_cells(page) -> None:
     raise AssertionError("Run All Cells never started the notebook")
 
 
-def test_query_inspector_in_jupyterlab(lab):
+@contextmanager
+def _page(url: str, shot: Path):
+    """A Chromium page on ``url`` with the notebook run (Run All Cells); a failure leaves ``*-failed.png``."""
     from playwright.sync_api import sync_playwright
 
-    shot = reports_dir() / "browser" / "query-inspector.png"
     shot.parent.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
         page = browser.new_page(viewport={"width": 1500, "height": 2400})
         try:
-            page.goto(lab("query-inspector"))
+            page.goto(url)
             page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
             page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
             _run_all_cells(page)
-            box = page.locator(".widget-text input[type='text']").first
-            box.wait_for(timeout=180_000)
-            page.wait_for_selector("table.scix-hits", timeout=180_000)  # the first gold query's results
-            box.fill(QUERY)
-            box.press("Enter")
-            heading = page.get_by_text(f'Results for "{QUERY}"')
-            heading.wait_for(timeout=120_000)
-            rows = page.locator("table.scix-hits tbody tr")
-            assert rows.count() == 10
-            assert page.locator(".jp-OutputArea-output .ok", has_text="hybrid · lanes lexical").count() == 1
-            assert page.locator(".scix .banner").count() == 0  # nothing dropped
-            heading.scroll_into_view_if_needed()
-            page.screenshot(path=str(shot))
+            yield page
         except Exception:
-            page.screenshot(path=str(shot.with_name("query-inspector-failed.png")))
+            page.screenshot(path=str(shot.with_name(f"{shot.stem}-failed.png")))
             raise
         finally:
             browser.close()
+
+
+def test_query_inspector_in_jupyterlab(lab):
+    shot = reports_dir() / "browser" / "query-inspector.png"
+    with _page(lab("query-inspector"), shot) as page:
+        box = page.locator(".widget-text input[type='text']").first
+        box.wait_for(timeout=180_000)
+        page.wait_for_selector("table.scix-hits", timeout=180_000)  # the first gold query's results
+        box.fill(QUERY)
+        box.press("Enter")
+        heading = page.get_by_text(f'Results for "{QUERY}"')
+        heading.wait_for(timeout=120_000)
+        rows = page.locator("table.scix-hits tbody tr")
+        assert rows.count() == 10
+        assert page.locator(".jp-OutputArea-output .ok", has_text="hybrid · lanes lexical").count() == 1
+        assert page.locator(".scix .banner").count() == 0  # nothing dropped
+        heading.scroll_into_view_if_needed()
+        page.screenshot(path=str(shot))
     assert shot.stat().st_size > 10_000
 
 
 def test_cluster_view_save_button_changes_the_recommendations(lab):
-    from playwright.sync_api import sync_playwright
-
     shot = reports_dir() / "browser" / "cluster-view.png"
-    shot.parent.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        page = browser.new_page(viewport={"width": 1500, "height": 2400})
-        try:
-            page.goto(lab("cluster-view"))
-            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
-            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
-            _run_all_cells(page)
-            page.wait_for_selector("table.scix-recs", timeout=180_000)
-            first = page.locator("table.scix-recs tbody tr").first.locator("td").nth(1).inner_text()
-            assert page.get_by_text("Tier 1 (clustered)").count() >= 1
-            page.locator(".widget-button", has_text="save").first.click()
-            page.wait_for_function(
-                "id => { const c = document.querySelector('table.scix-recs tbody tr td:nth-child(2)');"
-                " return c && c.innerText !== id; }", arg=first, timeout=120_000)
-            cells = page.locator("table.scix-recs tbody tr td:nth-child(2)").all_inner_texts()
-            assert first not in cells  # saved papers never come back
-            page.screenshot(path=str(shot))
-        except Exception:
-            page.screenshot(path=str(shot.with_name("cluster-view-failed.png")))
-            raise
-        finally:
-            browser.close()
+    with _page(lab("cluster-view"), shot) as page:
+        page.wait_for_selector("table.scix-recs", timeout=180_000)
+        first = page.locator("table.scix-recs tbody tr").first.locator("td").nth(1).inner_text()
+        assert page.get_by_text("Tier 1 (clustered)").count() >= 1
+        page.locator(".widget-button", has_text="save").first.click()
+        page.wait_for_function(
+            "id => { const c = document.querySelector('table.scix-recs tbody tr td:nth-child(2)');"
+            " return c && c.innerText !== id; }", arg=first, timeout=120_000)
+        cells = page.locator("table.scix-recs tbody tr td:nth-child(2)").all_inner_texts()
+        assert first not in cells  # saved papers never come back
+        page.screenshot(path=str(shot))
     assert shot.stat().st_size > 10_000

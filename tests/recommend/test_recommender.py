@@ -239,3 +239,22 @@ def test_local_vectors_fall_back_to_the_embedding_cache_then_degrade_with_the_re
     catalog._CATALOGS.clear()
     result = Recommender("fallback", cfg).recommend(user)
     assert result.tier == 0 and "Tier 3 skipped" in result.reason and "scix ingest --force" in result.reason
+
+
+def test_a_failing_tier_hands_over_to_the_next_and_says_why(rec_indexes, user):
+    from scix_core.errors import BackendUnavailableError
+
+    class Unreachable:
+        number = 2
+
+        def run(self, side, ctx, limit):
+            raise BackendUnavailableError("cannot reach Qdrant at http://10.0.0.1:6333: timed out")
+
+    rec = Recommender(rec_indexes.edge, rec_indexes.config)
+    rec.tiers[2] = Unreachable()
+    rec.create_user(user, [])
+    for paper in ["p01", "p03", "p07"]:
+        rec.interact(user, paper, "save")
+    result = rec.recommend(user)
+    assert result.tier == 3 and "Tier 2 failed: backend_unavailable: cannot reach Qdrant" in result.reason
+    assert result.items
