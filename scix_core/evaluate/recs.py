@@ -141,7 +141,7 @@ class RecEvalReport:
         table = Table("run", *METRICS, "catalogue", *(("Δ recall vs " + base, "p_adj", "gate") if base else ()),
                       title=f"{self.index}: {self.n_users} users, hold-out {self.setup['holdout']:.0%} "
                             f"({self.setup['split']}), seed {self.setup['seed']}")
-        by = {c.candidate: c for c in self.comparisons if c.metric == PRIMARY}
+        by = {c.candidate: c for c in self.comparisons if c.metric == PRIMARY and c.baseline == base}
         for run, means in self.runs.items():
             cells = [f"{means[m]:.4f}" for m in METRICS] + [f"{self.catalogue_coverage[run]:.4f}"]
             if base:
@@ -149,6 +149,10 @@ class RecEvalReport:
                 cells += [f"{c.delta:+.4f}", f"{c.p_adj:.4f}", "SHIP" if self.gates[run].ship else "no"] if c else ["—"] * 3
             table.add_row(run, *cells)
         console.print(table)
+        for name, decision in self.gates.items():
+            if " over " in name:
+                console.print(f"gate {name}: {'SHIP' if decision.ship else 'NO-SHIP'} — {'; '.join(decision.reasons)}",
+                              highlight=False)
         for trunc, block in self.per_tier.items():
             t = Table("run", *METRICS, title=f"training saves truncated to {trunc}: tiers run {block['tiers']}")
             for run, means in block["runs"].items():
@@ -277,6 +281,11 @@ def evaluate_recs(index: str, config: Config | None = None, *, users: int | None
                       for c in compare(baseline, run, per_user, METRICS, permutations)])
         comparisons = tuple(table)
         gates = {run: gate([c for c in table if c.candidate == run], PRIMARY) for run in runs if run != baseline}
+    if rec_runs.LGBM in runs and "tier1" in runs and baseline != "tier1":
+        # does the learned scorer ship over the heuristic? its own gate, on its own Holm table
+        own = holm(compare("tier1", rec_runs.LGBM, per_user, METRICS, permutations))
+        comparisons = (*comparisons, *own)
+        gates[f"{rec_runs.LGBM} over tier1"] = gate(own, PRIMARY)
     seconds["total"] = time.perf_counter() - t0
     setup = {"holdout": holdout, "seed": seed, "min_saves": min_saves, "baseline": baseline, "k": K,
              "lgbm_audit": lgbm_audit,

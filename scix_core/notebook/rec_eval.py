@@ -52,7 +52,7 @@ def render_rec_eval(report: dict) -> Rendered:
     base = setup.get("baseline")
     parts = [heading(f"{report['index']}: {report['n_users']} users, hold-out {setup['holdout']:.0%} "
                      f"({setup['split']}), seed {setup['seed']}, baseline {base}")]
-    by = {c["candidate"]: c for c in report["comparisons"] if c["metric"] == "recall@10"}
+    by = {c["candidate"]: c for c in report["comparisons"] if c["metric"] == "recall@10" and c["baseline"] == base}
     rows = []
     for run, means in report["runs"].items():
         c, g = by.get(run), report["gates"].get(run)
@@ -63,6 +63,10 @@ def render_rec_eval(report: dict) -> Rendered:
     for trunc, block in report.get("per_tier", {}).items():
         parts.append(heading(f"Training saves truncated to {trunc}: tiers run {block['tiers']}"))
         parts.append(table([{"run": r, **m} for r, m in block["runs"].items()], "scix-rec-tier"))
+    for name, decision in report["gates"].items():
+        if " over " in name:
+            parts.append(banner(f"gate {name}: {decision['decision'].upper()} — {'; '.join(decision['reasons'])}",
+                                "ok" if decision["decision"] == "ship" else "note"))
     audit = setup.get("lgbm_audit")
     if audit:
         parts.append(heading("LightGBM feature audit (tier1-lgbm)"))
@@ -70,7 +74,7 @@ def render_rec_eval(report: dict) -> Rendered:
         parts += [banner(e) for e in audit["errors"]]
     runs = list(report["runs"])
     verdicts = {c["candidate"]: ("better" if c["delta"] > 0 else "worse") if c["significant"] else "n.s."
-                for c in report["comparisons"] if c["metric"] == "recall@10"}
+                for c in report["comparisons"] if c["metric"] == "recall@10" and c["baseline"] == base}
     figures = [charts.metric_by_run(runs, [report["runs"][r]["recall@10"] for r in runs], "recall@10", base,
                                     {**verdicts, **({base: "baseline"} if base else {})})]
     if any(r.startswith("mmr_") for r in runs):
