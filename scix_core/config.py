@@ -115,6 +115,7 @@ class RecommendConfig:
     weight_shortterm: float = 0.25
     weight_cosine: float = 0.65
     scorer: str = "heuristic"  # or "lightgbm"
+    heuristic: str = "profile"  # "profile": 0.40·long + 0.25·short (the reference design); "cosine": 0.65·cosine
     scorer_model: str = "default"  # models/scorers/NAME in the workspace, or a path to a LightGBM model file
     suppress_dismissals: int = 3
     suppress_days: float = 14.0

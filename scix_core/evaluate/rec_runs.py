@@ -10,6 +10,11 @@ stages 1-8 per user (vectors → suppression) and differ only after it:
 * ``tier1-rrf`` — the per-cluster kNN lists fused by RRF (k = 60) instead of
   quota + scoring: the reference design's warning (the dominant interest
   wins on rank alone), measured;
+* ``tier1-quota`` — the final ``k`` slots shared across clusters by their
+  quotas too (largest remainder, at least one each while slots last), each
+  cluster's best-scored candidates, instead of MMR over the pooled scores;
+* ``tier1-cosine`` — the default pipeline with the heuristic on the cosine
+  to the query that found each candidate, without the EWMA profiles;
 * ``mmr_0.0`` … ``mmr_1.0`` — MMR at each λ;
 * ``tier1-lgbm`` — the default pipeline scored by a LightGBM model trained
   in the same run on the evaluated users' *training* saves only (an inner
@@ -36,12 +41,13 @@ import numpy as np
 from scix_core.errors import UnknownNameError
 
 LAMBDAS = tuple(round(x, 1) for x in np.linspace(0.0, 1.0, 11))
-TIER1 = ("tier1", "tier1-nommr", "tier1-rrf", *(f"mmr_{lam:.1f}" for lam in LAMBDAS))
+TIER1 = ("tier1", "tier1-nommr", "tier1-rrf", "tier1-quota", *(f"mmr_{lam:.1f}" for lam in LAMBDAS))
 LGBM = "tier1-lgbm"
+COSINE = "tier1-cosine"
 TIERS = ("tier0", "tier3", "tier2")
 PEERS = ("most-popular", "content-knn", "als", "bpr")
-ALL_RUNS = (*TIERS, *TIER1, LGBM, *PEERS)
-DEFAULT_RUNS = ("tier0", "tier3", "tier2", "tier1", "tier1-nommr", "tier1-rrf", LGBM, *PEERS)
+ALL_RUNS = (*TIERS, *TIER1, COSINE, LGBM, *PEERS)
+DEFAULT_RUNS = ("tier0", "tier3", "tier2", "tier1", "tier1-nommr", "tier1-rrf", "tier1-quota", COSINE, LGBM, *PEERS)
 
 
 def check_runs(names: Sequence[str]) -> tuple[str, ...]:
@@ -81,6 +87,13 @@ class Tier1Family:
                 ((x.paper_id, x.cosine) for x in state.candidates if x.cluster_id == c.cluster_id), key=lambda p: -p[1]))
                 for c in state.clusters]
             return list(rrf(lists, k=60).ids[: self.k])
+        if run == "tier1-quota":
+            from scix_core.recommend.stages.quota import allocate
+
+            clusters = [c for c in state.clusters if any(x.cluster_id == c.cluster_id for x in pool)]
+            slots = allocate([c.quota for c in clusters], self.k, 1)
+            picked = [x for c, n in zip(clusters, slots) for x in [y for y in pool if y.cluster_id == c.cluster_id][:n]]
+            return [x.paper_id for x in sorted(picked, key=lambda x: -x.score)]
         lam = self.rec.config.recommend.mmr_lambda if run == "tier1" else float(run.split("_")[1])
         vecs = self.rec.side.vectors.get([c.row for c in pool])
         return [pool[i].paper_id for i in mmr(np.array([c.score for c in pool]), vecs, self.k, lam)]

@@ -36,6 +36,7 @@ from scix_core.config import Config, load_config
 from scix_core.errors import ConfigError
 from scix_core.evaluate import rec_runs
 from scix_core.evaluate.significance import PERMUTATIONS, compare, gate, holm
+from scix_core.recommend.scorers.heuristic import HeuristicScorer
 
 K = 10
 METRICS = ("recall@10", "ndcg@10", "hit@10", "ild@10", "cluster_coverage")
@@ -198,6 +199,7 @@ def _run_all(rec, runs: Sequence[str], splits: Sequence[UserSplit], peers: rec_r
     family = rec_runs.Tier1Family(rec, K)
     tier1 = [r for r in runs if r in rec_runs.TIER1]
     lgbm = rec_runs.Tier1Family(rec, K, lgbm_scorer) if lgbm_scorer is not None else None
+    cosine = rec_runs.Tier1Family(rec, K, HeuristicScorer(rec.config.recommend, use_profiles=False))
     out: dict[str, dict[str, list[str]]] = {r: {} for r in runs}
     centroids = {}
     for s in tqdm(splits, desc="users", unit="user", disable=not progress, leave=False):
@@ -213,6 +215,8 @@ def _run_all(rec, runs: Sequence[str], splits: Sequence[UserSplit], peers: rec_r
                 ids = family.finish(state, run)
             elif run == rec_runs.LGBM:
                 ids = lgbm.finish(lgbm.state(ctx), "tier1")
+            elif run == rec_runs.COSINE:
+                ids = cosine.finish(cosine.state(ctx), "tier1")
             elif run in rec_runs.TIERS:
                 ids = rec_runs.forced_tier(rec, run)(ctx, K)
             else:

@@ -54,8 +54,8 @@ def test_unknown_runs_list_the_valid_ones():
 def test_eval_recs_on_real_libraries(citeulike_home):
     from scix_core.evaluate.recs import METRICS, evaluate_recs
 
-    runs = ("tier3", "tier2", "tier1", "tier1-nommr", "tier1-rrf", "mmr_0.0", "mmr_1.0", "tier1-lgbm", "most-popular",
-            "content-knn", "als")
+    runs = ("tier3", "tier2", "tier1", "tier1-nommr", "tier1-rrf", "tier1-quota", "tier1-cosine", "mmr_0.0", "mmr_1.0",
+            "tier1-lgbm", "most-popular", "content-knn", "als")
     report = evaluate_recs("cul", citeulike_home, users=40, runs=runs, permutations=500, progress=False)
     assert report.n_users == 40 and set(report.runs) == set(runs)
     assert report.setup["users_eligible"] == 5551  # every citeulike-a user has 10+ saves
@@ -66,6 +66,8 @@ def test_eval_recs_on_real_libraries(citeulike_home):
     # MMR at λ = 1 is the score order; λ = 0 trades everything for diversity
     assert report.per_user["mmr_1.0"] == report.per_user["tier1-nommr"]
     assert report.runs["mmr_0.0"]["ild@10"] > report.runs["mmr_1.0"]["ild@10"]
+    # quota over the final slots spreads the picks over more of the user's clusters than pooled MMR
+    assert report.runs["tier1-quota"]["cluster_coverage"] >= report.runs["tier1"]["cluster_coverage"]
     # learned peers beat popularity on real libraries
     assert report.runs["als"]["recall@10"] > report.runs["most-popular"]["recall@10"]
     assert {c.candidate for c in report.comparisons if c.baseline == "content-knn"} == set(runs) - {"content-knn"}

@@ -131,3 +131,14 @@ def test_train_scorer_on_real_libraries_writes_model_manifest_and_audit(citeulik
     health = rec.health()
     assert result.scorer["scoring_with"] == "lightgbm" and health["model_loaded"]
     assert any("age_months" in e for e in health["audit_errors"])
+
+
+def test_the_cosine_heuristic_is_configuration(rec_indexes, user):
+    cfg = rec_indexes.config.replace(**{"recommend.heuristic": "cosine"})
+    rec = Recommender(rec_indexes.edge, cfg)
+    _saved_user(rec, user)
+    for c in rec.recommend(user, limit=3).stage("score").output:
+        scores = dict(c.scores)
+        assert scores["heuristic"] == pytest.approx(0.65 * scores["cosine"])
+    with pytest.raises(UnknownNameError, match="cosine, profile"):
+        Recommender(rec_indexes.edge, rec_indexes.config.replace(**{"recommend.heuristic": "magic"}))

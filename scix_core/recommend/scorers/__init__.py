@@ -17,6 +17,7 @@ from scix_core.recommend.scorers.features import FEATURES, FeatureTable, feature
 from scix_core.recommend.scorers.heuristic import HeuristicScorer
 
 SCORERS = ("heuristic", "lightgbm")
+HEURISTICS = ("profile", "cosine")
 
 
 def model_path(cfg: RecommendConfig, home: Path, index: str) -> Path:
@@ -34,10 +35,12 @@ def load_scorer(cfg: RecommendConfig, home: Path, index: str):
     """(scorer that will score, health dict)."""
     if cfg.scorer not in SCORERS:
         raise UnknownNameError("scorer", cfg.scorer, SCORERS)
+    if cfg.heuristic not in HEURISTICS:
+        raise UnknownNameError("heuristic", cfg.heuristic, HEURISTICS)
     health = {"configured": cfg.scorer, "model_loaded": False, "model": None, "error": None,
               "scoring_with": "heuristic", "audit_errors": []}
     if cfg.scorer == "heuristic":
-        return HeuristicScorer(cfg), health
+        return HeuristicScorer(cfg, cfg.heuristic == "profile"), health
     from scix_core.recommend.scorers.lgbm import LightGBMScorer
 
     try:
@@ -46,7 +49,7 @@ def load_scorer(cfg: RecommendConfig, home: Path, index: str):
         scorer = LightGBMScorer.load(path)
     except Exception as exc:  # a missing or foreign model must degrade, loudly, to the heuristic
         health["error"] = f"{type(exc).__name__}: {exc}"
-        return HeuristicScorer(cfg), health
+        return HeuristicScorer(cfg, cfg.heuristic == "profile"), health
     health.update(model_loaded=True, scoring_with="lightgbm", audit_errors=scorer.audit_errors)
     return scorer, health
 
