@@ -248,7 +248,7 @@ def evaluate_recs(index: str, config: Config | None = None, *, users: int | None
                   min_saves: int = 5, per_tier: bool = True, permutations: int = PERMUTATIONS,
                   progress: bool = True) -> RecEvalReport:
     from scix_core.recommend import Recommender, UserState
-    from scix_core.recommend.library import library_saves
+    from scix_core.recommend.library import library_saves, library_times
 
     cfg = config or load_config()
     runs = rec_runs.check_runs(runs)
@@ -260,9 +260,10 @@ def evaluate_recs(index: str, config: Config | None = None, *, users: int | None
         if probe.side.vectors is None:
             raise ConfigError(f"index {index!r} cannot be evaluated: {probe.side.unavailable}")
         libraries = library_saves(probe.build_dir)
+        real_times = library_times(probe.build_dir) is not None
         if not libraries:
             raise ConfigError(f"index {index!r} holds no user libraries (ingest a citeulike-format folder)")
-        splits = sample(split_libraries(libraries, holdout, seed, min_saves), users, seed)
+        splits = sample(split_libraries(libraries, holdout, seed, min_saves, real_times), users, seed)
         if not splits:
             raise ConfigError(f"no user of index {index!r} has {min_saves} or more saves")
         evaluated = {s.user: s for s in splits}
@@ -293,7 +294,8 @@ def evaluate_recs(index: str, config: Config | None = None, *, users: int | None
     seconds["total"] = time.perf_counter() - t0
     setup = {"holdout": holdout, "seed": seed, "min_saves": min_saves, "baseline": baseline, "k": K,
              "lgbm_audit": lgbm_audit,
-             "split": "seeded random per user", "users_eligible": len(split_libraries(libraries, holdout, seed, min_saves)),
+             "split": "latest per user (real times)" if real_times else "seeded random per user",
+             "users_eligible": len(split_libraries(libraries, holdout, seed, min_saves, real_times)),
              "scorer": cfg.recommend.scorer, "mmr_lambda": cfg.recommend.mmr_lambda}
     return RecEvalReport(index, len(splits), {r: _means(per_user[r]) for r in runs}, per_user, catalogue, comparisons,
                          gates, tiers, {k: round(v, 3) for k, v in seconds.items()}, setup)

@@ -1,9 +1,10 @@
 """``scix users import``: real user libraries from the interactions a loader found.
 
-The CiteULike format's ``users.dat`` holds each user's saved items as an
-unordered list, so timestamps are synthesised: in file order, one second
-apart, from a fixed origin (``SYNTHETIC_ORIGIN``), and every such row is
-flagged ``synthetic``. Import is idempotent: a user already present is
+Where the loader found real save times they are kept. The CiteULike
+format's ``users.dat`` holds each user's saved items as an unordered list,
+so there timestamps are synthesised: in file order, one second apart, from a
+fixed origin (``SYNTHETIC_ORIGIN``), and every such row is flagged
+``synthetic``. Import is idempotent: a user already present is
 skipped, never duplicated. Each user (interactions + profiles) is one
 transaction.
 """
@@ -30,16 +31,36 @@ class ImportReport:
     seconds: float
 
 
-def library_saves(build_dir) -> dict[str, list[str]]:
-    """user -> saved paper ids in file order, from the paper store's ``interactions`` table."""
+def _rows(build_dir) -> list[tuple[str, str, str | None]]:
     conn = connect(build_dir / "papers.sqlite", readonly=True)
     try:
-        rows = conn.execute("SELECT user_id, paper_id FROM interactions WHERE action = 'save' "
-                            "ORDER BY rowid").fetchall()
+        return conn.execute("SELECT user_id, paper_id, at FROM interactions WHERE action = 'save' ORDER BY rowid").fetchall()
     finally:
         conn.close()
+
+
+def library_times(build_dir) -> dict[str, list[dt.datetime]] | None:
+    """user -> save times in the order of :func:`library_saves`, when *every* save has a real timestamp; else None."""
+    rows = _rows(build_dir)
+    if not rows or any(at is None for _, _, at in rows):
+        return None
+    out: dict[str, list[dt.datetime]] = {}
+    for user, _, at in sorted(rows, key=lambda r: (r[0], r[2])):  # per user the same order as library_saves
+        when = dt.datetime.fromisoformat(at)
+        out.setdefault(user, []).append(when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc))
+    return out
+
+
+def library_saves(build_dir) -> dict[str, list[str]]:
+    """user -> saved paper ids: in time order where the source has timestamps, else in file order."""
+    rows = _rows(build_dir)
+    if rows and all(at is not None for _, _, at in rows):
+        order: dict[str, int] = {}
+        for user, _, _ in rows:
+            order.setdefault(user, len(order))
+        rows = sorted(rows, key=lambda r: (order[r[0]], r[2]))  # users in file order, each one's saves oldest first
     out: dict[str, list[str]] = {}
-    for user, paper in rows:
+    for user, paper, _ in rows:
         out.setdefault(user, []).append(paper)
     return out
 
@@ -51,6 +72,7 @@ def import_libraries(rec, users: list[str] | None = None, progress: bool = False
 
     t = time.perf_counter()
     libraries = library_saves(rec.build_dir)
+    times = library_times(rec.build_dir)
     if users is not None:
         libraries = {u: libraries[u] for u in users if u in libraries}
     have = rec.state.existing(rec.index, libraries)
@@ -59,10 +81,16 @@ def import_libraries(rec, users: list[str] | None = None, progress: bool = False
     for user, papers in tqdm(libraries.items(), desc="users", unit="user", disable=not progress, leave=False):
         if user in have:
             continue
-        known = list(dict.fromkeys(p for p in papers if p in row))
+        first = {}
+        for i, p in enumerate(papers):
+            if p in row:
+                first.setdefault(p, i)
+        known = list(first)
         unknown += len(papers) - len(known)
-        events = [Event(0, p, "save", SYNTHETIC_ORIGIN + dt.timedelta(seconds=i)) for i, p in enumerate(known)]
-        rec.state.import_library(rec.index, user, known, SYNTHETIC_ORIGIN, compute_profiles(rec.side, events))
+        at = [times[user][first[p]] for p in known] if times else \
+            [SYNTHETIC_ORIGIN + dt.timedelta(seconds=i) for i in range(len(known))]
+        events = [Event(0, p, "save", when) for p, when in zip(known, at)]
+        rec.state.import_library(rec.index, user, known, at, compute_profiles(rec.side, events), synthetic=not times)
         imported += 1
         saves += len(known)
-    return ImportReport(imported, saves, len(have), unknown, True, time.perf_counter() - t)
+    return ImportReport(imported, saves, len(have), unknown, not times, time.perf_counter() - t)

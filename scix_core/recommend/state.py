@@ -258,14 +258,18 @@ class UserState:
                                                                   self.events(index, user_id, conn)))
             return Event(int(cur.lastrowid), paper_id, kind, at)
 
-    def import_library(self, index: str, user_id: str, paper_ids: Sequence[str], start: dt.datetime,
-                       profiles: Sequence[Profile]) -> None:
-        """A new user with saves at synthetic, one-second-apart timestamps (file order), in one transaction."""
+    def import_library(self, index: str, user_id: str, paper_ids: Sequence[str],
+                       at: dt.datetime | Sequence[dt.datetime], profiles: Sequence[Profile],
+                       synthetic: bool = True) -> None:
+        """A new user with its saves in one transaction. ``at``: one time per save, or a start from which the
+        saves are one second apart (synthetic times in file order)."""
+        times = [at + dt.timedelta(seconds=i) for i in range(len(paper_ids))] if isinstance(at, dt.datetime) else list(at)
         with self._write() as conn:
-            conn.execute("INSERT INTO users VALUES (?,?,?,?)", (index, user_id, "[]", utc_text(start)))
+            conn.execute("INSERT INTO users VALUES (?,?,?,?)",
+                         (index, user_id, "[]", utc_text(min(times, default=parse_time(None)))))
             conn.executemany(
-                "INSERT INTO interactions (index_name, user_id, paper_id, kind, at, synthetic) VALUES (?,?,?,'save',?,1)",
-                ((index, user_id, pid, utc_text(start + dt.timedelta(seconds=i))) for i, pid in enumerate(paper_ids)))
+                "INSERT INTO interactions (index_name, user_id, paper_id, kind, at, synthetic) VALUES (?,?,?,'save',?,?)",
+                ((index, user_id, pid, utc_text(when), int(synthetic)) for pid, when in zip(paper_ids, times)))
             self._write_profiles(conn, index, user_id, profiles)
 
     # profiles ------------------------------------------------------------------------------------------------

@@ -92,3 +92,31 @@ def test_the_bag_of_words_release_variant_is_searchable_embeddable_and_recommend
     capsys.readouterr()
     assert main(["recommend", "--index", "bow", "--user", "astro-fan", "--json", "--no-log"]) == 0
     assert {i["paper_id"] for i in json.loads(capsys.readouterr().out)["items"]} == {"0", "2"}  # tag-item.dat tags
+
+
+def test_real_save_times_are_kept_on_import_and_split_latest_first(home, capsys):
+    import datetime as dt
+
+    from scix_core.config import load_config
+    from scix_core.data import Dataset
+    from scix_core.evaluate.recs import split_libraries
+    from scix_core.ingest import ingest
+    from scix_core.recommend import Recommender
+    from scix_core.recommend.library import import_libraries, library_saves, library_times
+    from scix_core.types import Interaction, Paper
+
+    t0 = dt.datetime(2023, 5, 1, tzinfo=dt.timezone.utc)
+    papers = tuple(Paper(f"d{i}", f"paper number {i}") for i in range(6))
+    saves = tuple(Interaction("u", f"d{i}", "save", pos, t0 + dt.timedelta(days=10 - i)) for pos, i in enumerate(range(6)))
+    cfg = load_config()
+    ingest(Dataset("timed", "python", papers, interactions=saves), "timed", config=cfg, progress=False, embed=False)
+    rec = Recommender("timed", cfg)
+    assert library_saves(rec.build_dir)["u"] == ["d5", "d4", "d3", "d2", "d1", "d0"]  # oldest first, not file order
+    assert library_times(rec.build_dir)["u"][0] == t0 + dt.timedelta(days=5)
+    report = import_libraries(rec)
+    assert report.synthetic_times is False
+    events = rec.state.events("timed", "u")
+    assert [e.paper_id for e in events][:2] == ["d5", "d4"] and not any(e.synthetic for e in events)
+    assert events[0].at == t0 + dt.timedelta(days=5)
+    split = split_libraries(library_saves(rec.build_dir), 0.34, seed=1, min_saves=5, real_times=True)[0]
+    assert split.test == {"d1", "d0"}  # the latest two saves are held out
