@@ -102,6 +102,7 @@ class ClusterView(View):
         self.mmr_lambda = self.base.recommend.mmr_lambda if mmr_lambda is None else mmr_lambda
         self.scorer = scorer or self.base.recommend.scorer
         self.rec = self._recommender()
+        user = None if user is None else str(user)  # a papermill parameter `11` arrives as an int
         users = self.rec.state.users(index)
         if user is None and users:
             user = max(users, key=lambda u: u["saves"])["user"]

@@ -75,3 +75,13 @@ def test_rec_eval_view_renders_a_saved_report(home, tmp_path):
     assert "scix-rec-eval" in rendered.html and "truncated to 1" in rendered.html and "content-knn" in rendered.html
     assert len(rendered.figures) == 2  # recall by run, and the λ sweep curve
     assert json.loads(out.read_text())["n_users"] == 2
+
+
+def test_cluster_view_takes_a_numeric_user_parameter(rec_indexes):
+    from scix_core.recommend import Recommender
+
+    rec = Recommender(rec_indexes.edge, rec_indexes.config)
+    rec.create_user("4711", [])
+    rec.interact("4711", "p01", "save")
+    view = ClusterView(rec_indexes.edge, 4711, rec_indexes.config)  # papermill hands `-p user 4711` over as an int
+    assert view.user == "4711" and view.render() and view.result.tier == 3
