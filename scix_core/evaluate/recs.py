@@ -21,7 +21,6 @@ which tier ran.
 
 from __future__ import annotations
 
-import datetime as dt
 import tempfile
 import time
 import warnings
@@ -35,6 +34,7 @@ import numpy as np
 from scix_core.config import Config, load_config
 from scix_core.errors import ConfigError
 from scix_core.evaluate import rec_runs
+from scix_core.evaluate.metrics import means
 from scix_core.evaluate.significance import PERMUTATIONS, compare, gate, holm
 from scix_core.recommend.scorers.heuristic import HeuristicScorer
 
@@ -143,8 +143,8 @@ class RecEvalReport:
                       title=f"{self.index}: {self.n_users} users, hold-out {self.setup['holdout']:.0%} "
                             f"({self.setup['split']}), seed {self.setup['seed']}")
         by = {c.candidate: c for c in self.comparisons if c.metric == PRIMARY and c.baseline == base}
-        for run, means in self.runs.items():
-            cells = [f"{means[m]:.4f}" for m in METRICS] + [f"{self.catalogue_coverage[run]:.4f}"]
+        for run, avg in self.runs.items():
+            cells = [f"{avg[m]:.4f}" for m in METRICS] + [f"{self.catalogue_coverage[run]:.4f}"]
             if base:
                 c = by.get(run)
                 cells += [f"{c.delta:+.4f}", f"{c.p_adj:.4f}", "SHIP" if self.gates[run].ship else "no"] if c else ["—"] * 3
@@ -156,28 +156,24 @@ class RecEvalReport:
                               highlight=False)
         for trunc, block in self.per_tier.items():
             t = Table("run", *METRICS, title=f"training saves truncated to {trunc}: tiers run {block['tiers']}")
-            for run, means in block["runs"].items():
-                t.add_row(run, *(f"{means[m]:.4f}" for m in METRICS))
+            for run, avg in block["runs"].items():
+                t.add_row(run, *(f"{avg[m]:.4f}" for m in METRICS))
             console.print(t)
 
 
 def _replay(rec, splits: Sequence[UserSplit], truncate: int | None = None) -> None:
-    from scix_core.recommend.profile import compute_profiles
-    from scix_core.recommend.state import Event
+    from scix_core.recommend.library import replay
 
-    origin = dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc)
     for s in splits:
-        train = s.train[:truncate] if truncate else s.train
-        events = [Event(0, p, "save", origin + dt.timedelta(seconds=i)) for i, p in enumerate(train)]
-        rec.state.import_library(rec.index, s.user, train, origin, compute_profiles(rec.side, events))
+        replay(rec, s.user, s.train[:truncate] if truncate else s.train)
 
 
 def _score(rec, recommended: dict[str, list[str]], splits: Sequence[UserSplit], centroids: dict[str, np.ndarray]):
     values = ranking_metrics(recommended, splits)
     side = rec.side
-    values["ild@10"] = {s.user: diversity(side.vectors.get(side.rows(recommended[s.user][:K]))) for s in splits}
-    values["cluster_coverage"] = {s.user: cluster_coverage(side.vectors.get(side.rows(recommended[s.user][:K])),
-                                                           centroids[s.user]) for s in splits}
+    vectors = {s.user: side.vectors.get(side.rows(recommended[s.user][:K])) for s in splits}
+    values["ild@10"] = {s.user: diversity(vectors[s.user]) for s in splits}
+    values["cluster_coverage"] = {s.user: cluster_coverage(vectors[s.user], centroids[s.user]) for s in splits}
     return values
 
 
@@ -239,10 +235,6 @@ def _lgbm_scorer(rec, splits: Sequence[UserSplit], seconds: dict[str, float]):
     return scorer, manifest["audit"]
 
 
-def _means(values: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
-    return {m: float(np.mean(list(v.values()))) if v else 0.0 for m, v in values.items()}
-
-
 def evaluate_recs(index: str, config: Config | None = None, *, users: int | None = None, holdout: float = 0.2,
                   seed: int = 42, runs: Sequence[str] = rec_runs.DEFAULT_RUNS, baseline: str | None = "content-knn",
                   min_saves: int = 5, per_tier: bool = True, permutations: int = PERMUTATIONS,
@@ -297,7 +289,7 @@ def evaluate_recs(index: str, config: Config | None = None, *, users: int | None
              "split": "latest per user (real times)" if real_times else "seeded random per user",
              "users_eligible": len(split_libraries(libraries, holdout, seed, min_saves, real_times)),
              "scorer": cfg.recommend.scorer, "mmr_lambda": cfg.recommend.mmr_lambda}
-    return RecEvalReport(index, len(splits), {r: _means(per_user[r]) for r in runs}, per_user, catalogue, comparisons,
+    return RecEvalReport(index, len(splits), {r: means(per_user[r]) for r in runs}, per_user, catalogue, comparisons,
                          gates, tiers, {k: round(v, 3) for k, v in seconds.items()}, setup)
 
 
@@ -316,6 +308,6 @@ def _per_tier(index: str, cfg: Config, splits, peers, centroids, tmp: Path, prog
             cascade[s.user] = [i.paper_id for i in result.items if not i.exploration][:K]
             knn[s.user] = peers.recommend("content-knn", rec.context(s.user), K)
         out[name] = {"tiers": {f"tier{t}": n for t, n in sorted(ran.items())},
-                     "runs": {"cascade": _means(_score(rec, cascade, splits, centroids)),
-                              "content-knn": _means(_score(rec, knn, splits, centroids))}}
+                     "runs": {"cascade": means(_score(rec, cascade, splits, centroids)),
+                              "content-knn": means(_score(rec, knn, splits, centroids))}}
     return out

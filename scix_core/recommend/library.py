@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import Sequence
 
 from scix_core.recommend.profile import compute_profiles
 from scix_core.recommend.state import Event
@@ -65,6 +66,14 @@ def library_saves(build_dir) -> dict[str, list[str]]:
     return out
 
 
+def replay(rec, user: str, papers: Sequence[str], at: Sequence[dt.datetime] | None = None) -> None:
+    """Store a new user with ``papers`` saved (at ``at``, or at synthetic times in order) and their profiles,
+    in one transaction of ``rec``'s user state."""
+    times = list(at) if at is not None else [SYNTHETIC_ORIGIN + dt.timedelta(seconds=i) for i in range(len(papers))]
+    events = [Event(0, p, "save", when) for p, when in zip(papers, times)]
+    rec.state.import_library(rec.index, user, papers, times, compute_profiles(rec.side, events), synthetic=at is None)
+
+
 def import_libraries(rec, users: list[str] | None = None, progress: bool = False) -> ImportReport:
     import time
 
@@ -87,10 +96,7 @@ def import_libraries(rec, users: list[str] | None = None, progress: bool = False
                 first.setdefault(p, i)
         known = list(first)
         unknown += len(papers) - len(known)
-        at = [times[user][first[p]] for p in known] if times else \
-            [SYNTHETIC_ORIGIN + dt.timedelta(seconds=i) for i in range(len(known))]
-        events = [Event(0, p, "save", when) for p, when in zip(known, at)]
-        rec.state.import_library(rec.index, user, known, at, compute_profiles(rec.side, events), synthetic=not times)
+        replay(rec, user, known, [times[user][first[p]] for p in known] if times else None)
         imported += 1
         saves += len(known)
     return ImportReport(imported, saves, len(have), unknown, not times, time.perf_counter() - t)

@@ -20,10 +20,8 @@ trained on.
 
 from __future__ import annotations
 
-import datetime as dt
 import tempfile
 import time
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -44,47 +42,46 @@ class Examples:
 
 def protocol_examples(rec, libraries: Mapping[str, Sequence[str]], holdout: float = 0.2, seed: int = 42) -> Examples:
     """Candidates of stages 1-8 for each user's inner-training saves, labelled by the inner hold-out."""
+    from scix_core.evaluate.recs import split_libraries
     from scix_core.recommend import Recommender, UserState
+    from scix_core.recommend.library import replay
     from scix_core.recommend.pipeline import run_stages, stages
-    from scix_core.recommend.profile import compute_profiles
     from scix_core.recommend.scorers.heuristic import HeuristicScorer
     from scix_core.recommend.stages.base import Tier1State
-    from scix_core.recommend.state import Event
 
     rows, labels, users = [], [], 0
-    origin = dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc)
+    cfg = rec.config.recommend
+    known = {u: [p for p in papers if p in rec.side.catalog.row] for u, papers in libraries.items()}
     with tempfile.TemporaryDirectory(prefix="scix-train-scorer-") as tmp:
         private = Recommender(rec.index, rec.config, persist_clusters=False, state=UserState(Path(tmp) / "s.sqlite"))
-        heuristic = HeuristicScorer(rec.config.recommend)
-        for user, papers in libraries.items():
-            papers = [p for p in dict.fromkeys(papers) if p in rec.side.catalog.row]
-            n_test = max(1, int(round(holdout * len(papers))))
-            if len(papers) - n_test < rec.config.recommend.tier1_min_saves:
+        heuristic = HeuristicScorer(cfg)
+        for split in split_libraries(known, holdout, seed, 2):
+            if len(split.train) < cfg.tier1_min_saves:
                 continue
-            rng = np.random.default_rng([seed, zlib.crc32(user.encode())])
-            test = {papers[i] for i in rng.choice(len(papers), size=n_test, replace=False)}
-            train = [p for p in papers if p not in test]
-            events = [Event(0, p, "save", origin + dt.timedelta(seconds=i)) for i, p in enumerate(train)]
-            private.state.import_library(rec.index, user, train, origin, compute_profiles(private.side, events))
-            state, _ = run_stages(Tier1State(private.side, private.context(user), 10),
+            replay(private, split.user, split.train)
+            state, _ = run_stages(Tier1State(private.side, private.context(split.user), 10),
                                   stages((), 0, heuristic, {})[:8])
             for c in state.kept:
                 scores = dict(c.scores)
                 rows.append([scores[f] for f in FEATURES])
-                labels.append(int(c.paper_id in test))
+                labels.append(int(c.paper_id in split.test))
             users += 1
     return Examples(np.asarray(rows, dtype=np.float64).reshape(-1, len(FEATURES)), np.asarray(labels), users, 0)
 
 
 def log_examples(rec) -> Examples:
     """Served Tier-1 items labelled by what the user did with them afterwards (save 1, dismiss 0)."""
-    rows, labels = [], []
+    from scix_core.recommend.state import utc_text
+
+    rows, labels, events = [], [], {}
     for entry in rec.state.served(rec.index):
         if entry["tier"] != 1:
             continue
+        if entry["user"] not in events:
+            events[entry["user"]] = rec.state.events(rec.index, entry["user"])
         after = {}
-        for e in rec.state.events(rec.index, entry["user"]):
-            if e.at.strftime("%Y-%m-%dT%H:%M:%S.%fZ") > entry["at"] and e.kind in ("save", "dismiss"):
+        for e in events[entry["user"]]:
+            if utc_text(e.at) > entry["at"] and e.kind in ("save", "dismiss"):
                 after.setdefault(e.paper_id, e.kind)
         for item in entry["items"]:
             features = item.get("features") or {}
@@ -119,7 +116,7 @@ def train_scorer(rec, libraries: Mapping[str, Sequence[str]] | None = None, *, o
 
     t = time.perf_counter()
     libraries = library_saves(rec.build_dir) if libraries is None else libraries
-    proto = protocol_examples(rec, libraries, holdout, seed) if libraries else Examples(np.zeros((0, 8)), np.zeros(0), 0, 0)
+    proto = protocol_examples(rec, libraries, holdout, seed) if libraries else Examples(np.zeros((0, len(FEATURES))), np.zeros(0), 0, 0)
     logged = log_examples(rec)
     values = np.concatenate([proto.values, logged.values])
     labels = np.concatenate([proto.labels, logged.labels])
