@@ -111,9 +111,11 @@ class RecommendConfig:
     min_slots: int = 3
     oversample: int = 3  # per-cluster kNN limit = quota x oversample
     shortterm_supplement: int = 20  # _ST_SUPPLEMENT
+    cosave_candidates: int = 50  # papers other users saved alongside, added to the candidates (0: content only)
     weight_longterm: float = 0.40
     weight_shortterm: float = 0.25
     weight_cosine: float = 0.65
+    weight_cosave: float = 0.5  # + this · co-save score in the heuristic (0: the reference design's formula exactly)
     scorer: str = "heuristic"  # or "lightgbm"
     heuristic: str = "profile"  # "profile": 0.40·long + 0.25·short (the reference design); "cosine": 0.65·cosine
     scorer_model: str = "default"  # models/scorers/NAME in the workspace, or a path to a LightGBM model file

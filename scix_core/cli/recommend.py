@@ -176,7 +176,8 @@ def print_explain(result) -> None:
 
 def _train_scorer_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--index", required=True, help="an index with user libraries (or a recommendation log)")
-    p.add_argument("--users", type=int, help="train on a seeded sample of N users (default: all)")
+    p.add_argument("--users", type=int, default=1000,
+                   help="examples from a seeded sample of N users (default 1000; every library is the community)")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--rounds", type=int, default=200)
     p.add_argument("--out", help="write model.txt + manifest.json here (default models/scorers/INDEX)")
@@ -185,17 +186,12 @@ def _train_scorer_args(p: argparse.ArgumentParser) -> None:
 @command("train-scorer", "train the LightGBM Tier-1 scorer from libraries and the recommendation log, with a feature audit",
          _train_scorer_args)
 def train_scorer_cmd(args: argparse.Namespace) -> int:
-    import numpy as np
-
     from scix_core.recommend.library import library_saves
     from scix_core.recommend.scorers.train import train_scorer
 
     rec = _recommender(args)
-    libraries = library_saves(rec.build_dir)
-    if args.users and args.users < len(libraries):
-        keep = set(np.random.default_rng(args.seed).choice(sorted(libraries), size=args.users, replace=False).tolist())
-        libraries = {u: p for u, p in libraries.items() if u in keep}
-    manifest = train_scorer(rec, libraries, out=args.out, seed=args.seed, rounds=args.rounds)
+    manifest = train_scorer(rec, library_saves(rec.build_dir), out=args.out, seed=args.seed, rounds=args.rounds,
+                            max_users=args.users)
     table = Table("feature", "splits", "gain", "constant", title=f"feature audit ({manifest['examples']} examples, "
                   f"{manifest['positives']} positive, {manifest['users']} users, {manifest['from_log']} from the log)")
     for name, a in manifest["audit"]["features"].items():

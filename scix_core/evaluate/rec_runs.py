@@ -13,8 +13,11 @@ stages 1-8 per user (vectors → suppression) and differ only after it:
 * ``tier1-quota`` — the final ``k`` slots shared across clusters by their
   quotas too (largest remainder, at least one each while slots last), each
   cluster's best-scored candidates, instead of MMR over the pooled scores;
-* ``tier1-cosine`` — the default pipeline with the heuristic on the cosine
-  to the query that found each candidate, without the EWMA profiles;
+* ``tier1-cosine`` / ``tier1-profile`` — the default pipeline with the
+  heuristic's content part on the cosine to the query that found each
+  candidate / on the EWMA profiles (the reference design);
+* ``tier1-content`` — content only: no co-saved candidates, co-save weight 0
+  (what Tier 1 is on an index without other users);
 * ``mmr_0.0`` … ``mmr_1.0`` — MMR at each λ;
 * ``tier1-lgbm`` — the default pipeline scored by a LightGBM model trained
   in the same run on the evaluated users' *training* saves only (an inner
@@ -23,7 +26,10 @@ stages 1-8 per user (vectors → suppression) and differ only after it:
 
 Peers, computed by well-kept libraries on the same split: ``most-popular``
 (training save counts), ``content-knn`` (mean of the saved vectors → cosine
-kNN), ``als`` and ``bpr`` (the ``implicit`` package, 64 factors, seeded).
+kNN), and from the ``implicit`` package: ``item-knn`` (item-item cosine,
+1,000 neighbours), ``als`` (64 factors, confidence α = 40 and
+regularisation 0.1 — Hu, Koren & Volinsky's setting; implicit's default
+α = 1 scores barely above BPR here) and ``bpr`` (64 factors), seeded.
 Forced tiers: ``tier0`` (trending in the three most frequent codes of the
 user's training saves — the stand-in for onboarding categories),
 ``tier3``, ``tier2``.
@@ -43,11 +49,11 @@ from scix_core.errors import UnknownNameError
 LAMBDAS = tuple(round(x, 1) for x in np.linspace(0.0, 1.0, 11))
 TIER1 = ("tier1", "tier1-nommr", "tier1-rrf", "tier1-quota", *(f"mmr_{lam:.1f}" for lam in LAMBDAS))
 LGBM = "tier1-lgbm"
-COSINE = "tier1-cosine"
+VARIANTS = {"tier1-cosine": "cosine", "tier1-profile": "profile", "tier1-content": "content", LGBM: "lgbm"}
 TIERS = ("tier0", "tier3", "tier2")
-PEERS = ("most-popular", "content-knn", "als", "bpr")
-ALL_RUNS = (*TIERS, *TIER1, COSINE, LGBM, *PEERS)
-DEFAULT_RUNS = ("tier0", "tier3", "tier2", "tier1", "tier1-nommr", "tier1-rrf", "tier1-quota", COSINE, LGBM, *PEERS)
+PEERS = ("most-popular", "content-knn", "item-knn", "als", "bpr")
+ALL_RUNS = (*TIERS, *TIER1, *VARIANTS, *PEERS)
+DEFAULT_RUNS = ("tier0", "tier3", "tier2", "tier1", "tier1-nommr", "tier1-rrf", "tier1-quota", *VARIANTS, *PEERS)
 
 
 def check_runs(names: Sequence[str]) -> tuple[str, ...]:
@@ -58,20 +64,27 @@ def check_runs(names: Sequence[str]) -> tuple[str, ...]:
 
 
 class Tier1Family:
-    """Stages 1-8 once per user, then every requested Tier-1 variant from that state."""
+    """Stages 1-6b once per user; scoring + suppression once per scorer variant; every run finishes from those.
 
-    def __init__(self, rec, k: int, scorer=None):
-        from scix_core.recommend.pipeline import run_stages, stages
+    ``scorers``: variant -> scorer (``default`` is the configured one). The
+    ``content`` variant drops the co-saved candidates before scoring.
+    """
 
-        self.rec, self.k, self._run, self._stages = rec, k, run_stages, stages
-        self.scorer = scorer or rec.scorer
+    def __init__(self, rec, k: int, scorers: Mapping[str, object]):
+        self.rec, self.k, self.scorers = rec, k, dict(scorers)
 
-    def state(self, ctx):
+    def candidates(self, ctx):
+        from scix_core.recommend.pipeline import candidate_stages, run_stages
         from scix_core.recommend.stages.base import Tier1State
 
-        pipeline = self._stages((), 0, self.scorer, {})[:8]  # up to and including suppression
-        state, _ = self._run(Tier1State(self.rec.side, ctx, self.k), pipeline)
-        return state
+        return run_stages(Tier1State(self.rec.side, ctx, self.k), candidate_stages())[0]
+
+    def ranked(self, base, variant: str):
+        from scix_core.recommend.pipeline import ranking_stages, run_stages
+
+        if variant == "content":
+            base = replace(base, candidates=tuple(c for c in base.candidates if c.source != "co-saved"))
+        return run_stages(base, ranking_stages(self.scorers[variant], {}))[0]
 
     def finish(self, state, run: str) -> list[str]:
         from scix_core.recommend.stages.mmr import mmr
@@ -94,9 +107,14 @@ class Tier1Family:
             slots = allocate([c.quota for c in clusters], self.k, 1)
             picked = [x for c, n in zip(clusters, slots) for x in [y for y in pool if y.cluster_id == c.cluster_id][:n]]
             return [x.paper_id for x in sorted(picked, key=lambda x: -x.score)]
-        lam = self.rec.config.recommend.mmr_lambda if run == "tier1" else float(run.split("_")[1])
+        lam = float(run.split("_")[1]) if run.startswith("mmr_") else self.rec.config.recommend.mmr_lambda
         vecs = self.rec.side.vectors.get([c.row for c in pool])
         return [pool[i].paper_id for i in mmr(np.array([c.score for c in pool]), vecs, self.k, lam)]
+
+
+def variant(run: str) -> str:
+    """The scorer variant a Tier-1 run is scored by."""
+    return VARIANTS.get(run, "default")
 
 
 def onboarding(rec, ctx, n: int = 3) -> tuple[str, ...]:
@@ -144,10 +162,17 @@ class Peers:
             from implicit.als import AlternatingLeastSquares
             from implicit.bpr import BayesianPersonalizedRanking
 
-            cls = {"als": AlternatingLeastSquares, "bpr": BayesianPersonalizedRanking}[name]
+            from implicit.nearest_neighbours import CosineRecommender
+
             with threadpoolctl.threadpool_limits(1, "blas"), warnings.catch_warnings():  # implicit's own advice
                 warnings.simplefilter("ignore", RuntimeWarning)
-                model = cls(factors=self.factors, random_state=self.seed)
+                if name == "item-knn":
+                    model = CosineRecommender(K=1000)
+                elif name == "als":
+                    model = AlternatingLeastSquares(factors=self.factors, alpha=40.0, regularization=0.1,
+                                                    random_state=self.seed)
+                else:
+                    model = BayesianPersonalizedRanking(factors=self.factors, random_state=self.seed)
                 model.fit(self.matrix(), show_progress=False)
             self._models[name] = model
         return self._models[name]
@@ -163,6 +188,6 @@ class Peers:
             return [h.paper_id for h in hits if h.paper_id not in seen][:k]
         model = self.model(name)
         user = self.users[ctx.user_id]
-        ids, _ = model.recommend(user, self.matrix()[user], N=k, filter_already_liked_items=True)
+        ids, _ = model.recommend(user, self.matrix()[user:user + 1], N=k, filter_already_liked_items=True)
         cat = side.catalog
         return [cat.ids[i] for i in ids if cat.ids[i] not in seen][:k]

@@ -161,11 +161,14 @@ class RecEvalReport:
             console.print(t)
 
 
-def _replay(rec, splits: Sequence[UserSplit], truncate: int | None = None) -> None:
+def _replay(rec, train: Mapping[str, Sequence[str]], splits: Sequence[UserSplit], truncate: int | None = None) -> None:
+    """Every user's training saves (the evaluated users' truncated to ``truncate``): the community the
+    co-save signal and the collaborative peers see."""
     from scix_core.recommend.library import replay
 
-    for s in splits:
-        replay(rec, s.user, s.train[:truncate] if truncate else s.train)
+    evaluated = {s.user for s in splits}
+    for user, papers in train.items():
+        replay(rec, user, papers[:truncate] if truncate and user in evaluated else papers)
 
 
 def _score(rec, recommended: dict[str, list[str]], splits: Sequence[UserSplit], centroids: dict[str, np.ndarray]):
@@ -188,48 +191,61 @@ def _centroids(rec, ctx) -> np.ndarray:
     return np.stack([unit(vecs[labels == k].mean(axis=0)) for k in range(int(labels.max()) + 1)])
 
 
+def _scorers(rec, lgbm_scorer=None) -> dict[str, object]:
+    from dataclasses import replace
+
+    cfg = rec.config.recommend
+    scorers = {"default": rec.scorer, "cosine": HeuristicScorer(cfg, use_profiles=False),
+               "profile": HeuristicScorer(cfg, use_profiles=True),
+               "content": HeuristicScorer(replace(cfg, weight_cosave=0.0))}
+    if lgbm_scorer is not None:
+        scorers["lgbm"] = lgbm_scorer
+    return scorers
+
+
 def _run_all(rec, runs: Sequence[str], splits: Sequence[UserSplit], peers: rec_runs.Peers, seconds: dict[str, float],
              progress: bool, lgbm_scorer=None) -> tuple[dict[str, dict[str, list[str]]], dict[str, np.ndarray]]:
     from tqdm.auto import tqdm
 
-    family = rec_runs.Tier1Family(rec, K)
-    tier1 = [r for r in runs if r in rec_runs.TIER1]
-    lgbm = rec_runs.Tier1Family(rec, K, lgbm_scorer) if lgbm_scorer is not None else None
-    cosine = rec_runs.Tier1Family(rec, K, HeuristicScorer(rec.config.recommend, use_profiles=False))
+    family = rec_runs.Tier1Family(rec, K, _scorers(rec, lgbm_scorer))
+    tier1 = [r for r in runs if r in rec_runs.TIER1 or r in rec_runs.VARIANTS]
     out: dict[str, dict[str, list[str]]] = {r: {} for r in runs}
     centroids = {}
+
+    def timed(name: str, fn):
+        t = time.perf_counter()
+        value = fn()
+        seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - t
+        return value
+
     for s in tqdm(splits, desc="users", unit="user", disable=not progress, leave=False):
         ctx = rec.context(s.user)
         centroids[s.user] = _centroids(rec, ctx)
+        ranked = {}
         if tier1:
-            t = time.perf_counter()
-            state = family.state(ctx)
-            seconds["tier1 stages 1-8"] = seconds.get("tier1 stages 1-8", 0.0) + time.perf_counter() - t
+            base = timed("tier1 candidates (stages 1-6b)", lambda: family.candidates(ctx))
         for run in runs:
-            t = time.perf_counter()
-            if run in rec_runs.TIER1:
-                ids = family.finish(state, run)
-            elif run == rec_runs.LGBM:
-                ids = lgbm.finish(lgbm.state(ctx), "tier1")
-            elif run == rec_runs.COSINE:
-                ids = cosine.finish(cosine.state(ctx), "tier1")
+            if run in tier1:
+                v = rec_runs.variant(run)
+                if v not in ranked:
+                    ranked[v] = timed(f"tier1 scoring ({v})", lambda: family.ranked(base, v))
+                ids = timed(run, lambda: family.finish(ranked[v], run))
             elif run in rec_runs.TIERS:
-                ids = rec_runs.forced_tier(rec, run)(ctx, K)
+                ids = timed(run, lambda: rec_runs.forced_tier(rec, run)(ctx, K))
             else:
-                ids = peers.recommend(run, ctx, K)
-            seconds[run] = seconds.get(run, 0.0) + time.perf_counter() - t
+                ids = timed(run, lambda: peers.recommend(run, ctx, K))
             out[run][s.user] = ids
     return out, centroids
 
 
-def _lgbm_scorer(rec, splits: Sequence[UserSplit], seconds: dict[str, float]):
+def _lgbm_scorer(rec, train: Mapping[str, Sequence[str]], splits: Sequence[UserSplit], seconds: dict[str, float]):
     """A LightGBM scorer trained on the evaluated users' training saves (inner hold-out labels); audit kept."""
     from scix_core.recommend.scorers.lgbm import LightGBMScorer
     from scix_core.recommend.scorers.train import train_scorer
 
     t = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="scix-eval-lgbm-") as tmp:
-        manifest = train_scorer(rec, {s.user: s.train for s in splits}, out=Path(tmp), seed=7)
+        manifest = train_scorer(rec, train, out=Path(tmp), seed=7, example_users=[s.user for s in splits])
         scorer = LightGBMScorer.load(Path(tmp) / "model.txt")
     seconds["tier1-lgbm training"] = time.perf_counter() - t
     return scorer, manifest["audit"]
@@ -262,16 +278,16 @@ def evaluate_recs(index: str, config: Config | None = None, *, users: int | None
         train = {u: (evaluated[u].train if u in evaluated else tuple(p)) for u, p in libraries.items()}
         seconds: dict[str, float] = {}
         rec = Recommender(index, cfg, persist_clusters=False, state=UserState(Path(tmp) / "main.sqlite"))
-        _replay(rec, splits)
+        _replay(rec, train, splits)
         peers = rec_runs.Peers(rec, train, seed=seed)
-        lgbm_scorer, lgbm_audit = _lgbm_scorer(rec, splits, seconds) if rec_runs.LGBM in runs else (None, None)
+        lgbm_scorer, lgbm_audit = _lgbm_scorer(rec, train, splits, seconds) if rec_runs.LGBM in runs else (None, None)
         recommended, centroids = _run_all(rec, runs, splits, peers, seconds, progress, lgbm_scorer)
         per_user = {run: _score(rec, recommended[run], splits, centroids) for run in runs}
         catalogue = {run: len({p for ids in recommended[run].values() for p in ids}) / len(rec.side.catalog)
                      for run in runs}
         tiers: dict = {}
         if per_tier:
-            tiers = _per_tier(index, cfg, splits, peers, centroids, Path(tmp), progress)
+            tiers = _per_tier(index, cfg, train, splits, peers, centroids, Path(tmp), progress)
     comparisons, gates = (), {}
     if baseline:
         table = holm([c for run in runs if run != baseline
@@ -293,14 +309,14 @@ def evaluate_recs(index: str, config: Config | None = None, *, users: int | None
                          gates, tiers, {k: round(v, 3) for k, v in seconds.items()}, setup)
 
 
-def _per_tier(index: str, cfg: Config, splits, peers, centroids, tmp: Path, progress: bool) -> dict:
+def _per_tier(index: str, cfg: Config, train, splits, peers, centroids, tmp: Path, progress: bool) -> dict:
     from scix_core.recommend import Recommender, UserState
 
     out = {}
     for trunc in TRUNCATIONS:
         name = str(trunc) if trunc else "all"
         rec = Recommender(index, cfg, persist_clusters=False, state=UserState(tmp / f"trunc-{name}.sqlite"))
-        _replay(rec, splits, trunc)
+        _replay(rec, train, splits, trunc)
         cascade, knn, ran = {}, {}, {}
         for s in splits:
             result = rec.recommend(s.user, K, log=False)

@@ -10,6 +10,7 @@ import numpy as np
 
 from scix_core.config import RecommendConfig
 from scix_core.recommend.catalog import Catalog
+from scix_core.recommend.community import CoSaves
 from scix_core.recommend.state import Event, Profile, User
 from scix_core.vectors.base import VectorFilter, VectorHit, VectorStore
 from scix_core.vectors.local import LocalVectors
@@ -44,6 +45,7 @@ class UserContext:
     saved: tuple[str, ...]
     dismissed: tuple[str, ...]
     profiles: Mapping[str, Profile] = field(default_factory=dict)
+    cosaves: CoSaves | None = None  # what the index's other users saved alongside (``community``)
 
     @classmethod
     def build(cls, user: User, events: list[Event], profiles: Mapping[str, Profile]) -> "UserContext":

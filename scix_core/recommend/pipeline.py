@@ -3,9 +3,10 @@
 (1) saved-paper vectors, one local batch; (2) Ward clustering, k by
 silhouette; (3) Hungarian matching to the persisted medoids; (4) quota over
 clusters by importance, total 100, min 3; (5) per-cluster kNN, limit =
-quota × 3, one batch; (6) short-term supplement of 20; (7) scoring,
-heuristic or LightGBM; (8) category suppression; (9) MMR, λ = 0.6, down to
-the limit; (10) exploration, + n_explore. Every stage's timing, headline
+quota × 3, one batch; (6) short-term supplement of 20; (6b) co-saved papers
+of the index's other users; (7) scoring, heuristic or LightGBM; (8)
+category suppression; (9) MMR down to the limit; (10) exploration,
++ n_explore. Every stage's timing, headline
 facts and output land in the result (:class:`StageRecord`), which is what
 ``scix recommend --explain`` and the cluster view show.
 """
@@ -18,7 +19,7 @@ from typing import Sequence
 from scix_core.recommend.context import IndexSide, UserContext
 from scix_core.recommend.result import RecItem, StageRecord
 from scix_core.recommend.stages.base import Candidate, Stage, Tier1State
-from scix_core.recommend.stages.candidates import ClusterKnn, ShortTermSupplement
+from scix_core.recommend.stages.candidates import ClusterKnn, CoSaved, ShortTermSupplement
 from scix_core.recommend.stages.cluster import SavedVectors, WardClustering
 from scix_core.recommend.stages.explore import Explore
 from scix_core.recommend.stages.match import HungarianMatch
@@ -30,9 +31,19 @@ from scix_core.recommend.state import StoredCluster, UserState
 from scix_core.recommend.tiers import TierRun
 
 
-def stages(stored: Sequence[StoredCluster], next_id: int, scorer, health: dict) -> list[Stage]:
+def candidate_stages(stored: Sequence[StoredCluster] = (), next_id: int = 0) -> list[Stage]:
+    """Stages 1-6b: from the saved papers to the candidate pool."""
     return [SavedVectors(), WardClustering(), HungarianMatch(stored, next_id), QuotaAllocation(), ClusterKnn(),
-            ShortTermSupplement(), Score(scorer, health), Suppress(), Mmr(), Explore()]
+            ShortTermSupplement(), CoSaved()]
+
+
+def ranking_stages(scorer, health: dict) -> list[Stage]:
+    """Stages 7-8: scoring and category suppression."""
+    return [Score(scorer, health), Suppress()]
+
+
+def stages(stored: Sequence[StoredCluster], next_id: int, scorer, health: dict) -> list[Stage]:
+    return [*candidate_stages(stored, next_id), *ranking_stages(scorer, health), Mmr(), Explore()]
 
 
 def run_stages(state: Tier1State, pipeline: Sequence[Stage]) -> tuple[Tier1State, tuple[StageRecord, ...]]:

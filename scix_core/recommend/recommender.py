@@ -19,6 +19,7 @@ from typing import Sequence
 from scix_core.config import Config, load_config
 from scix_core.errors import ConfigError, InteractionError, ScixError, UnknownPaperError
 from scix_core.recommend.catalog import shared_catalog
+from scix_core.recommend.community import Community
 from scix_core.recommend.context import IndexSide, UserContext
 from scix_core.recommend.pipeline import ClusterTier
 from scix_core.recommend.profile import ProfileTier, compute_profiles, profiles_current
@@ -67,6 +68,7 @@ class Recommender:
         self.state = state or UserState.for_home(cfg.home)
         self.scorer, self._health = load_scorer(cfg.recommend, cfg.home, index)
         self.side = self._side()
+        self.community = Community(self.state, index, self.side.catalog)
         self.tiers = {0: TrendingTier(), 3: RecommendTier(), 2: ProfileTier(),
                       1: ClusterTier(self.state, self.scorer, self._health, persist_clusters)}
         self._papers = PaperStore(self.build_dir / "papers.sqlite")
@@ -146,6 +148,9 @@ class Recommender:
             profiles = compute_profiles(self.side, events)
             self.state.replace_profiles(self.index, user, profiles)
             ctx = replace(ctx, profiles={p.kind: p for p in profiles})
+        if ctx.saved:
+            known = [p for p in ctx.saved if p in self.side.catalog.row]
+            ctx = replace(ctx, cosaves=self.community.cosaves(self.side.rows(known)))
         return ctx
 
     # recommending --------------------------------------------------------------------------------------------

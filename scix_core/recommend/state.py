@@ -272,6 +272,18 @@ class UserState:
                 ((index, user_id, pid, utc_text(when), int(synthetic)) for pid, when in zip(paper_ids, times)))
             self._write_profiles(conn, index, user_id, profiles)
 
+    def saves_since(self, index: str, after_id: int = 0) -> list[tuple[int, str, str]]:
+        """(interaction id, user, paper) of every save of ``index`` with an id above ``after_id``, in id order."""
+        with self._connect() as conn:
+            return conn.execute("SELECT id, user_id, paper_id FROM interactions WHERE index_name=? AND kind='save' "
+                                "AND id>? ORDER BY id", (index, after_id)).fetchall()
+
+    def last_interaction(self) -> int:
+        """The newest interaction id of the whole store (ids only grow; rows are never deleted)."""
+        with self._connect() as conn:
+            row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name='interactions'").fetchone()
+        return int(row[0]) if row else 0
+
     # profiles ------------------------------------------------------------------------------------------------
     @staticmethod
     def _profiles(conn: sqlite3.Connection, index: str, user_id: str) -> dict[str, Profile]:

@@ -54,8 +54,8 @@ def test_unknown_runs_list_the_valid_ones():
 def test_eval_recs_on_real_libraries(citeulike_home):
     from scix_core.evaluate.recs import METRICS, evaluate_recs
 
-    runs = ("tier3", "tier2", "tier1", "tier1-nommr", "tier1-rrf", "tier1-quota", "tier1-cosine", "mmr_0.0", "mmr_1.0",
-            "tier1-lgbm", "most-popular", "content-knn", "als")
+    runs = ("tier3", "tier2", "tier1", "tier1-nommr", "tier1-rrf", "tier1-quota", "tier1-cosine", "tier1-content",
+            "mmr_0.0", "mmr_1.0", "tier1-lgbm", "most-popular", "content-knn", "item-knn", "als")
     report = evaluate_recs("cul", citeulike_home, users=40, runs=runs, permutations=500, progress=False)
     assert report.n_users == 40 and set(report.runs) == set(runs)
     assert report.setup["users_eligible"] == 5551  # every citeulike-a user has 10+ saves
@@ -68,8 +68,10 @@ def test_eval_recs_on_real_libraries(citeulike_home):
     assert report.runs["mmr_0.0"]["ild@10"] > report.runs["mmr_1.0"]["ild@10"]
     # quota over the final slots spreads the picks over more of the user's clusters than pooled MMR
     assert report.runs["tier1-quota"]["cluster_coverage"] >= report.runs["tier1"]["cluster_coverage"]
-    # learned peers beat popularity on real libraries
+    # learned peers beat popularity on real libraries; the co-saves lift Tier 1 above its content-only self
     assert report.runs["als"]["recall@10"] > report.runs["most-popular"]["recall@10"]
+    assert report.runs["item-knn"]["recall@10"] > report.runs["most-popular"]["recall@10"]
+    assert report.runs["tier1"]["recall@10"] > report.runs["tier1-content"]["recall@10"]
     assert {c.candidate for c in report.comparisons if c.baseline == "content-knn"} == set(runs) - {"content-knn"}
     assert "tier1-lgbm over tier1" in report.gates  # the learned scorer has its own gate against the heuristic
     assert report.gates["most-popular"].ship is False

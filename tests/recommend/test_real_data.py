@@ -71,7 +71,7 @@ def test_real_libraries_truncated_to_each_tier(citeulike, saves, tier):
     if tier == 1:
         clusters = result.stage("quota").output
         assert sum(c.quota for c in clusters) == 100 and all(c.quota >= 3 for c in clusters)
-        assert {i.source for i in result.items} <= {"cluster-knn", "supplement", "exploration"}
+        assert {i.source for i in result.items} <= {"cluster-knn", "supplement", "co-saved", "exploration"}
         assert sum(i.exploration for i in result.items) == 2
         inside = {c.cluster_id for c in clusters}
         assert all(i.cluster_id in inside for i in result.items)

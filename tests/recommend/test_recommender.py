@@ -68,7 +68,7 @@ def test_tier1_pipeline_records_every_stage_and_returns_limit_plus_exploration(r
     result = rec.recommend(user, limit=3)
     assert result.tier == 1 and result.tier_name == "clustered"
     assert [s.name for s in result.stages] == ["vectors", "cluster", "match", "quota", "candidates", "supplement",
-                                               "score", "suppress", "mmr", "explore"]
+                                               "co-saved", "score", "suppress", "mmr", "explore"]
     clusters = result.stage("quota").output
     assert sum(c.quota for c in clusters) == 100 and all(c.quota >= 3 for c in clusters)
     assert sorted(p for c in clusters for p in c.members) == sorted(["p01", "p07", "p03", "p04", "p06"])
@@ -78,8 +78,9 @@ def test_tier1_pipeline_records_every_stage_and_returns_limit_plus_exploration(r
     assert len(result.items) <= 3 + 2 and all(i.source == "exploration" and i.mmr_position is None for i in explore)
     for item in picked:
         scores = dict(item.scores)
-        assert item.source in ("cluster-knn", "supplement") and item.cluster_id in {c.cluster_id for c in clusters}
-        assert scores["heuristic"] == pytest.approx(0.40 * scores["longterm_sim"] + 0.25 * scores["shortterm_sim"])
+        assert item.source in ("cluster-knn", "supplement", "co-saved") and item.cluster_id in {c.cluster_id for c in clusters}
+        assert scores["heuristic"] == pytest.approx(0.40 * scores["longterm_sim"] + 0.25 * scores["shortterm_sim"]
+                                                    + 0.5 * scores["cosave"])  # other tests' users co-save here
     assert result.scorer["scoring_with"] == "heuristic" and rec.health()["last_scored_with"] == "heuristic"
     frame = result.to_frame()
     assert list(frame["paper_id"]) == list(result.ids) and "longterm_sim" in frame

@@ -1,7 +1,10 @@
 """The candidate features every Tier-1 scorer reads, by name.
 
-The heuristic reads the first three (as the reference design's did); the
-LightGBM scorer reads all of them. They are computed from real data at
+The heuristic reads the similarities (as the reference design's did) and
+the co-save score; the LightGBM scorer reads all of them. ``cosave`` and
+``savers`` are collaborative: the item-kNN co-save score of the candidate
+for this user and the number of the index's users who saved it
+(``scix_core.recommend.community``; 0 where the index has no other users). They are computed from real data at
 serving time — the reference design's model put 65% of its importance on a
 citation count that was hard-coded to 0 when serving; here a feature that is
 constant over a candidate set is listed in the score stage's summary.
@@ -14,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 FEATURES = ("longterm_sim", "shortterm_sim", "cosine", "cluster_size", "cluster_quota", "citation_count",
-            "age_months", "category_match")
+            "age_months", "category_match", "cosave", "savers")
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,5 +60,7 @@ def features(state, candidates) -> FeatureTable:
         cat.citations[rows] if len(rows) else [],
         (newest - cat.month[rows]) if newest is not None and len(rows) else np.zeros(len(rows)),
         [float(bool(saved_codes.intersection(cat.codes[r]))) for r in rows],
+        ctx.cosaves.scores[rows] if ctx.cosaves is not None else np.zeros(len(rows)),
+        ctx.cosaves.savers[rows] if ctx.cosaves is not None else np.zeros(len(rows)),
     ]) if len(rows) else np.zeros((0, len(FEATURES)))
     return FeatureTable(FEATURES, np.asarray(table, dtype=np.float64), has_ewma)

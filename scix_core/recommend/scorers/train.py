@@ -4,9 +4,11 @@ Examples come from two sources, both with the features *as served*:
 
 * the offline protocol's training parts — per user, a seeded inner hold-out
   of 20% of the (training) saves; the rest replayed into a private user
-  state; Tier-1 stages 1-8 produce the candidates and their features; label
-  1 when the candidate is in the inner hold-out, else 0 — labels never come
-  from papers an evaluation holds out;
+  state (every user's: the co-save features see the same community as at
+  serving time); for a seeded sample of at most 1,000 users, Tier-1 stages
+  1-8 produce the candidates and their features; label 1 when the candidate
+  is in the inner hold-out, else 0 — labels never come from papers an
+  evaluation holds out;
 * the recommendation log — Tier-1 items served with their features; label 1
   when the user saved the paper after it was served, 0 when they dismissed
   it (items with no later interaction are not labelled).
@@ -40,33 +42,38 @@ class Examples:
     from_log: int
 
 
-def protocol_examples(rec, libraries: Mapping[str, Sequence[str]], holdout: float = 0.2, seed: int = 42) -> Examples:
-    """Candidates of stages 1-8 for each user's inner-training saves, labelled by the inner hold-out."""
-    from scix_core.evaluate.recs import split_libraries
+def protocol_examples(rec, libraries: Mapping[str, Sequence[str]], holdout: float = 0.2, seed: int = 42,
+                      example_users: Sequence[str] | None = None, max_users: int | None = 1000) -> Examples:
+    """Candidates of stages 1-8 for each user's inner-training saves, labelled by the inner hold-out.
+
+    Every user's inner-training saves are replayed (the community the co-save features see, as at serving
+    time); examples come from ``example_users`` (default: everyone), a seeded sample of ``max_users``."""
+    from scix_core.evaluate.recs import sample, split_libraries
     from scix_core.recommend import Recommender, UserState
     from scix_core.recommend.library import replay
-    from scix_core.recommend.pipeline import run_stages, stages
+    from scix_core.recommend.pipeline import candidate_stages, ranking_stages, run_stages
     from scix_core.recommend.scorers.heuristic import HeuristicScorer
     from scix_core.recommend.stages.base import Tier1State
 
-    rows, labels, users = [], [], 0
+    rows, labels = [], []
     cfg = rec.config.recommend
     known = {u: [p for p in papers if p in rec.side.catalog.row] for u, papers in libraries.items()}
+    splits = {s.user: s for s in split_libraries(known, holdout, seed, 2)}
+    wanted = set(known if example_users is None else example_users)
+    chosen = sample([s for u, s in splits.items() if u in wanted and len(s.train) >= cfg.tier1_min_saves],
+                    max_users, seed)
     with tempfile.TemporaryDirectory(prefix="scix-train-scorer-") as tmp:
         private = Recommender(rec.index, rec.config, persist_clusters=False, state=UserState(Path(tmp) / "s.sqlite"))
-        heuristic = HeuristicScorer(cfg)
-        for split in split_libraries(known, holdout, seed, 2):
-            if len(split.train) < cfg.tier1_min_saves:
-                continue
-            replay(private, split.user, split.train)
-            state, _ = run_stages(Tier1State(private.side, private.context(split.user), 10),
-                                  stages((), 0, heuristic, {})[:8])
+        for user, papers in known.items():
+            replay(private, user, splits[user].train if user in splits else papers)
+        pipeline = [*candidate_stages(), *ranking_stages(HeuristicScorer(cfg), {})]
+        for split in chosen:
+            state, _ = run_stages(Tier1State(private.side, private.context(split.user), 10), pipeline)
             for c in state.kept:
                 scores = dict(c.scores)
                 rows.append([scores[f] for f in FEATURES])
                 labels.append(int(c.paper_id in split.test))
-            users += 1
-    return Examples(np.asarray(rows, dtype=np.float64).reshape(-1, len(FEATURES)), np.asarray(labels), users, 0)
+    return Examples(np.asarray(rows, dtype=np.float64).reshape(-1, len(FEATURES)), np.asarray(labels), len(chosen), 0)
 
 
 def log_examples(rec) -> Examples:
@@ -106,7 +113,8 @@ def audit(booster, values: np.ndarray) -> dict:
 
 
 def train_scorer(rec, libraries: Mapping[str, Sequence[str]] | None = None, *, out: Path | None = None,
-                 holdout: float = 0.2, seed: int = 42, rounds: int = 200) -> dict:
+                 holdout: float = 0.2, seed: int = 42, rounds: int = 200, example_users: Sequence[str] | None = None,
+                 max_users: int | None = 1000) -> dict:
     """Train, audit and save ``model.txt`` + ``manifest.json`` (default ``models/scorers/INDEX``); returns the manifest."""
     import lightgbm
 
@@ -116,7 +124,7 @@ def train_scorer(rec, libraries: Mapping[str, Sequence[str]] | None = None, *, o
 
     t = time.perf_counter()
     libraries = library_saves(rec.build_dir) if libraries is None else libraries
-    proto = protocol_examples(rec, libraries, holdout, seed) if libraries else Examples(np.zeros((0, len(FEATURES))), np.zeros(0), 0, 0)
+    proto = protocol_examples(rec, libraries, holdout, seed, example_users, max_users) if libraries else Examples(np.zeros((0, len(FEATURES))), np.zeros(0), 0, 0)
     logged = log_examples(rec)
     values = np.concatenate([proto.values, logged.values])
     labels = np.concatenate([proto.labels, logged.labels])

@@ -1,10 +1,15 @@
-"""Stages 5-6: per-cluster kNN (limit = quota × oversample) and the short-term supplement.
+"""Stages 5-6: per-cluster kNN (limit = quota × oversample), the short-term supplement, and co-saved papers.
 
 The per-cluster queries go to the vector store as one planned batch
 (qdrant-edge ``query_batch``, qdrant-client ``query_batch_points``): the
 engine runs them together instead of one round trip per cluster. Saved and
 dismissed papers are excluded by the engine's payload filter. A paper found
 by several clusters keeps its most similar one.
+
+``CoSaved`` adds the ``recommend.cosave_candidates`` papers the index's other
+users most often saved alongside this user's (``scix_core.recommend.community``)
+that the vector queries missed, each in the cluster whose centroid is nearest
+— collaborative candidates that content similarity alone never surfaces.
 """
 
 from __future__ import annotations
@@ -38,6 +43,15 @@ class ClusterKnn:
         return replace(state, candidates=tuple(best.values())), summary
 
 
+def nearest_clusters(state: Tier1State, rows) -> tuple[list[int], np.ndarray]:
+    """(cluster id, cosine to its centroid) of the nearest cluster for each row."""
+    if not len(rows):
+        return [], np.zeros(0)
+    sims = state.side.vectors.get(rows) @ np.stack([c.centroid for c in state.clusters]).T
+    best = sims.argmax(axis=1)
+    return [state.clusters[int(k)].cluster_id for k in best], sims[np.arange(len(best)), best]
+
+
 class ShortTermSupplement:
     name, writes = "supplement", "candidates"
 
@@ -50,8 +64,26 @@ class ShortTermSupplement:
         have = {c.paper_id for c in state.candidates}
         hits = hits_minus(side.store.search(unit(short.vector), n, ctx.exclusion(side), exact=knobs.qdrant_exact()), ctx.seen)
         new = [h for h in hits if h.paper_id not in have]
-        centroids = np.stack([c.centroid for c in state.clusters])
-        nearest = (side.vectors.get([h.point_id for h in new]) @ centroids.T).argmax(axis=1) if new else []
-        added = tuple(Candidate(h.paper_id, h.point_id, "supplement", state.clusters[int(k)].cluster_id, h.score)
-                      for h, k in zip(new, nearest))
+        nearest, _ = nearest_clusters(state, [h.point_id for h in new])
+        added = tuple(Candidate(h.paper_id, h.point_id, "supplement", k, h.score) for h, k in zip(new, nearest))
         return replace(state, candidates=state.candidates + added), {"found": len(hits), "added": len(added)}
+
+
+class CoSaved:
+    name, writes = "co-saved", "candidates"
+
+    def run(self, state: Tier1State) -> tuple[Tier1State, dict]:
+        side, ctx = state.side, state.ctx
+        n = side.config.cosave_candidates
+        if ctx.cosaves is None or n <= 0:
+            return state, {"added": 0, "reason": "disabled" if n <= 0 else "no other user saved any of these papers"}
+        have = {c.row for c in state.candidates}
+        exclude = np.array(sorted(have | set(side.rows(p for p in ctx.seen if p in side.catalog.row).tolist())),
+                           dtype=np.int64)
+        rows = ctx.cosaves.top(n, exclude)
+        nearest, cosines = nearest_clusters(state, rows)
+        ids = side.catalog.ids
+        added = tuple(Candidate(ids[int(r)], int(r), "co-saved", k, float(c)) for r, k, c in zip(rows, nearest, cosines))
+        also = sum(1 for c in state.candidates if ctx.cosaves.scores[c.row] > 0)
+        return replace(state, candidates=state.candidates + added), {
+            "added": len(added), "vector_candidates_also_co_saved": also}

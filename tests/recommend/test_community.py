@@ -1,0 +1,113 @@
+"""Co-saves: the item-kNN scores by hand, the matrix following the store, and the co-saved candidates in Tier 1."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from scix_core.recommend import Recommender, UserState
+from scix_core.recommend.catalog import Catalog
+from scix_core.recommend.community import Community
+
+T0 = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+LIBRARIES = {"a": ["p1", "p2"], "b": ["p1", "p3"], "c": ["p2", "p3", "p4"], "me": ["p1"]}
+
+
+def _catalog(n: int = 6) -> Catalog:
+    ids = tuple(f"p{i}" for i in range(n))
+    return Catalog("idx", ids, {p: i for i, p in enumerate(ids)}, ((),) * n, "none",
+                   np.full(n, -1, dtype=np.int32), np.zeros(n, dtype=np.int64))
+
+
+def _state(tmp_path, libraries=LIBRARIES) -> UserState:
+    state = UserState(tmp_path / "users.sqlite")
+    for user, papers in libraries.items():
+        state.import_library("idx", user, papers, T0, [])
+    return state
+
+
+def _by_hand(libraries, mine) -> dict[str, float]:
+    """Σ_s co(s, c) / √(n_s n_c) over my saves s, for every paper c I have not saved."""
+    savers = {p: {u for u, ps in libraries.items() if p in ps} for ps in libraries.values() for p in ps}
+    out = {}
+    for c in savers:
+        if c not in mine:
+            out[c] = sum(len(savers[s] & savers[c]) / math.sqrt(len(savers[s]) * len(savers[c])) for s in mine)
+    return out
+
+
+def test_cosave_scores_by_hand(tmp_path):
+    catalog = _catalog()
+    community = Community(_state(tmp_path), "idx", catalog)
+    got = community.cosaves(np.array([catalog.row["p1"]]))
+    expected = _by_hand(LIBRARIES, ["p1"])  # p2: 1/√6, p3: 1/√6, p4: 0
+    best = max(expected.values())
+    for paper, value in expected.items():
+        assert got.scores[catalog.row[paper]] == pytest.approx(value / best)
+    assert got.scores[catalog.row["p1"]] == 0.0 and got.scores[catalog.row["p5"]] == 0.0  # mine; nobody's
+    assert got.savers.tolist() == [0, 3, 2, 2, 1, 0]
+    assert [catalog.ids[r] for r in got.top(5, np.array([catalog.row["p3"]]))] == ["p2"]  # positive only, exclusions
+
+
+def test_the_matrix_follows_the_store_and_other_indexes_never_count(tmp_path):
+    catalog = _catalog()
+    state = _state(tmp_path)
+    community = Community(state, "idx", catalog)
+    assert community.cosaves(np.array([catalog.row["p4"]])).scores[catalog.row["p5"]] == 0.0
+    state.import_library("idx", "d", ["p4", "p5"], T0, [])
+    state.import_library("other", "e", ["p4", "p0"], T0, [])  # another index's saves
+    after = community.cosaves(np.array([catalog.row["p4"]]))
+    libraries = {**LIBRARIES, "d": ["p4", "p5"]}
+    expected = _by_hand(libraries, ["p4"])
+    best = max(expected.values())
+    assert after.scores[catalog.row["p5"]] == pytest.approx(expected["p5"] / best) and after.scores[0] == 0.0
+
+
+def test_nobody_else_means_no_signal(tmp_path):
+    catalog = _catalog()
+    community = Community(_state(tmp_path, {"me": ["p1", "p2"]}), "idx", catalog)
+    assert community.cosaves(np.array([1, 2])) is None  # my own saves are never a co-save
+    assert Community(UserState(tmp_path / "empty.sqlite"), "idx", catalog).cosaves(np.array([1])) is None
+
+
+@pytest.mark.model
+def test_tier1_adds_what_others_saved_alongside_and_scores_it(rec_indexes, tmp_path):
+    """Others who saved the user's graph/protein papers also saved p05 (vitamin D): far in content, found by co-saves."""
+    users = itertools.count()
+    narrow = {"recommend.total_slots": 2, "recommend.min_slots": 1, "recommend.oversample": 1,
+              "recommend.shortterm_supplement": 0}  # the vector queries find only a few of the 12 papers
+    rec = Recommender(rec_indexes.edge, rec_indexes.config.replace(**narrow), state=UserState(tmp_path / "s.sqlite"))
+    mine = ["p01", "p07", "p03", "p04", "p06"]
+    for _ in range(3):
+        rec.state.import_library(rec.index, f"other-{next(users)}", ["p01", "p07", "p05"], T0, [])
+    rec.create_user("me", [])
+    for paper in mine:
+        rec.interact("me", paper, "save")
+    result = rec.recommend("me", limit=5, log=False)
+    assert "p05" not in {c.paper_id for c in result.stage("supplement").output}
+    assert result.stage("co-saved").summary["added"] == 1
+    assert [c.paper_id for c in result.stage("co-saved").output if c.source == "co-saved"] == ["p05"]
+    scored = {c.paper_id: dict(c.scores) for c in result.stage("score").output}
+    assert scored["p05"]["cosave"] == pytest.approx(1.0) and scored["p05"]["savers"] == 3
+    assert result.items[0].paper_id == "p05"  # 0.65·cosine + 0.5·1.0 beats every content-only candidate
+    assert all(dict(i.scores).get("cosave", 0) == 0 for i in result.items if i.paper_id != "p05" and not i.exploration)
+    off = Recommender(rec_indexes.edge, rec_indexes.config.replace(
+        **narrow, **{"recommend.cosave_candidates": 0, "recommend.weight_cosave": 0.0}), state=rec.state)
+    plain = off.recommend("me", limit=5, log=False)
+    assert plain.stage("co-saved").summary == {"added": 0, "reason": "disabled"}
+    assert plain.items[0].paper_id != "p05"
+
+
+@pytest.mark.model
+def test_alone_on_an_index_tier1_is_content_only_and_says_why(rec_indexes, tmp_path):
+    rec = Recommender(rec_indexes.edge, rec_indexes.config, state=UserState(tmp_path / "s.sqlite"))
+    rec.create_user("me", [])
+    for paper in ["p01", "p07", "p03", "p04", "p06"]:
+        rec.interact("me", paper, "save")
+    result = rec.recommend("me", limit=3, log=False)
+    assert result.stage("co-saved").summary == {"added": 0, "reason": "no other user saved any of these papers"}
+    assert "cosave" in result.stage("score").summary["constant_features"]
