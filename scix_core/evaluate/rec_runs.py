@@ -163,9 +163,11 @@ class Peers:
             from implicit.bpr import BayesianPersonalizedRanking
 
             from implicit.nearest_neighbours import CosineRecommender
+            from implicit.utils import ParameterWarning
 
             with threadpoolctl.threadpool_limits(1, "blas"), warnings.catch_warnings():  # implicit's own advice
                 warnings.simplefilter("ignore", RuntimeWarning)
+                warnings.simplefilter("ignore", ParameterWarning)  # implicit's own coo -> csr inside CosineRecommender
                 if name == "item-knn":
                     model = CosineRecommender(K=1000)
                 elif name == "als":
@@ -188,6 +190,14 @@ class Peers:
             return [h.paper_id for h in hits if h.paper_id not in seen][:k]
         model = self.model(name)
         user = self.users[ctx.user_id]
-        ids, _ = model.recommend(user, self.matrix()[user:user + 1], N=k, filter_already_liked_items=True)
+        if name == "item-knn":  # item-based: the user's saves as they are now (the per-tier tables truncate them)
+            from scipy.sparse import csr_matrix
+
+            rows = np.unique(side.rows(ctx.saved))
+            items = csr_matrix((np.ones(len(rows), dtype=np.float32), (np.zeros(len(rows), dtype=np.int64), rows)),
+                               shape=(1, len(side.catalog)))
+        else:
+            items = self.matrix()[user:user + 1]
+        ids, _ = model.recommend(user, items, N=k, filter_already_liked_items=True)
         cat = side.catalog
         return [cat.ids[i] for i in ids if cat.ids[i] not in seen][:k]

@@ -15,8 +15,10 @@ the cluster whose centroid it is nearest to); per run, catalogue coverage.
 Paired per-user randomisation tests with Holm correction and the search
 gate (``scix_core.evaluate.significance``) compare every run with the
 baseline. ``per_tier`` truncates every user's training saves to 1, 3, 5 and
-all, runs the default tier cascade and ``content-knn`` on each, and reports
-which tier ran.
+all, runs the default tier cascade, ``content-knn`` and ``item-knn`` (on the
+truncated saves) on each, and reports which tier ran. Every user's training
+saves — not only the evaluated users' — are replayed: they are the community
+Tier 1's co-saves and the collaborative peers learn from.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ K = 10
 METRICS = ("recall@10", "ndcg@10", "hit@10", "ild@10", "cluster_coverage")
 PRIMARY = "recall@10"
 TRUNCATIONS = (1, 3, 5, None)
+PER_TIER_RUNS = ("cascade", "content-knn", "item-knn")  # beside the default cascade: content and co-save peers
 
 
 @dataclass(frozen=True)
@@ -294,11 +297,14 @@ def evaluate_recs(index: str, config: Config | None = None, *, users: int | None
                       for c in compare(baseline, run, per_user, METRICS, permutations)])
         comparisons = tuple(table)
         gates = {run: gate([c for c in table if c.candidate == run], PRIMARY) for run in runs if run != baseline}
-    if rec_runs.LGBM in runs and "tier1" in runs and baseline != "tier1":
-        # does the learned scorer ship over the heuristic? its own gate, on its own Holm table
-        own = holm(compare("tier1", rec_runs.LGBM, per_user, METRICS, permutations))
+    same = f"tier1-{cfg.recommend.heuristic}" if cfg.recommend.scorer == "heuristic" else None  # = tier1
+    variants = [r for r in runs if r in rec_runs.VARIANTS and r != same]
+    if variants and "tier1" in runs and baseline != "tier1":
+        # does another scorer ship over the default? their own gates, on their own Holm table
+        own = holm([c for r in variants for c in compare("tier1", r, per_user, METRICS, permutations)])
         comparisons = (*comparisons, *own)
-        gates[f"{rec_runs.LGBM} over tier1"] = gate(own, PRIMARY)
+        for r in variants:
+            gates[f"{r} over tier1"] = gate([c for c in own if c.candidate == r], PRIMARY)
     seconds["total"] = time.perf_counter() - t0
     setup = {"holdout": holdout, "seed": seed, "min_saves": min_saves, "baseline": baseline, "k": K,
              "lgbm_audit": lgbm_audit,
@@ -317,13 +323,15 @@ def _per_tier(index: str, cfg: Config, train, splits, peers, centroids, tmp: Pat
         name = str(trunc) if trunc else "all"
         rec = Recommender(index, cfg, persist_clusters=False, state=UserState(tmp / f"trunc-{name}.sqlite"))
         _replay(rec, train, splits, trunc)
-        cascade, knn, ran = {}, {}, {}
+        lists: dict[str, dict[str, list[str]]] = {run: {} for run in PER_TIER_RUNS}
+        ran: dict[int, int] = {}
         for s in splits:
             result = rec.recommend(s.user, K, log=False)
             ran[result.tier] = ran.get(result.tier, 0) + 1
-            cascade[s.user] = [i.paper_id for i in result.items if not i.exploration][:K]
-            knn[s.user] = peers.recommend("content-knn", rec.context(s.user), K)
+            lists["cascade"][s.user] = [i.paper_id for i in result.items if not i.exploration][:K]
+            ctx = rec.context(s.user)
+            for peer in PER_TIER_RUNS[1:]:
+                lists[peer][s.user] = peers.recommend(peer, ctx, K)
         out[name] = {"tiers": {f"tier{t}": n for t, n in sorted(ran.items())},
-                     "runs": {"cascade": means(_score(rec, cascade, splits, centroids)),
-                              "content-knn": means(_score(rec, knn, splits, centroids))}}
+                     "runs": {run: means(_score(rec, ids, splits, centroids)) for run, ids in lists.items()}}
     return out

@@ -3,7 +3,7 @@
 The saved papers projected to 2-D (PCA, scikit-learn, fitted on the saved
 papers and the candidates together), coloured by their Hungarian-stable
 cluster id with the medoids marked; the candidates of the per-cluster kNN and
-the supplement; what MMR kept (numbered by pick); the exploration picks; the
+the supplement, and those the index's other users co-saved; what MMR kept (numbered by pick); the exploration picks; the
 quotas, suppressed codes, the tier, its reason and the next-tier message.
 Widgets: user picker, λ slider, scorer switch, and a save / dismiss button
 per item that writes a real interaction and re-runs.
@@ -31,7 +31,7 @@ def projection(result, side):
     from sklearn.decomposition import PCA
 
     clusters = result.stage("quota").output
-    candidates = result.stage("supplement").output
+    candidates = result.stage("co-saved").output
     saved = [p for c in clusters for p in c.members]
     rows = side.rows(saved + [c.paper_id for c in candidates])
     vecs = side.vectors.get(rows)
@@ -40,8 +40,11 @@ def projection(result, side):
     colour = {c.cluster_id: PALETTE[i % len(PALETTE)] for i, c in enumerate(clusters)}
     fig = charts._figure(7.5, 6.0)
     ax = fig.subplots()
-    cand = np.array([at[c.paper_id] for c in candidates]) if candidates else np.zeros((0, 2))
-    ax.scatter(cand[:, 0], cand[:, 1], s=8, c="#cccccc", label=f"candidates ({len(candidates)})")
+    for kind, marker, shade in (("vector", "o", "#cccccc"), ("co-saved", "D", "#9ecae1")):
+        group = [c for c in candidates if (c.source == "co-saved") == (kind == "co-saved")]
+        pts = np.array([at[c.paper_id] for c in group]) if group else np.zeros((0, 2))
+        label = f"candidates ({len(group)})" if kind == "vector" else f"co-saved by other users ({len(group)})"
+        ax.scatter(pts[:, 0], pts[:, 1], s=8 if kind == "vector" else 14, c=shade, marker=marker, label=label)
     for c in clusters:
         pts = np.array([at[p] for p in c.members])
         ax.scatter(pts[:, 0], pts[:, 1], s=30, c=colour[c.cluster_id], label=f"cluster {c.cluster_id}: "
@@ -56,7 +59,7 @@ def projection(result, side):
         else:
             ax.scatter(x, y, s=110, facecolors="none", edgecolors=colour.get(item.cluster_id, "black"), linewidths=2)
             ax.annotate(str(item.mmr_position), (x, y), fontsize=8, ha="center", va="center")
-    ax.set_title("saved papers (•), medoids (★), candidates (grey), MMR picks (numbered ○), exploration (✕)",
+    ax.set_title("saved (•), medoids (★), candidates (grey; co-saved ◆ blue), MMR picks (numbered ○), exploration (✕)",
                  fontsize=9)
     ax.legend(fontsize=7, loc="best")
     ax.set_xticks([])

@@ -32,7 +32,7 @@ def plain(value: Any) -> Any:
 class RecItem:
     """One recommended paper and everything that put it there.
 
-    ``source``: ``cluster-knn``, ``supplement``, ``exploration``, ``trending``,
+    ``source``: ``cluster-knn``, ``supplement``, ``co-saved``, ``exploration``, ``trending``,
     ``recommend`` or ``profile-knn``; ``scores``: every score that ranked it,
     as (name, value) pairs in the order they were computed; ``mmr_position``:
     the 1-based pick at which MMR took it (Tier 1 only).

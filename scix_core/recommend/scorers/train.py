@@ -33,6 +33,8 @@ import numpy as np
 from scix_core.errors import ConfigError
 from scix_core.recommend.scorers.features import FEATURES
 
+OBJECTIVE = "lambdarank"  # each user's candidates ranked together; "binary": pointwise log-loss
+
 
 @dataclass(frozen=True)
 class Examples:
@@ -40,6 +42,7 @@ class Examples:
     labels: np.ndarray  # (n,) 0/1
     users: int
     from_log: int
+    groups: tuple[int, ...] = ()  # consecutive rows ranked together (one user's candidates, one served list)
 
 
 def protocol_examples(rec, libraries: Mapping[str, Sequence[str]], holdout: float = 0.2, seed: int = 42,
@@ -55,7 +58,7 @@ def protocol_examples(rec, libraries: Mapping[str, Sequence[str]], holdout: floa
     from scix_core.recommend.scorers.heuristic import HeuristicScorer
     from scix_core.recommend.stages.base import Tier1State
 
-    rows, labels = [], []
+    rows, labels, groups = [], [], []
     cfg = rec.config.recommend
     known = {u: [p for p in papers if p in rec.side.catalog.row] for u, papers in libraries.items()}
     splits = {s.user: s for s in split_libraries(known, holdout, seed, 2)}
@@ -73,14 +76,17 @@ def protocol_examples(rec, libraries: Mapping[str, Sequence[str]], holdout: floa
                 scores = dict(c.scores)
                 rows.append([scores[f] for f in FEATURES])
                 labels.append(int(c.paper_id in split.test))
-    return Examples(np.asarray(rows, dtype=np.float64).reshape(-1, len(FEATURES)), np.asarray(labels), len(chosen), 0)
+            if state.kept:
+                groups.append(len(state.kept))
+    return Examples(np.asarray(rows, dtype=np.float64).reshape(-1, len(FEATURES)), np.asarray(labels), len(chosen), 0,
+                    tuple(groups))
 
 
 def log_examples(rec) -> Examples:
     """Served Tier-1 items labelled by what the user did with them afterwards (save 1, dismiss 0)."""
     from scix_core.recommend.state import utc_text
 
-    rows, labels, events = [], [], {}
+    rows, labels, events, groups = [], [], {}, []
     for entry in rec.state.served(rec.index):
         if entry["tier"] != 1:
             continue
@@ -90,12 +96,16 @@ def log_examples(rec) -> Examples:
         for e in events[entry["user"]]:
             if utc_text(e.at) > entry["at"] and e.kind in ("save", "dismiss"):
                 after.setdefault(e.paper_id, e.kind)
+        before = len(rows)
         for item in entry["items"]:
             features = item.get("features") or {}
             if item["paper_id"] in after and all(f in features for f in FEATURES):
                 rows.append([features[f] for f in FEATURES])
                 labels.append(int(after[item["paper_id"]] == "save"))
-    return Examples(np.asarray(rows, dtype=np.float64).reshape(-1, len(FEATURES)), np.asarray(labels), 0, len(rows))
+        if len(rows) > before:
+            groups.append(len(rows) - before)
+    return Examples(np.asarray(rows, dtype=np.float64).reshape(-1, len(FEATURES)), np.asarray(labels), 0, len(rows),
+                    tuple(groups))
 
 
 def audit(booster, values: np.ndarray) -> dict:
@@ -114,7 +124,7 @@ def audit(booster, values: np.ndarray) -> dict:
 
 def train_scorer(rec, libraries: Mapping[str, Sequence[str]] | None = None, *, out: Path | None = None,
                  holdout: float = 0.2, seed: int = 42, rounds: int = 200, example_users: Sequence[str] | None = None,
-                 max_users: int | None = 1000) -> dict:
+                 max_users: int | None = 1000, objective: str = OBJECTIVE) -> dict:
     """Train, audit and save ``model.txt`` + ``manifest.json`` (default ``models/scorers/INDEX``); returns the manifest."""
     import lightgbm
 
@@ -124,17 +134,19 @@ def train_scorer(rec, libraries: Mapping[str, Sequence[str]] | None = None, *, o
 
     t = time.perf_counter()
     libraries = library_saves(rec.build_dir) if libraries is None else libraries
-    proto = protocol_examples(rec, libraries, holdout, seed, example_users, max_users) if libraries else Examples(np.zeros((0, len(FEATURES))), np.zeros(0), 0, 0)
+    proto = (protocol_examples(rec, libraries, holdout, seed, example_users, max_users) if libraries
+             else Examples(np.zeros((0, len(FEATURES))), np.zeros(0), 0, 0))
     logged = log_examples(rec)
     values = np.concatenate([proto.values, logged.values])
     labels = np.concatenate([proto.labels, logged.labels])
     if len(set(labels.tolist())) < 2:
         raise ConfigError(f"cannot train a scorer for {rec.index!r}: {len(labels)} examples, positives "
                           f"{int(labels.sum())} — need both saved and unsaved candidates (import libraries first)")
-    params = {"objective": "binary", "learning_rate": 0.05, "num_leaves": 15, "min_data_in_leaf": 20,
+    params = {"objective": objective, "learning_rate": 0.05, "num_leaves": 15, "min_data_in_leaf": 20,
               "feature_fraction": 1.0, "seed": seed, "deterministic": True, "verbose": -1, "num_threads": 2}
-    booster = lightgbm.train(params, lightgbm.Dataset(values, labels, feature_name=list(FEATURES)),
-                             num_boost_round=rounds)
+    data = lightgbm.Dataset(values, labels, feature_name=list(FEATURES),
+                            group=[*proto.groups, *logged.groups] if objective == "lambdarank" else None)
+    booster = lightgbm.train(params, data, num_boost_round=rounds)
     report = audit(booster, values)
     folder = Path(out) if out else None
     manifest = {"index": rec.index, "features": list(FEATURES), "params": params, "rounds": rounds,

@@ -36,9 +36,9 @@ class Cluster:
 class Candidate:
     paper_id: str
     row: int
-    source: str  # cluster-knn | supplement | exploration
+    source: str  # cluster-knn | supplement | co-saved | exploration
     cluster_id: int | None
-    cosine: float  # similarity to the query that found it (cluster centroid or short-term profile)
+    cosine: float  # similarity to the query that found it (cluster centroid or short-term profile; co-saved: nearest centroid)
     scores: tuple[tuple[str, float], ...] = ()
     score: float = 0.0
 
