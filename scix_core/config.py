@@ -165,7 +165,10 @@ def _coerce(value: Any, current: Any, name: str) -> Any:
     if isinstance(current, tuple):
         return tuple(value)
     if isinstance(current, bool):
-        return str(value).lower() in ("1", "true", "yes", "on")
+        text = str(value).strip().lower()
+        if text not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+            raise ConfigError(f"{name}: {value!r} is not a boolean (true/false, yes/no, on/off, 1/0)")
+        return text in ("1", "true", "yes", "on")
     if isinstance(current, (int, float)) and not isinstance(value, (int, float)):
         try:
             return type(current)(value)

@@ -1,6 +1,6 @@
 """Recommendation benchmark: Tier-1 latency for 50-save users, each stage's share, Tiers 0/2/3.
 
-    python -m scix_core.bench.recommend [--index arxiv] [--users 20] [--repeat 5] [--saves 50]
+    python -m scix_core.bench.recommend [--index arxiv] [--users 20] [--repeat 5] [--saves 50] [--community]
 
 Users are built from the index's real papers and vectors, seeded: each has
 ``--interests`` interests of an anchor paper and its nearest neighbours
@@ -9,6 +9,9 @@ real cluster structure. Their state lives in a temporary user-state
 database, never the workspace's. Beside the Tier-1 figures the run measures
 the reference design's hot spot in the same process: the saved vectors read
 one id at a time from the vector store versus the one local batch read.
+``--community`` first imports the user libraries the index was built with
+(CiteULike: 5,551 users, 205k saves) so the co-saves run at full size, and
+times the co-save scores and the matrix refresh after a new save.
 """
 
 from __future__ import annotations
@@ -65,6 +68,12 @@ def run(args: argparse.Namespace) -> None:
         console.print(f"index {args.index}: {len(rec.side.catalog):,} papers, {rec.side.vectors.dim}-d vectors "
                       f"({rec.manifest.get('vector_backend')}); {args.users} users x {args.saves} saves, "
                       f"{args.repeat} calls each after one warm-up", highlight=False)
+        if args.community:
+            from scix_core.recommend.library import import_libraries
+
+            imported = import_libraries(rec)
+            console.print(f"community: {imported.users:,} users, {imported.saves:,} saves imported in "
+                          f"{imported.seconds:.1f} s", highlight=False)
         libs = libraries(rec, args.users, args.saves, args.interests, args.seed)
         for n, lib in enumerate(libs):
             _make_user(rec, f"bench-{n}", lib)
@@ -94,8 +103,29 @@ def run(args: argparse.Namespace) -> None:
         table.add_row("recommend() call (+ context read)", _pct(totals), "")
         table.add_row("recommend() call + log write", _pct(logged), "")
         console.print(table)
+        _cosaves(rec, libs)
         _other_tiers(rec, libs, args)
         _vector_reads(rec, libs[0])
+
+
+def _cosaves(rec: Recommender, libs: list[list[str]]) -> None:
+    """Co-save scores for one user (matrix current), and the refresh a new save costs the next call."""
+    scores, refresh = [], []
+    for n, lib in enumerate(libs):
+        rows = rec.side.rows(lib)
+        t = time.perf_counter()
+        rec.community.cosaves(rows)
+        scores.append((time.perf_counter() - t) * 1000)
+        have = set(lib)
+        fresh = next(p for p in rec.side.catalog.ids if p not in have)
+        rec.interact(f"bench-{n}", fresh, "save")
+        t = time.perf_counter()
+        rec.community.cosaves(rows)
+        refresh.append((time.perf_counter() - t) * 1000)
+    table = Table("what", "p50 / p95 ms", title=f"co-saves ({rec.community.saves:,} saves in the matrix)")
+    table.add_row("co-save scores of one user (matrix current)", _pct(scores))
+    table.add_row("the same after a new save (matrix rebuilt)", _pct(refresh))
+    console.print(table)
 
 
 def _other_tiers(rec: Recommender, libs: list[list[str]], args: argparse.Namespace) -> None:
@@ -147,6 +177,7 @@ def main() -> None:
     p.add_argument("--interests", type=int, default=5)
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--community", action="store_true", help="import the index's user libraries first")
     run(p.parse_args())
 
 

@@ -19,6 +19,11 @@ def _eval_args(p: argparse.ArgumentParser) -> None:
     gold.add_argument("--split", help="qrels split (train, test, ...)")
     p.add_argument("--runs", help="comma list of run names (default lexical,dense,hybrid)")
     p.add_argument("--sweep", action="store_true", help="every run")
+    p.add_argument("--run", dest="config_run_specs", action="append", default=[], metavar="NAME:KEY=VALUE[,KEY=VALUE]",
+                   help="add a run: the pipeline with dotted config overrides, e.g. tw2:search.title_weight=2 "
+                        "(repeatable)")
+    p.add_argument("--config-run", dest="config_run_files", action="append", default=[], metavar="NAME=FILE.toml",
+                   help="add a run: the pipeline with a TOML file merged over the configuration (repeatable)")
     p.add_argument("--baseline", help="compare every run with this one and apply the rollout gate")
     p.add_argument("--reranker", help="reranker for the hybrid+rerank run (name or path)")
     p.add_argument("--permutations", type=int, default=10_000)
@@ -35,7 +40,7 @@ def _eval_args(p: argparse.ArgumentParser) -> None:
 @command("eval", "evaluate runs on a gold set: metrics, provenance, buckets, significance, the gate", _eval_args)
 def eval_cmd(args: argparse.Namespace) -> int:
     from scix_core.errors import ConfigError
-    from scix_core.evaluate import ALL_RUNS, DEFAULT_RUNS, evaluate, from_dir, from_files
+    from scix_core.evaluate import ALL_RUNS, DEFAULT_RUNS, config_runs, evaluate, from_dir, from_files
     from scix_core.evaluate.gold import for_index
 
     overrides = {"search.lexical_backend": args.backend, "search.lexical_mode": args.lexical_mode}
@@ -49,19 +54,21 @@ def eval_cmd(args: argparse.Namespace) -> int:
     else:
         gold = for_index(args.index, cfg, args.split)
     runs = ALL_RUNS if args.sweep else tuple(r.strip() for r in args.runs.split(",")) if args.runs else DEFAULT_RUNS
+    configured = config_runs(args.config_run_specs, args.config_run_files, config=cfg, named=ALL_RUNS)
     if args.reuse and not args.json_path:
         raise ConfigError("--reuse needs --json PATH (the report to reuse)")
     key = None
     if args.reuse:
         from scix_core.evaluate.report import reuse_key, saved_key
 
-        key = reuse_key(cfg, args.index, gold, runs, args.baseline, args.reranker, args.permutations, args.sample)
+        key = reuse_key(cfg, args.index, gold, (*runs, *(r.source for r in configured)), args.baseline, args.reranker,
+                        args.permutations, args.sample)
         if key is not None and saved_key(args.json_path) == key:
             console.print(f"unchanged: {args.json_path} (same index build, gold set, runs, settings and code)",
                           highlight=False)
             return 0
     report = evaluate(args.index, gold, runs, args.baseline, cfg, args.reranker, args.permutations,
-                      progress=not args.quiet, sample=args.sample)
+                      progress=not args.quiet, sample=args.sample, configured=configured)
     report.print(console)
     if args.json_path:
         report.write_json(args.json_path, reuse_key=key)

@@ -39,8 +39,9 @@ def read_adjacency(path: Path) -> list[list[str]]:
     return rows
 
 
-def read_bags(path: Path, vocabulary: list[str]) -> list[str]:
-    """LDA-C lines -> one text per line: the words, each once, by count (descending), then word id."""
+def read_bags(path: Path, vocabulary: list[str], repeat: bool = False) -> list[str]:
+    """LDA-C lines -> one text per line: the words, each once, by count (descending), then word id
+    (``repeat``: each word ``count`` times, in the same order — measured against in ``bench.bags``)."""
     texts = []
     for lineno, line in read_lines(path):
         parts = line.split()
@@ -55,7 +56,7 @@ def read_bags(path: Path, vocabulary: list[str]) -> list[str]:
             if not (word.isdigit() and count.isdigit()) or int(word) >= len(vocabulary) or int(count) < 1:
                 raise DataFormatError(path, lineno, f"term {term!r} is not word_id:count with a known word id")
             bag.append((-int(count), int(word)))
-        texts.append(" ".join(vocabulary[w] for _, w in sorted(bag)))
+        texts.append(" ".join(" ".join([vocabulary[w]] * (-c if repeat else 1)) for c, w in sorted(bag)))
     return texts
 
 

@@ -13,6 +13,7 @@ from typing import Iterator
 
 from scix_core.config import Config, load_config
 from scix_core.errors import ConfigError, UnknownNameError
+from scix_core.evaluate.config_runs import ConfigRun, config_runs
 from scix_core.evaluate.gold import Gold, from_dir, from_files, from_index
 from scix_core.evaluate.metrics import METRICS, PRIMARY, means, per_query
 from scix_core.evaluate.provenance import buckets, provenance
@@ -23,8 +24,10 @@ from scix_core.evaluate.significance import compare, gate, holm
 
 def evaluate(index: str, gold: Gold | None = None, runs: tuple[str, ...] = DEFAULT_RUNS, baseline: str | None = None,
              config: Config | None = None, reranker: str | None = None, permutations: int = 10_000,
-             progress: bool = False, sample: int | None = None, seed: int = 13) -> EvalReport:
-    """Run ``runs`` on ``gold`` (default: the index's own qrels) and compare them with ``baseline``.
+             progress: bool = False, sample: int | None = None, seed: int = 13,
+             configured: tuple[ConfigRun, ...] = ()) -> EvalReport:
+    """Run ``runs`` and the ``configured`` runs on ``gold`` (default: the index's own qrels) and compare them
+    with ``baseline`` (a named or a configured run).
 
     The lexical pool is uncapped for evaluation (``SCIX_LEXICAL_POOL=inf``), as in the reference design.
     """
@@ -33,7 +36,8 @@ def evaluate(index: str, gold: Gold | None = None, runs: tuple[str, ...] = DEFAU
     for name in runs:
         if name not in ALL_RUNS:
             raise UnknownNameError("eval run", name, ALL_RUNS)
-    if baseline is not None and baseline not in runs:
+    own = {r.name: r for r in configured}
+    if baseline is not None and baseline not in runs and baseline not in own:
         runs = (baseline, *runs)
     cfg = (config or load_config()).replace(**{"search.depth": DEPTH})
     with uncapped_pool():
@@ -49,9 +53,10 @@ def evaluate(index: str, gold: Gold | None = None, runs: tuple[str, ...] = DEFAU
                               "evaluate on another split or gold set, or train with --max-queries")
         runset = collect(searcher, queries, tuple(runs), reranker,
                          rewrite=cfg.search.rewrite if cfg.search.rewrite != "off" else "local",
-                         body_searcher=lambda: Searcher(index, cfg.replace(**{"search.body": False})), progress=progress)
+                         body_searcher=lambda: Searcher(index, cfg.replace(**{"search.body": False})), progress=progress,
+                         configured={r.name: (lambda r=r: Searcher(index, r.apply(cfg))) for r in configured})
     values = {run: per_query(gold, ranked) for run, ranked in runset.rankings.items()}
-    ordered = [r for r in runs if r in values]
+    ordered = [r for r in (*runs, *own) if r in values]
     base = baseline or ("hybrid" if "hybrid" in values else None)
     comparisons = []
     if base in values:
@@ -74,7 +79,8 @@ def evaluate(index: str, gold: Gold | None = None, runs: tuple[str, ...] = DEFAU
                "permutations": permutations, "primary": PRIMARY, "model": searcher.manifest.get("model"),
                "lexical_backend": cfg.search.lexical_backend, "lexical_mode": cfg.search.lexical_mode,
                "reranker": reranker, "corpus_hash": searcher.manifest.get("corpus_hash"),
-               "excluded_training_queries": len(excluded), "sample": sample, "sample_seed": seed if sample else None},
+               "excluded_training_queries": len(excluded), "sample": sample, "sample_seed": seed if sample else None,
+               "configured_runs": {r.name: r.source for r in configured}},
     )
 
 
@@ -115,5 +121,6 @@ def _training_queries(searcher, reranker: str | None, gold: Gold) -> set[str]:
     return set(gold.judged) if "*" in seen else seen & set(gold.judged)
 
 
-__all__ = ["ALL_RUNS", "DEFAULT_RUNS", "EvalReport", "Gold", "METRICS", "compare", "evaluate", "from_dir",
+__all__ = ["ALL_RUNS", "DEFAULT_RUNS", "ConfigRun", "EvalReport", "Gold", "METRICS", "compare", "config_runs",
+           "evaluate", "from_dir",
            "from_files", "from_index", "gate", "holm", "per_query", "sample_queries", "uncapped_pool"]

@@ -5,7 +5,9 @@ lane runs (``lexical``, ``body``, ``dense``), ``hybrid`` (the default
 pipeline: RRF k=60 of the lanes) and the ``rrf_k*`` runs (the same lane
 rankings re-fused: pure functions, no second search). Pipeline variants
 (``hybrid+boosts``, ``hybrid+rerank``, ``hybrid+rewrite``, ``hybrid-body``)
-run the pipeline again with one switch changed.
+run the pipeline again with one switch changed. Configured runs
+(``scix_core.evaluate.config_runs``) run the pipeline of a Searcher built
+from another configuration.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ def _note_dropped(runs: RunSet, run: str, result) -> None:
 
 def collect(searcher, queries: dict[str, str], names: tuple[str, ...], reranker: str | None = None,
             rewrite: str = "local", body_searcher: Callable[[], object] | None = None,
-            progress: bool = False) -> RunSet:
+            progress: bool = False, configured: dict[str, Callable[[], object]] | None = None) -> RunSet:
     """Produce every run in ``names`` for ``queries`` (query id -> text)."""
     from tqdm.auto import tqdm
 
@@ -88,10 +90,14 @@ def collect(searcher, queries: dict[str, str], names: tuple[str, ...], reranker:
             variants["hybrid-body"] = (body_searcher(), {"limit": DEPTH})
         else:
             runs.skipped["hybrid-body"] = "no paper in this index has a full text: identical to hybrid"
+    for name, make in (configured or {}).items():
+        variants[name] = (make(), {"limit": DEPTH, "configured": True})
     for name, (engine, options) in variants.items():
         t = time.perf_counter()
+        configured_run = options.pop("configured", False)  # its own config decides boosts, rerank, rewrite
+        fixed = {} if configured_run else {"boosts": False, "rerank": "off", "rewrite": "off"}
         for qid, text in tqdm(queries.items(), desc=name, disable=not progress, leave=False):
-            result = engine.search(text, "hybrid", **{"boosts": False, "rerank": "off", "rewrite": "off", **options})
+            result = engine.search(text, "hybrid", **{**fixed, **options})
             last = "rerank" if "rerank" in result.rankings else None
             runs.rankings.setdefault(name, {})[qid] = result.rankings[last] if last else result.ranking()
             _note_dropped(runs, name, result)

@@ -82,10 +82,11 @@ class SweepView(View):
     def __init__(self, report: Any = None, *, index: str | None = None, gold: str | None = None,
                  runs: str | Sequence[str] = "sweep", baseline: str = "hybrid", sample: int | None = 40,
                  lexical_mode: str | None = None, permutations: int = 2_000, config: Config | None = None,
-                 metric: str = PRIMARY):
+                 metric: str = PRIMARY, config_runs: Sequence[str] = ()):
+        """``config_runs``: ``scix eval --run`` specs (``NAME:KEY=VALUE[,KEY=VALUE]``) added when evaluating."""
         many = isinstance(report, (list, tuple))
-        self.reports = [self._load(r, index, gold, runs, baseline, sample, lexical_mode, permutations, config)
-                        for r in (report if many else [report])]
+        self.reports = [self._load(r, index, gold, runs, baseline, sample, lexical_mode, permutations, config,
+                                   tuple(config_runs)) for r in (report if many else [report])]
         if metric not in METRICS:
             raise UnknownNameError("metric", metric, METRICS)
         self.metric = metric
@@ -99,8 +100,8 @@ class SweepView(View):
         return w.VBox([control, self.output])
 
     @staticmethod
-    def _load(report, index, gold, runs, baseline, sample, lexical_mode, permutations, config) -> dict:
-        from scix_core.evaluate import ALL_RUNS, EvalReport, evaluate
+    def _load(report, index, gold, runs, baseline, sample, lexical_mode, permutations, config, specs) -> dict:
+        from scix_core.evaluate import ALL_RUNS, EvalReport, config_runs, evaluate
         from scix_core.evaluate.gold import for_index
 
         if isinstance(report, EvalReport):
@@ -118,7 +119,9 @@ class SweepView(View):
         cfg = cfg.replace(**{"search.lexical_mode": lexical_mode}) if lexical_mode else cfg
         names = ALL_RUNS if runs == "sweep" else tuple(r.strip() for r in (runs.split(",") if isinstance(runs, str) else runs))
         g = for_index(index, cfg, gold or None)
-        return evaluate(index, g, names, baseline, cfg, sample=sample or None, permutations=permutations).to_dict()
+        configured = config_runs(specs, config=cfg, named=ALL_RUNS)
+        return evaluate(index, g, names, baseline, cfg, sample=sample or None, permutations=permutations,
+                        configured=configured).to_dict()
 
     def _pick(self, change) -> None:
         self.metric = change["new"]

@@ -66,6 +66,11 @@ class Community:
         self._inv_sqrt = np.zeros(len(catalog), dtype=np.float32)
         self._savers = np.zeros(len(catalog), dtype=np.int64)
 
+    @property
+    def saves(self) -> int:
+        """Distinct (user, paper) saves in the matrix as of the last refresh."""
+        return len(self._pairs)
+
     def _refresh(self) -> None:
         last = self.state.last_interaction()
         if last == self._seen_id:

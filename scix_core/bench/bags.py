@@ -1,0 +1,118 @@
+"""Bag-of-words paper text: each word once, or repeated by its count? (``python -m scix_core.bench.bags``)
+
+The CiteULike release variant without titles gives each paper only as an
+LDA-C bag of words (``mult.dat`` + ``vocabulary.dat``); the loader turns a
+bag into text (``scix_core.data.citeulike.read_bags``). No such bag comes
+with a gold set here, so this bench makes bags from a judged corpus
+(default SciFact: title + abstract), the way the CiteULike vocabulary was
+made — lower-cased alphabetic words, English stop words dropped, the
+``--vocabulary`` words of highest document frequency kept (CiteULike: 8,000
+by tf-idf) — writes them as real ``mult.dat``/``vocabulary.dat`` files, reads
+them back through the loader both ways, and scores the dense lane (MiniLM,
+exact cosine) and BM25 (bm25s, Snowball, English stop words) on the gold
+queries: nDCG@10 per variant, the original text as the ceiling, and a paired
+randomisation test of *once* against *repeated*.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from scix_core.evaluate.metrics import means
+from scix_core.evaluate.significance import compare, holm
+
+WORD = re.compile(r"[a-z]{2,}")
+
+
+def make_bags(texts: list[str], vocabulary_size: int) -> tuple[list[str], list[Counter]]:
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    tokens = [[w for w in WORD.findall(t.lower()) if w not in ENGLISH_STOP_WORDS] for t in texts]
+    df = Counter(w for doc in tokens for w in set(doc))
+    vocabulary = [w for w, n in df.most_common(vocabulary_size) if n >= 2]
+    keep = set(vocabulary)
+    return vocabulary, [Counter(w for w in doc if w in keep) for doc in tokens]
+
+
+def write_lda_c(folder: Path, vocabulary: list[str], bags: list[Counter]) -> None:
+    ids = {w: i for i, w in enumerate(vocabulary)}
+    (folder / "vocabulary.dat").write_text("\n".join(vocabulary) + "\n")
+    lines = [" ".join([str(len(b))] + [f"{ids[w]}:{n}" for w, n in sorted(b.items(), key=lambda x: ids[x[0]])])
+             for b in bags]
+    (folder / "mult.dat").write_text("\n".join(lines) + "\n")
+
+
+def ndcg(gold, ids: list[str], scores: np.ndarray, queries: list[str]) -> dict[str, dict[str, float]]:
+    from scix_core.evaluate.metrics import per_query
+    from scix_core.types import Ranking
+
+    rankings = {}
+    for q, row in zip(queries, scores):
+        top = np.argsort(-row)[:100]
+        rankings[q] = Ranking.from_pairs("run", [(ids[i], float(row[i])) for i in top])
+    return per_query(gold, rankings, ("ndcg@10",))
+
+
+def main() -> None:
+    import bm25s
+    import Stemmer
+
+    from scix_core.config import load_config
+    from scix_core.data.citeulike import read_bags
+    from scix_core.data.formats import load_dataset, resolve_dataset
+    from scix_core.embeddings.encoder import shared_encoder
+    from scix_core.evaluate.gold import from_dir
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--dataset", default="scifact")
+    ap.add_argument("--split", default="train")
+    ap.add_argument("--vocabulary", type=int, default=8000)
+    ap.add_argument("--permutations", type=int, default=10_000)
+    args = ap.parse_args()
+    folder = resolve_dataset(args.dataset)
+    ds = load_dataset(folder)
+    papers = list(ds.papers)
+    ids = [p.paper_id for p in papers]
+    original = [p.text for p in papers]
+    vocabulary, bags = make_bags(original, args.vocabulary)
+    with tempfile.TemporaryDirectory() as tmp:
+        write_lda_c(Path(tmp), vocabulary, bags)
+        texts = {"original": original, "once": read_bags(Path(tmp) / "mult.dat", vocabulary),
+                 "repeated": read_bags(Path(tmp) / "mult.dat", vocabulary, repeat=True)}
+    gold = from_dir(folder, split=args.split)
+    queries = gold.judged
+    qtext = [gold.queries[q] for q in queries]
+    encoder = shared_encoder(load_config().embedding)
+    qvec = encoder.encode(qtext)
+    stemmer = Stemmer.Stemmer("english")
+    qtok = bm25s.tokenize(qtext, stopwords="en", stemmer=stemmer, show_progress=False)
+    values: dict[str, dict] = {}
+    for name, docs in texts.items():
+        retriever = bm25s.BM25()
+        retriever.index(bm25s.tokenize(docs, stopwords="en", stemmer=stemmer, show_progress=False), show_progress=False)
+        hits, scores = retriever.retrieve(qtok, k=100, show_progress=False, n_threads=1)
+        lex = np.full((len(queries), len(ids)), -np.inf)
+        for i in range(len(queries)):
+            lex[i, hits[i]] = scores[i]
+        values[f"bm25 {name}"] = ndcg(gold, ids, lex, queries)
+        dvec = encoder.encode(docs, progress=True)
+        values[f"dense {name}"] = ndcg(gold, ids, qvec @ dvec.T, queries)
+        print(name, {k: round(means(v)["ndcg@10"], 4) for k, v in values.items() if k.endswith(name)}, flush=True)
+    tests = holm([c for lane in ("bm25", "dense")
+                  for c in compare(f"{lane} repeated", f"{lane} once", values, ("ndcg@10",), args.permutations)])
+    print(f"{args.dataset} {args.split}: {len(queries)} queries, {len(ids)} papers, vocabulary {len(vocabulary)}; "
+          f"mean words per bag {np.mean([len(b) for b in bags]):.0f} distinct, {np.mean([sum(b.values()) for b in bags]):.0f} total")
+    for run, v in values.items():
+        print(f"  {run:16s} nDCG@10 {means(v)['ndcg@10']:.4f}")
+    for c in tests:
+        print(f"  once vs repeated ({c.baseline.split()[0]}): {c.delta:+.4f}, p_adj {c.p_adj:.4f}")
+
+
+if __name__ == "__main__":
+    main()
