@@ -56,7 +56,7 @@ class SearchConfig:
     """
 
     lexical_backend: str = "sqlite"  # or "postgres"
-    lexical_mode: str = "and"  # or "or" (attribution experiments)
+    lexical_mode: str = "auto"  # AND, and OR when AND fills fewer than the lane depth (the gate chose it); "and"; "or"
     depth: int = 60  # per-lane candidates fed to fusion
     rrf_k: int = 60
     limit: int = 10

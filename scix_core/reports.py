@@ -191,7 +191,7 @@ def _extract(executed: Path, folder: Path) -> list[Path]:
 def standard_overrides(name: str, index: str = "scifact") -> dict[str, Any]:
     """What ``scix report all`` passes: the sweeps the main job saved for ``index``, when there are any."""
     if name == "fusion-sweep":
-        paths = [eval_path(index, split, mode) for split in ("train", "test") for mode in ("and", "or")]
+        paths = [eval_path(index, split, mode) for split in ("train", "test") for mode in ("auto", "and", "or")]
         saved = [str(p) for p in paths if p.exists()]
         return {"sweep_json": saved} if saved else {}
     if name == "recommendation-eval":

@@ -27,7 +27,7 @@ dsn=$(scripts/postgres.sh start)
 trap 'scripts/postgres.sh stop' EXIT
 SCIX_PG_DSN=$dsn "$bin/scix" ingest --dataset "$dataset" --index "$index" --sparse --backend postgres --quiet
 
-for mode in and or; do
+for mode in auto and or; do  # auto: the default the gate chose
   step "evaluation sweep on $split, lexical $mode"
   "$bin/scix" eval --index "$index" --split "$split" --sweep --baseline hybrid --lexical-mode "$mode" \
     --json "$reports/eval-$index-$split-$mode.json" --reuse --quiet

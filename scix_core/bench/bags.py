@@ -9,8 +9,8 @@ made — lower-cased alphabetic words, English stop words dropped, the
 ``--vocabulary`` words of highest document frequency kept (CiteULike: 8,000
 by tf-idf) — writes them as real ``mult.dat``/``vocabulary.dat`` files, reads
 them back through the loader both ways, and scores the dense lane (MiniLM,
-exact cosine) and BM25 (bm25s, Snowball, English stop words) on the gold
-queries: nDCG@10 per variant, the original text as the ceiling, and a paired
+exact cosine), BM25 (bm25s, Snowball, English stop words) and their RRF
+(k = 60, the hybrid) on the gold queries: nDCG@10 per variant, the original text as the ceiling, and a paired
 randomisation test of *once* against *repeated*.
 """
 
@@ -48,15 +48,20 @@ def write_lda_c(folder: Path, vocabulary: list[str], bags: list[Counter]) -> Non
     (folder / "mult.dat").write_text("\n".join(lines) + "\n")
 
 
-def ndcg(gold, ids: list[str], scores: np.ndarray, queries: list[str]) -> dict[str, dict[str, float]]:
-    from scix_core.evaluate.metrics import per_query
+def rankings(ids: list[str], scores: np.ndarray, queries: list[str], name: str) -> dict:
     from scix_core.types import Ranking
 
-    rankings = {}
+    out = {}
     for q, row in zip(queries, scores):
-        top = np.argsort(-row)[:100]
-        rankings[q] = Ranking.from_pairs("run", [(ids[i], float(row[i])) for i in top])
-    return per_query(gold, rankings, ("ndcg@10",))
+        top = [i for i in np.argsort(-row)[:100] if np.isfinite(row[i])]
+        out[q] = Ranking.from_pairs(name, [(ids[i], float(row[i])) for i in top])
+    return out
+
+
+def ndcg(gold, ranked: dict) -> dict[str, dict[str, float]]:
+    from scix_core.evaluate.metrics import per_query
+
+    return per_query(gold, ranked, ("ndcg@10",))
 
 
 def main() -> None:
@@ -68,6 +73,7 @@ def main() -> None:
     from scix_core.data.formats import load_dataset, resolve_dataset
     from scix_core.embeddings.encoder import shared_encoder
     from scix_core.evaluate.gold import from_dir
+    from scix_core.fusion import rrf
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dataset", default="scifact")
@@ -100,11 +106,14 @@ def main() -> None:
         lex = np.full((len(queries), len(ids)), -np.inf)
         for i in range(len(queries)):
             lex[i, hits[i]] = scores[i]
-        values[f"bm25 {name}"] = ndcg(gold, ids, lex, queries)
-        dvec = encoder.encode(docs, progress=True)
-        values[f"dense {name}"] = ndcg(gold, ids, qvec @ dvec.T, queries)
+        lexical = rankings(ids, lex, queries, "lexical")
+        dvec = encoder.encode(docs, progress=False)
+        dense = rankings(ids, qvec @ dvec.T, queries, "dense")
+        values[f"bm25 {name}"] = ndcg(gold, lexical)
+        values[f"dense {name}"] = ndcg(gold, dense)
+        values[f"hybrid {name}"] = ndcg(gold, {q: rrf([lexical[q], dense[q]], k=60).top(100) for q in queries})
         print(name, {k: round(means(v)["ndcg@10"], 4) for k, v in values.items() if k.endswith(name)}, flush=True)
-    tests = holm([c for lane in ("bm25", "dense")
+    tests = holm([c for lane in ("bm25", "dense", "hybrid")
                   for c in compare(f"{lane} repeated", f"{lane} once", values, ("ndcg@10",), args.permutations)])
     print(f"{args.dataset} {args.split}: {len(queries)} queries, {len(ids)} papers, vocabulary {len(vocabulary)}; "
           f"mean words per bag {np.mean([len(b) for b in bags]):.0f} distinct, {np.mean([sum(b.values()) for b in bags]):.0f} total")

@@ -70,7 +70,7 @@ def throughput(searchers: dict[str, Searcher], texts: list[str], queries: list[s
     rows = []
     for backend, searcher in searchers.items():
         lane = next(lane for lane in searcher.lexical if lane.name == "lexical")
-        for mode in ("and", "or"):
+        for mode in ("auto", "and", "or"):
             lane.mode = mode
             rows.append((f"scix lexical lane, {backend} {mode.upper()}",
                          _qps(lambda qs, lane=lane: [lane.search(LaneRequest(prepare(q)), DEPTH) for q in qs], queries)))

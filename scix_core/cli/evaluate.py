@@ -29,7 +29,7 @@ def _eval_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--permutations", type=int, default=10_000)
     p.add_argument("--sample", type=int, help="score a seeded random sample of N judged queries (quick iterations)")
     p.add_argument("--backend", choices=["sqlite", "postgres"], help="lexical backend")
-    p.add_argument("--lexical-mode", choices=["and", "or"], help="lexical lanes' semantics (default search.lexical_mode)")
+    p.add_argument("--lexical-mode", choices=["and", "or", "auto"], help="lexical lanes' semantics (default search.lexical_mode)")
     p.add_argument("--json", dest="json_path", type=Path, help="write the report as one JSON object")
     p.add_argument("--reuse", action="store_true",
                    help="with --json: skip when that file was written by the same index build, gold set, runs, "
@@ -82,7 +82,7 @@ def _evidence_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reranker", help="for the reranker study: a trained name or a CrossEncoder path")
     p.add_argument("--queries", type=int, help="pool: number of sampled titles; quantization: cap on gold queries")
     p.add_argument("--split", help="gold split (use one the reranker was not trained on, e.g. test)")
-    p.add_argument("--lexical-mode", choices=["and", "or"], help="lexical lanes' semantics (default search.lexical_mode)")
+    p.add_argument("--lexical-mode", choices=["and", "or", "auto"], help="lexical lanes' semantics (default search.lexical_mode)")
     p.add_argument("--out", type=Path, help="folder for the JSON and markdown (default reports/)")
 
 

@@ -18,7 +18,8 @@ def _search_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--category", action="append", default=[], help="category code (repeatable; any of)")
     p.add_argument("--author", action="append", default=[], help="author name substring (repeatable; any of)")
     p.add_argument("--backend", choices=["sqlite", "postgres"], help="lexical backend (default search.lexical_backend)")
-    p.add_argument("--lexical-mode", choices=["and", "or"], help="AND (default) or OR semantics for the lexical lanes")
+    p.add_argument("--lexical-mode", choices=["auto", "and", "or"],
+                   help="lexical semantics: auto (default: AND matches first, then OR), and, or")
     p.add_argument("--rerank", metavar="PATH|NAME|off", help="cross-encoder path or trained name (default search.rerank)")
     p.add_argument("--boosts", action=argparse.BooleanOptionalAction, default=None,
                    help="title/citation boosts (default search.boosts)")

@@ -58,3 +58,15 @@ def test_filters_parse_and_roundtrip():
     assert f.needs_post_filter and not SearchFilters(categories=("x",)).needs_post_filter
     with pytest.raises(FilterError, match="must be a mapping"):
         SearchFilters.parse("year:2019")
+
+
+def test_auto_mode_puts_every_term_matches_first_and_keeps_the_prefix_property():
+    from scix_core.search.lanes.base import and_then_or
+
+    both = [("a", 5.0), ("b", 3.0)]
+    some = [("c", 9.0), ("a", 8.0), ("d", 2.0), ("b", 1.0), ("e", 0.5)]
+    assert and_then_or(both, some, 4) == [("a", 5.0), ("b", 3.0), ("c", 3.0), ("d", 2.0)]  # c capped at b's score
+    assert and_then_or(both, some, 1) == [("a", 5.0)]  # AND fills k: OR never consulted
+    assert and_then_or([], some, 2) == some[:2]
+    for k in range(1, 7):
+        assert and_then_or(both, some, k) == and_then_or(both, some, 6)[:k]

@@ -35,7 +35,7 @@ def _evaluate(searcher: Searcher, mode: str) -> dict[str, float]:
             "_embedding": searcher.config.embedding, "_first": (queries[0].text, list(run[queries[0].query_id])[:3])}
 
 
-@pytest.mark.parametrize("lexical_mode, floor", [("and", 0.62), ("or", 0.68)])
+@pytest.mark.parametrize("lexical_mode, floor", [("and", 0.62), ("or", 0.68), ("auto", 0.68)])
 def test_hybrid_finds_relevant_papers(scifact, lexical_mode, floor):
     cfg, index = scifact
     searcher = Searcher(index, cfg.replace(**{"search.lexical_mode": lexical_mode}))

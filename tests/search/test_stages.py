@@ -41,6 +41,12 @@ def searcher(built):
     return Searcher(built.index, built.config)
 
 
+@pytest.fixture(scope="module")
+def and_searcher(built):
+    """AND semantics: the rewrite and alias tests check exactly which papers match every term."""
+    return Searcher(built.index, built.config.replace(**{"search.lexical_mode": "and"}))
+
+
 @pytest.mark.model
 def test_exact_title_query_puts_that_paper_first(searcher):
     query = "Graph theory of social networks"
@@ -94,7 +100,8 @@ def test_alias_rewriter_replaces_whole_words_only():
 
 
 @pytest.mark.model
-def test_local_rewrite_feeds_the_lexical_lanes_only(searcher):
+def test_local_rewrite_feeds_the_lexical_lanes_only(and_searcher):
+    searcher = and_searcher
     result = searcher.search("CNN for galaxy morphology", limit=5, rewrite="local")
     rw = result.metadata["rewrite"]
     assert rw == {"mode": "local", "status": "rewritten", "text": "convolutional neural network for galaxy morphology"}
@@ -163,7 +170,8 @@ def test_broad_query_guard_is_an_opt_in_policy(built):
 
 
 @pytest.mark.model
-def test_alias_lanes_one_per_canonical_name(searcher):
+def test_alias_lanes_one_per_canonical_name(and_searcher):
+    searcher = and_searcher
     result = searcher.search("CNN or GNN networks", limit=10, lanes="alias")
     assert [a["lane"] for a in result.metadata["aliases"]] == ["alias_1", "alias_2"]
     assert {"alias_1", "alias_2"} <= set(result.metadata["lanes_run"])

@@ -44,3 +44,15 @@ class Lane(Protocol):
     name: str
 
     def search(self, request: LaneRequest, k: int) -> Ranking: ...
+
+
+def and_then_or(all_terms: list[tuple], any_term: list[tuple], k: int) -> list[tuple]:
+    """The ``auto`` lexical mode's merge: every paper matching all terms first (in its own order), then the
+    papers matching only some (in theirs), ``k`` in all. A paper of the second part scores no higher than the
+    last of the first, so the ranking stays best-first and top-k is a prefix of top-(k+n)."""
+    if len(all_terms) >= k:
+        return all_terms[:k]
+    have = {r[0] for r in all_terms}
+    floor = all_terms[-1][1] if all_terms else None
+    rest = [(pid, score if floor is None else min(score, floor)) for pid, score in any_term if pid not in have]
+    return [*all_terms, *rest][:k]

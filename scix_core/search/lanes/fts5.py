@@ -5,6 +5,11 @@ The query becomes an FTS5 expression of quoted terms only (``"graph" AND
 ranks with configurable column weights; scores are reported negated, so
 higher is better as in every other lane.
 
+Modes: ``and`` (every term), ``or`` (any term, bm25 ranks the papers
+matching more and rarer terms first), ``auto`` (the papers matching every
+term first, then — when they are fewer than ``k``, as for most sentence-like
+queries — the papers matching some, in bm25 order: ``and_then_or``).
+
 Candidate pool (``SCIX_LEXICAL_POOL``): the inner query takes the first
 ``pool`` matching rows in rowid (= ingest) order, after the filters, and
 only those are ranked — the same trade-off as the PostgreSQL CTE.
@@ -14,17 +19,17 @@ from __future__ import annotations
 
 import sqlite3
 
-from scix_core.search.lanes.base import BODY_MAX_CHARS, LaneRequest, LaneTimeout
+from scix_core.search.lanes.base import BODY_MAX_CHARS, LaneRequest, LaneTimeout, and_then_or
 from scix_core.search.where import sqlite_where
 from scix_core.stores.papers import time_limit
 from scix_core.types import Ranking
 
-MODES = {"and": " AND ", "or": " OR "}
+MODES = {"and": " AND ", "or": " OR ", "auto": None}
 
 
 def fts5_expression(tokens: tuple[str, ...], mode: str = "and") -> str:
     """Quoted terms joined by AND/OR; tokens are letters and digits only, so quoting is total."""
-    return MODES[mode].join(f'"{t}"' for t in tokens)
+    return (MODES[mode] or " AND ").join(f'"{t}"' for t in tokens)
 
 
 class Fts5Lane:
@@ -55,12 +60,18 @@ class Fts5Lane:
                f"FROM {self.table} WHERE {self.table} MATCH ?{restrict} LIMIT ?) ORDER BY s, idx LIMIT ?) f "
                "JOIN papers p ON p.idx = f.idx ORDER BY f.s, f.idx")
         pool = -1 if request.knobs.pool is None else request.knobs.pool
-        args = [*self.weights, fts5_expression(tokens, self.mode), *params, pool, k]
+        first = "and" if self.mode == "auto" else self.mode
+        rows = self._run(sql, [*self.weights, fts5_expression(tokens, first), *params, pool, k])
+        if self.mode == "auto" and len(rows) < k and len(tokens) > 1:
+            more = self._run(sql, [*self.weights, fts5_expression(tokens, "or"), *params, pool, k + len(rows)])
+            rows = and_then_or(rows, more, k)
+        return Ranking.from_pairs(self.name, rows)
+
+    def _run(self, sql: str, args: list) -> list[tuple]:
         try:
             with time_limit(self.conn, self.timeout_ms):
-                rows = self.conn.execute(sql, args).fetchall()
+                return self.conn.execute(sql, args).fetchall()
         except sqlite3.OperationalError as exc:
             if "interrupted" in str(exc):
                 raise LaneTimeout(f"{self.name} lane exceeded {self.timeout_ms:g} ms") from None
             raise
-        return Ranking.from_pairs(self.name, rows)

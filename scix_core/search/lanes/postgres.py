@@ -7,7 +7,9 @@ the index's partial predicate so the planner can use it, and ranks against
 body lane's order is approximate by design (RRF absorbs it).
 
 ``plainto_tsquery`` gives AND semantics; ``or`` mode turns its ``&`` into
-``|``. A CTE caps the matched candidates at ``SCIX_LEXICAL_POOL`` rows before
+``|``; ``auto`` puts the AND matches first and, when they are fewer than
+``k``, the OR matches after them (``and_then_or``). A CTE caps the matched
+candidates at ``SCIX_LEXICAL_POOL`` rows before
 ``ts_rank_cd`` runs, with the normalisation flag from
 ``SCIX_LEXICAL_RANK_FLAG``. Every value is a bound parameter; the text-search
 config comes from a whitelist.
@@ -22,13 +24,13 @@ from __future__ import annotations
 import threading
 
 from scix_core.errors import UnknownNameError
-from scix_core.search.lanes.base import LaneRequest, LaneTimeout
+from scix_core.search.lanes.base import LaneRequest, LaneTimeout, and_then_or
 from scix_core.search.where import postgres_where
 from scix_core.stores.postgres import BODY_PREDICATE, BODY_VECTOR
 from scix_core.types import Ranking
 
 TS_CONFIGS = ("english", "simple")
-MODES = ("and", "or")
+MODES = ("and", "or", "auto")
 FIELDS = ("title_abstract", "body")
 
 
@@ -43,11 +45,11 @@ class PostgresLane:
         self.ts_config, self.timeout_ms = ts_config, timeout_ms
         self._lock = threading.Lock()  # one statement at a time per connection
 
-    def _sql(self, request: LaneRequest, k: int):
+    def _sql(self, request: LaneRequest, k: int, mode: str | None = None):
         from psycopg import sql
 
         tsq = "plainto_tsquery(%s::regconfig, %s)"
-        if self.mode == "or":
+        if (mode or self.mode) == "or":
             tsq = f"replace({tsq}::text, ' & ', ' | ')::tsquery"
         text = " ".join(request.query.tokens)
         match = f"tsv @@ {tsq}" if self.field == "title_abstract" else f"{BODY_PREDICATE} AND {BODY_VECTOR} @@ {tsq}"
@@ -62,8 +64,11 @@ class PostgresLane:
     def search(self, request: LaneRequest, k: int) -> Ranking:
         if not request.query.tokens or k <= 0:
             return Ranking(self.name)
-        query, args = self._sql(request, k)
-        return Ranking.from_pairs(self.name, self._run(query, args))
+        first = "and" if self.mode == "auto" else self.mode
+        rows = self._run(*self._sql(request, k, first))
+        if self.mode == "auto" and len(rows) < k and len(request.query.tokens) > 1:
+            rows = and_then_or(rows, self._run(*self._sql(request, k + len(rows), "or")), k)
+        return Ranking.from_pairs(self.name, rows)
 
     def explain(self, request: LaneRequest, k: int = 60) -> str:
         """The planner's plan for this lane's query (text format)."""
