@@ -10,6 +10,9 @@ words, line *i*: ``N word_id:count ...``) and ``vocabulary.dat`` (line *w*:
 the word): the paper's abstract is then its words, each once, most frequent
 first — an encoder reads only its first 256 tokens, so the salient words go
 first (repeating words by count would spend that window on repetitions).
+Measured by ``python -m scix_core.bench.bags`` on SciFact made into bags:
+dense nDCG@10 once 0.501 vs repeated 0.479 (significant), BM25 0.501 vs
+0.548 (significant the other way), hybrid 0.564 vs 0.571 (no difference).
 The last line may lack a newline. The count prefix of each line is checked.
 """
 

@@ -101,7 +101,7 @@ def test_chat_rewriter_against_a_loopback_server(searcher, chat_server):
     result = searcher.search("deep nets for galaxy shapes", limit=3, rewrite=url)
     assert result.metadata["rewrite"] == {"mode": url, "status": "rewritten",
                                           "text": "convolutional neural network galaxy morphology"}
-    assert result.ids[0] == "p09"
+    assert result.rankings["lexical"].ids[0] == "p09"  # the rewritten terms reach the lexical lane
     path, body = chat.seen[0]
     assert path == "/v1/chat/completions" and body["messages"][-1]["content"] == "deep nets for galaxy shapes"
 
