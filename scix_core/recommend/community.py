@@ -62,6 +62,8 @@ class Community:
         self._read_id = 0
         self._users: dict[str, int] = {}
         self._pairs: set[tuple[int, int]] = set()
+        self._user_col: list[int] = []  # the pairs in arrival order, for a cheap matrix rebuild
+        self._item_col: list[int] = []
         self._matrix = None
         self._inv_sqrt = np.zeros(len(catalog), dtype=np.float32)
         self._savers = np.zeros(len(catalog), dtype=np.int64)
@@ -79,14 +81,17 @@ class Community:
 
         new = self.state.saves_since(self.index, self._read_id)
         row = self.catalog.row
-        for ident, user, paper in new:
-            if paper in row:
-                self._pairs.add((self._users.setdefault(user, len(self._users)), row[paper]))
+        for _, user, paper in new:
+            pair = (self._users.setdefault(user, len(self._users)), row.get(paper, -1))
+            if pair[1] >= 0 and pair not in self._pairs:
+                self._pairs.add(pair)
+                self._user_col.append(pair[0])
+                self._item_col.append(pair[1])
         if new:
             self._read_id = new[-1][0]
         if new or self._matrix is None:
-            users, items = (np.fromiter((p[i] for p in self._pairs), dtype=np.int64, count=len(self._pairs))
-                            for i in (0, 1))
+            users = np.asarray(self._user_col, dtype=np.int64)
+            items = np.asarray(self._item_col, dtype=np.int64)
             self._matrix = csr_matrix((np.ones(len(users), dtype=np.float32), (users, items)),
                                       shape=(max(len(self._users), 1), len(self.catalog)))
             self._savers = np.bincount(items, minlength=len(self.catalog))
