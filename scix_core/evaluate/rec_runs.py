@@ -1,8 +1,9 @@
 """The runs ``scix eval-recs`` compares: forced tiers, Tier-1 variants, an MMR λ sweep and peer baselines.
 
 Every run maps one evaluated user (their replayed training saves) to at most
-``k`` paper ids, never a training save. Tier-1 variants share one pass of
-stages 1-8 per user (vectors → suppression) and differ only after it:
+``k`` paper ids, never a training save. Tier-1 variants share one candidate
+pass per user (stages 1-6b: vectors → co-saved papers); each scorer variant
+scores and suppresses it once, and the runs differ only after that:
 
 * ``tier1`` — MMR at the configured λ (the default pipeline's top ``k``; the
   two exploration picks come *beyond* ``k`` and are not scored at @k);
@@ -29,7 +30,7 @@ Peers, computed by well-kept libraries on the same split: ``most-popular``
 kNN), and from the ``implicit`` package: ``item-knn`` (item-item cosine,
 1,000 neighbours), ``als`` (64 factors, confidence α = 40 and
 regularisation 0.1 — Hu, Koren & Volinsky's setting; implicit's default
-α = 1 scores barely above BPR here) and ``bpr`` (64 factors), seeded.
+α = 1 is no better than BPR here) and ``bpr`` (64 factors), seeded.
 Forced tiers: ``tier0`` (trending in the three most frequent codes of the
 user's training saves — the stand-in for onboarding categories),
 ``tier3``, ``tier2``.

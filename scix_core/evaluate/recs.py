@@ -242,7 +242,8 @@ def _run_all(rec, runs: Sequence[str], splits: Sequence[UserSplit], peers: rec_r
 
 
 def _lgbm_scorer(rec, train: Mapping[str, Sequence[str]], splits: Sequence[UserSplit], seconds: dict[str, float]):
-    """A LightGBM scorer trained on the evaluated users' training saves (inner hold-out labels); audit kept."""
+    """A LightGBM scorer trained in the run: every user's training saves are the community, the evaluated users'
+    inner hold-outs the labels (no evaluation label leaks); audit kept."""
     from scix_core.recommend.scorers.lgbm import LightGBMScorer
     from scix_core.recommend.scorers.train import train_scorer
 

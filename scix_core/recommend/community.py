@@ -1,7 +1,7 @@
 """Co-saves: what the other users of an index saved alongside a user's papers.
 
-The collaborative signal of Tier 1 (SPEC §4 leaves the scorer free to add
-"collaborative features such as co-save counts"). From every save of the
+The collaborative signal of Tier 1 (the recommendation-evaluation issue
+invites "collaborative features such as co-save counts"). From every save of the
 index in the user state, a binary matrix X (users × catalogue rows); the
 co-save score of a paper c for a user who saved S is item-based kNN with
 cosine similarity (Sarwar et al. 2001; Deshpande & Karypis 2004):
@@ -10,15 +10,15 @@ cosine similarity (Sarwar et al. 2001; Deshpande & Karypis 2004):
 
 where co(s, c) counts the users who saved both and n_x the users who saved x.
 It is computed as two sparse products, X @ (u / √n) then Xᵀ @ that / √n,
-so the item–item matrix is never materialised (a few milliseconds at
-CiteULike-a's 205k saves). Scores are divided by the user's best, so every
+so the item–item matrix is never materialised (about 1 ms at
+CiteULike-a's 206k saves). Scores are divided by the user's best, so every
 user's lie in [0, 1]; the user's own saved papers never score (they are
 excluded downstream anyway). ``savers`` (n_c) is the paper's popularity in
 the index's community.
 
 The matrix follows the store: it is rebuilt when the store's newest
 interaction id moves (ids only grow; rows are never deleted), by reading only
-the new saves. An index with no other users has no signal: ``scores``
+the new saves. An index with no other users has no signal: ``cosaves``
 returns None and Tier 1 is content-only.
 """
 
