@@ -91,11 +91,11 @@ def collect(searcher, queries: dict[str, str], names: tuple[str, ...], reranker:
         else:
             runs.skipped["hybrid-body"] = "no paper in this index has a full text: identical to hybrid"
     for name, make in (configured or {}).items():
-        variants[name] = (make(), {"limit": DEPTH, "configured": True})
+        variants[name] = (make(), {"limit": DEPTH})
     for name, (engine, options) in variants.items():
         t = time.perf_counter()
-        configured_run = options.pop("configured", False)  # its own config decides boosts, rerank, rewrite
-        fixed = {} if configured_run else {"boosts": False, "rerank": "off", "rewrite": "off"}
+        # a configured run's own configuration decides boosts, rerank and rewrite
+        fixed = {} if name in (configured or {}) else {"boosts": False, "rerank": "off", "rewrite": "off"}
         for qid, text in tqdm(queries.items(), desc=name, disable=not progress, leave=False):
             result = engine.search(text, "hybrid", **{**fixed, **options})
             last = "rerank" if "rerank" in result.rankings else None

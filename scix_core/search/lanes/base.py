@@ -46,6 +46,9 @@ class Lane(Protocol):
     def search(self, request: LaneRequest, k: int) -> Ranking: ...
 
 
+LEXICAL_MODES = ("and", "or", "auto")  # the lexical lanes' semantics (``search.lexical_mode``)
+
+
 def and_then_or(all_terms: list[tuple], any_term: list[tuple], k: int) -> list[tuple]:
     """The ``auto`` lexical mode's merge: every paper matching all terms first (in its own order), then the
     papers matching only some (in theirs), ``k`` in all. A paper of the second part scores no higher than the

@@ -19,17 +19,14 @@ from __future__ import annotations
 
 import sqlite3
 
-from scix_core.search.lanes.base import BODY_MAX_CHARS, LaneRequest, LaneTimeout, and_then_or
+from scix_core.search.lanes.base import BODY_MAX_CHARS, LEXICAL_MODES, LaneRequest, LaneTimeout, and_then_or
 from scix_core.search.where import sqlite_where
 from scix_core.stores.papers import time_limit
 from scix_core.types import Ranking
 
-MODES = {"and": " AND ", "or": " OR ", "auto": None}
-
-
 def fts5_expression(tokens: tuple[str, ...], mode: str = "and") -> str:
-    """Quoted terms joined by AND/OR; tokens are letters and digits only, so quoting is total."""
-    return (MODES[mode] or " AND ").join(f'"{t}"' for t in tokens)
+    """Quoted terms joined by AND (``and``) or OR (``or``); tokens are letters and digits only, so quoting is total."""
+    return (" OR " if mode == "or" else " AND ").join(f'"{t}"' for t in tokens)
 
 
 class Fts5Lane:
@@ -39,10 +36,10 @@ class Fts5Lane:
                  weights: tuple[float, ...] = (1.0, 1.0), mode: str = "and", timeout_ms: float = 5000):
         if table not in ("papers_fts", "body_fts"):
             raise ValueError(f"unknown FTS5 table {table!r}")
-        if mode not in MODES:
+        if mode not in LEXICAL_MODES:
             from scix_core.errors import UnknownNameError
 
-            raise UnknownNameError("lexical mode", mode, list(MODES))
+            raise UnknownNameError("lexical mode", mode, LEXICAL_MODES)
         self.conn, self.name, self.table, self.weights, self.mode = conn, name, table, weights, mode
         self.timeout_ms = timeout_ms
 

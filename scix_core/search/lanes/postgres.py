@@ -24,20 +24,19 @@ from __future__ import annotations
 import threading
 
 from scix_core.errors import UnknownNameError
-from scix_core.search.lanes.base import LaneRequest, LaneTimeout, and_then_or
+from scix_core.search.lanes.base import LEXICAL_MODES, LaneRequest, LaneTimeout, and_then_or
 from scix_core.search.where import postgres_where
 from scix_core.stores.postgres import BODY_PREDICATE, BODY_VECTOR
 from scix_core.types import Ranking
 
 TS_CONFIGS = ("english", "simple")
-MODES = ("and", "or", "auto")
 FIELDS = ("title_abstract", "body")
 
 
 class PostgresLane:
     def __init__(self, conn, schema: str, name: str = "lexical", field: str = "title_abstract", mode: str = "and",
                  ts_config: str = "english", timeout_ms: float = 5000):
-        for kind, value, valid in (("lexical mode", mode, MODES), ("text-search config", ts_config, TS_CONFIGS),
+        for kind, value, valid in (("lexical mode", mode, LEXICAL_MODES), ("text-search config", ts_config, TS_CONFIGS),
                                    ("lexical field", field, FIELDS)):
             if value not in valid:
                 raise UnknownNameError(kind, value, valid)
