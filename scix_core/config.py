@@ -55,13 +55,15 @@ class SearchConfig:
     re-read on every query (:mod:`scix_core.search.knobs`), as in the reference design.
     """
 
-    lexical_backend: str = "sqlite"  # or "postgres"
+    lexical_backend: str = "sqlite"  # FTS5 bm25(); "bm25" (the build's term matrix, Lucene BM25); "postgres"
     lexical_mode: str = "auto"  # AND, and OR when AND fills fewer than the lane depth (the gate chose it); "and"; "or"
     depth: int = 60  # per-lane candidates fed to fusion
     rrf_k: int = 60
     limit: int = 10
     title_weight: float = 1.0  # FTS5 bm25() column weights
     abstract_weight: float = 1.0
+    bm25_k1: float = 1.2  # the "bm25" backend's BM25 parameters, applied at query time
+    bm25_b: float = 0.75
     ts_config: str = "english"  # PostgreSQL text-search config, from a whitelist
     lane_timeout_ms: int = 5000
     max_query_chars: int = 2000

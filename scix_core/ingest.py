@@ -21,6 +21,7 @@ from scix_core.config import Config, load_config
 from scix_core.data import Dataset, load_dataset
 from scix_core.embeddings import EmbeddingCache, Encoder, corpus_hash
 from scix_core.stores.papers import build_store
+from scix_core.stores.terms import build_terms
 from scix_core.types import Rejection
 from scix_core.vectors import open_store, payload
 from scix_core.vectors.local import write_local
@@ -57,13 +58,17 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+TERMS_FORMAT = "terms-1"  # builds before the term matrix get a new key, so `scix ingest` rebuilds them
+
+
 def _build_key(dataset: Dataset, texts_hash: str, cfg: Config, embed: bool, sparse: bool = False) -> str:
     h = hashlib.sha256()
     for p in dataset.papers:
         h.update(json.dumps(dataclasses.astuple(p), default=str).encode())
     for part in (texts_hash, cfg.embedding.model if embed else "-", str(cfg.embedding.max_length),
                  cfg.vectors.backend, cfg.vectors.url or "", str(len(dataset.queries)), str(len(dataset.interactions)),
-                 json.dumps(dataset.qrels, sort_keys=True), str(len(dataset.citations)), "sparse" if sparse else ""):
+                 json.dumps(dataset.qrels, sort_keys=True), str(len(dataset.citations)), "sparse" if sparse else "",
+                 TERMS_FORMAT):
         h.update(part.encode())
     return h.hexdigest()[:16]
 
@@ -120,6 +125,9 @@ def ingest(source: Path | str | Dataset, index: str, fmt: str | None = None, *, 
         t = time.perf_counter()
         build_store(build / "papers.sqlite", dataset, {k: str(v) for k, v in manifest.items()})
         stages.append(StageTiming("store+fts", time.perf_counter() - t, len(dataset.papers)))
+        t = time.perf_counter()
+        manifest["terms"] = build_terms(build / "terms", texts)
+        stages.append(StageTiming("terms", time.perf_counter() - t, len(texts)))
         encoded = reused = 0
         if embed and dataset.papers:
             encoder = encoder or Encoder(cfg.embedding)

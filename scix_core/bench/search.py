@@ -1,5 +1,6 @@
 """Search benchmark: per-stage latency per mode and backend, lexical throughput
-beside bm25s and rank_bm25, and the 91k arXiv index.
+beside bm25s and rank_bm25, the lexical lanes' quality beside bm25s on every
+gold set, and the 91k arXiv index.
 
     python -m scix_core.bench.search [--index scifact] [--split train] [--arxiv-index arxiv]
 
@@ -105,6 +106,61 @@ def throughput(searchers: dict[str, Searcher], texts: list[str], queries: list[s
     console.print(table)
 
 
+BM25S_GRID = [(k1, b) for k1 in (0.9, 1.2, 1.5, 2.0) for b in (0.4, 0.6, 0.75, 0.9)]
+
+
+def parity(indexes: list[str], cfg) -> None:
+    """The title/abstract lexical lane of each backend beside ``bm25s`` (Snowball stemming, English stopwords,
+    title + abstract as one field, the best of its k1/b grid): nDCG@10 on every gold set and queries/s, one run."""
+    import bm25s
+    import Stemmer
+
+    from scix_core.evaluate.gold import for_index
+    from scix_core.evaluate.metrics import PRIMARY, means, per_query
+    from scix_core.types import Ranking
+
+    stemmer = Stemmer.Stemmer("english")
+    table = Table(title=f"lexical lane vs bm25s: {PRIMARY} and queries/s (top {DEPTH}, one query per call)")
+    for col in ("gold set", "method", PRIMARY, "vs best bm25s", "queries/s"):
+        table.add_column(col)
+    for index in indexes:
+        try:
+            gold = for_index(index, cfg)
+        except Exception as exc:  # an index not built here: say so and go on
+            console.print(f"[yellow]{index}: {exc}[/]")
+            continue
+        ids = gold.judged
+        texts = [gold.queries[q] for q in ids]
+        rows = []
+        for backend in ("sqlite", "bm25"):
+            searcher = Searcher(index, cfg.replace(**{"search.lexical_backend": backend}))
+            lane = next(lane for lane in searcher.lexical if lane.name == "lexical")
+            for mode in ("auto", "or"):
+                lane.mode = mode
+                t = time.perf_counter()
+                run = {q: lane.search(LaneRequest(prepare(text)), DEPTH) for q, text in zip(ids, texts)}
+                qps = len(ids) / (time.perf_counter() - t)
+                rows.append((f"scix {backend} {mode.upper()}", means(per_query(gold, run, (PRIMARY,)))[PRIMARY], qps))
+        papers = list(Searcher(index, cfg).store.papers())
+        corpus = bm25s.tokenize([p.text for p in papers], stopwords="en", stemmer=stemmer, show_progress=False)
+        best = None
+        for k1, b in BM25S_GRID:
+            retriever = bm25s.BM25(k1=k1, b=b)
+            retriever.index(corpus, show_progress=False)
+            t = time.perf_counter()
+            found = [retriever.retrieve(bm25s.tokenize([text], stopwords="en", stemmer=stemmer, show_progress=False),
+                                        k=DEPTH, show_progress=False, n_threads=1) for text in texts]
+            qps = len(ids) / (time.perf_counter() - t)
+            run = {q: Ranking.from_pairs("bm25s", [(papers[d].paper_id, float(s)) for d, s in zip(docs[0], scores[0])])
+                   for q, (docs, scores) in zip(ids, found)}
+            score = means(per_query(gold, run, (PRIMARY,)))[PRIMARY]
+            if best is None or score > best[1]:
+                best = (f"bm25s k1 {k1} b {b}", score, qps)
+        for name, score, qps in [*rows, best]:
+            table.add_row(f"{index} ({len(ids)} q)", name, f"{score:.4f}", f"{score / best[1] - 1:+.1%}", f"{qps:,.0f}")
+    console.print(table)
+
+
 STAGE_ARMS = {  # name -> (search options, the timing key that is the stage's own cost)
     "baseline (hybrid)": ({}, "fusion"),
     "boosts": ({"boosts": True}, "boosts"),
@@ -184,9 +240,12 @@ def main() -> None:
     ap.add_argument("--reranker", help="a trained reranker name or path for the stage-cost table (e.g. from "
                                        "`scix train-reranker`)")
     ap.add_argument("--stage-queries", type=int, default=200)
+    ap.add_argument("--parity", default="scifact,cranfield,cacm",
+                    help="comma list of indexes with gold data for the lane-vs-bm25s table ('' to skip)")
     args = ap.parse_args()
     cfg = load_config()
-    searchers = {"sqlite": Searcher(args.index, cfg)}
+    searchers = {"sqlite": Searcher(args.index, cfg),
+                 "bm25": Searcher(args.index, cfg.replace(**{"search.lexical_backend": "bm25"}))}
     if cfg.postgres.dsn:
         from scix_core.stores.postgres import sync_index
 
@@ -202,6 +261,8 @@ def main() -> None:
     console.print(f"{args.index}: {len(texts):,} papers, {len(queries)} {args.split} queries")
     latency_table(args.index, searchers, queries)
     throughput(searchers, texts, queries)
+    if args.parity:
+        parity(args.parity.split(","), cfg)
     stage_costs(main_searcher, queries[: args.stage_queries], args.reranker)
     arxiv(args.arxiv_index, args.arxiv_queries)
 

@@ -28,7 +28,7 @@ def _eval_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reranker", help="reranker for the hybrid+rerank run (name or path)")
     p.add_argument("--permutations", type=int, default=10_000)
     p.add_argument("--sample", type=int, help="score a seeded random sample of N judged queries (quick iterations)")
-    p.add_argument("--backend", choices=["sqlite", "postgres"], help="lexical backend")
+    p.add_argument("--backend", choices=["sqlite", "bm25", "postgres"], help="lexical backend")
     p.add_argument("--lexical-mode", choices=["and", "or", "auto"], help="lexical lanes' semantics (default search.lexical_mode)")
     p.add_argument("--json", dest="json_path", type=Path, help="write the report as one JSON object")
     p.add_argument("--reuse", action="store_true",

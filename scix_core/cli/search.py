@@ -17,7 +17,7 @@ def _search_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--year", help="year range: 2019-2021, 2019-, -2021 or 2020")
     p.add_argument("--category", action="append", default=[], help="category code (repeatable; any of)")
     p.add_argument("--author", action="append", default=[], help="author name substring (repeatable; any of)")
-    p.add_argument("--backend", choices=["sqlite", "postgres"], help="lexical backend (default search.lexical_backend)")
+    p.add_argument("--backend", choices=["sqlite", "bm25", "postgres"], help="lexical backend (default search.lexical_backend)")
     p.add_argument("--lexical-mode", choices=["auto", "and", "or"],
                    help="lexical semantics: auto (default: AND matches first, then OR), and, or")
     p.add_argument("--rerank", metavar="PATH|NAME|off", help="cross-encoder path or trained name (default search.rerank)")

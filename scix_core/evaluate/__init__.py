@@ -19,6 +19,7 @@ from scix_core.evaluate.metrics import METRICS, PRIMARY, means, per_query
 from scix_core.evaluate.provenance import buckets, provenance
 from scix_core.evaluate.report import EvalReport
 from scix_core.evaluate.runs import ALL_RUNS, DEFAULT_RUNS, DEPTH, collect
+from scix_core.evaluate.score_fusion import SCORE_RUNS, cross_validated
 from scix_core.evaluate.significance import compare, gate, holm
 
 
@@ -55,6 +56,9 @@ def evaluate(index: str, gold: Gold | None = None, runs: tuple[str, ...] = DEFAU
                          rewrite=cfg.search.rewrite if cfg.search.rewrite != "off" else "local",
                          body_searcher=lambda: Searcher(index, cfg.replace(**{"search.body": False})), progress=progress,
                          configured={r.name: (lambda r=r: Searcher(index, r.apply(cfg))) for r in configured})
+    alphas = {}
+    for name in (n for n in runs if n in SCORE_RUNS):
+        runset.rankings[name], alphas[name] = cross_validated(runset.lanes, gold, SCORE_RUNS[name], DEPTH)
     values = {run: per_query(gold, ranked) for run, ranked in runset.rankings.items()}
     ordered = [r for r in (*runs, *own) if r in values]
     base = baseline or ("hybrid" if "hybrid" in values else None)
@@ -80,7 +84,8 @@ def evaluate(index: str, gold: Gold | None = None, runs: tuple[str, ...] = DEFAU
                "lexical_backend": cfg.search.lexical_backend, "lexical_mode": cfg.search.lexical_mode,
                "reranker": reranker, "corpus_hash": searcher.manifest.get("corpus_hash"),
                "excluded_training_queries": len(excluded), "sample": sample, "sample_seed": seed if sample else None,
-               "configured_runs": {r.name: r.source for r in configured}},
+               "configured_runs": {r.name: r.source for r in configured},
+               "score_fusion_alpha": alphas},
     )
 
 

@@ -54,6 +54,9 @@ class EvalReport:
         console.print(table)
         for run, why in self.skipped.items():
             console.print(f"[yellow]{run} not run:[/] {why}", highlight=False)
+        for run, alphas in self.setup.get("score_fusion_alpha", {}).items():
+            console.print(f"{run}: dense weight α by fold (chosen on the other folds) "
+                          f"{', '.join(f'{a:g}' for a in alphas)}", highlight=False)
         if self.comparisons:
             comp = Table(title="paired comparisons (randomisation test, Holm-adjusted over this table; t-test p beside)")
             for col in ("baseline", "candidate", "metric", "Δ", "p", "p_adj", "p (t)", "significant"):

@@ -3,7 +3,9 @@
 One base pass per query (hybrid, depth 100, no optional stages) yields the
 lane runs (``lexical``, ``body``, ``dense``), ``hybrid`` (the default
 pipeline: RRF k=60 of the lanes) and the ``rrf_k*`` runs (the same lane
-rankings re-fused: pure functions, no second search). Pipeline variants
+rankings re-fused: pure functions, no second search); the score-fusion runs
+(``convex_*``) are made from those lane rankings too, once the gold set has
+cross-validated their weight (:mod:`scix_core.evaluate.score_fusion`). Pipeline variants
 (``hybrid+boosts``, ``hybrid+rerank``, ``hybrid+rewrite``, ``hybrid-body``)
 run the pipeline again with one switch changed. Configured runs
 (``scix_core.evaluate.config_runs``) run the pipeline of a Searcher built
@@ -16,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from scix_core.evaluate.score_fusion import SCORE_RUNS
 from scix_core.fusion import rrf
 from scix_core.types import Ranking
 
@@ -23,7 +26,7 @@ DEPTH = 100
 LANE_RUNS = ("lexical", "body", "dense")
 RRF_RUNS = {"rrf_k10": 10, "rrf_k30": 30, "rrf_k60": 60, "rrf_k100": 100}
 PIPELINE_RUNS = ("hybrid+boosts", "hybrid+rerank", "hybrid+rewrite", "hybrid-body")
-ALL_RUNS = (*LANE_RUNS, "hybrid", *RRF_RUNS, *PIPELINE_RUNS)
+ALL_RUNS = (*LANE_RUNS, "hybrid", *RRF_RUNS, *SCORE_RUNS, *PIPELINE_RUNS)
 DEFAULT_RUNS = ("lexical", "dense", "hybrid")
 
 
@@ -53,7 +56,7 @@ def collect(searcher, queries: dict[str, str], names: tuple[str, ...], reranker:
     if not searcher.has_body and "body" in base_names:
         runs.skipped["body"] = "no paper in this index has a full text"
         base_names.remove("body")
-    if base_names:
+    if base_names or any(n in SCORE_RUNS for n in names):
         t = time.perf_counter()
         for qid, text in tqdm(queries.items(), desc="hybrid pass", disable=not progress, leave=False):
             result = searcher.search(text, "hybrid", limit=DEPTH, boosts=False, rerank="off", rewrite="off", lanes="")
@@ -73,7 +76,7 @@ def collect(searcher, queries: dict[str, str], names: tuple[str, ...], reranker:
                     _note_dropped(runs, name, result)
                 runs.rankings.setdefault(name, {})[qid] = ranking
         shared = time.perf_counter() - t
-        runs.seconds.update({n: shared for n in base_names})
+        runs.seconds.update({n: shared for n in (*base_names, *(n for n in names if n in SCORE_RUNS))})
 
     variants: dict[str, tuple[object, dict]] = {}
     if "hybrid+boosts" in names:

@@ -11,6 +11,7 @@ from typing import Callable, Sequence
 
 from scix_core.errors import UnknownNameError
 from scix_core.fusion.combsum import combmnz, combsum
+from scix_core.fusion.convex import convex
 from scix_core.fusion.dbsf import dbsf
 from scix_core.fusion.rrf import RRF_K, rrf, weighted_rrf
 from scix_core.types import Ranking
@@ -23,6 +24,7 @@ FUSERS: dict[str, Fuser] = {
     "combsum": combsum,
     "combmnz": combmnz,
     "dbsf": dbsf,
+    "convex": convex,
 }
 
 
@@ -33,4 +35,4 @@ def get_fuser(name: str, **params) -> Callable[[Sequence[Ranking]], Ranking]:
     return partial(FUSERS[name], **params)
 
 
-__all__ = ["FUSERS", "RRF_K", "combmnz", "combsum", "dbsf", "get_fuser", "rrf", "weighted_rrf"]
+__all__ = ["FUSERS", "RRF_K", "combmnz", "combsum", "convex", "dbsf", "get_fuser", "rrf", "weighted_rrf"]

@@ -5,7 +5,7 @@ import copy
 import pytest
 
 from scix_core.errors import UnknownNameError
-from scix_core.fusion import FUSERS, combmnz, combsum, dbsf, get_fuser, rrf, weighted_rrf
+from scix_core.fusion import FUSERS, combmnz, combsum, convex, dbsf, get_fuser, rrf, weighted_rrf
 from scix_core.types import Ranking
 
 LEX = Ranking.from_pairs("lexical", [("a", 9.0), ("b", 5.0), ("c", 1.0)])
@@ -46,6 +46,7 @@ def test_inputs_are_not_mutated():
     before = copy.deepcopy((LEX, DENSE))
     for name in ("rrf", "combsum", "combmnz", "dbsf"):
         get_fuser(name)([LEX, DENSE])
+    convex([LEX, DENSE], [0.5, 0.5], "zscore")
     assert (LEX, DENSE) == before
 
 
@@ -62,6 +63,24 @@ def test_dbsf_guarded_and_bounded():
     assert scores(dbsf([flat])) == {"x": 0.5, "y": 0.5}
     fused = scores(dbsf([LEX, DENSE]))
     assert all(0 <= v <= 2 for v in fused.values()) and fused["a"] > fused["d"]
+
+
+def test_convex_minmax_and_zscore():
+    # min-max as above; absent papers get the ranking's floor 0: a = .3*1 + .7*.5, b = .3*.5, c = .7*1, d = 0
+    assert scores(convex([LEX, DENSE], [0.3, 0.7])) == pytest.approx({"a": 0.65, "b": 0.15, "c": 0.7, "d": 0.0})
+    assert convex([LEX, DENSE], [1.0, 0.0]).ids[:3] == ("a", "b", "c")  # alpha 1: the first ranking's order
+    # z-scores: LEX mean 5, sd sqrt(32/3) -> a = 4/sd, b = 0, c = -4/sd (the floor, given to d)
+    sd = (32 / 3) ** 0.5
+    dsd = (0.02 / 3) ** 0.5  # DENSE: mean 0.8 -> c = .1/dsd, a = 0, d = -.1/dsd (the floor, given to b)
+    z = scores(convex([LEX, DENSE], [0.5, 0.5], "zscore"))
+    assert z == pytest.approx({"a": 0.5 * 4 / sd, "b": -0.5 * 0.1 / dsd, "c": 0.5 * (-4 / sd + 0.1 / dsd),
+                               "d": 0.5 * (-4 / sd - 0.1 / dsd)})
+    flat = Ranking.from_pairs("flat", [("x", 3.0), ("y", 3.0)])
+    assert scores(convex([flat], [1.0], "zscore")) == {"x": 0.0, "y": 0.0}
+    with pytest.raises(ValueError):
+        convex([LEX], [0.5, 0.5])
+    with pytest.raises(UnknownNameError):
+        convex([LEX], [1.0], "rank")
 
 
 def test_empty_inputs():

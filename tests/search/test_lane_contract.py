@@ -1,4 +1,5 @@
-"""One contract, every lane: FTS5 and PostgreSQL (title/abstract, body), dense on qdrant-edge and qdrant-client."""
+"""One contract, every lane: FTS5, the BM25 term matrix and PostgreSQL (title/abstract, body), dense on qdrant-edge
+and qdrant-client."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from tests.search.helpers import BAD_QUERIES, make_request, passes
 
 pytestmark = [pytest.mark.model]
 
-LANES = ["sqlite:lexical", "sqlite:body", "postgres:lexical", "postgres:body", "edge:dense", "client:dense",
+LANES = ["sqlite:lexical", "sqlite:body", "bm25:lexical", "postgres:lexical", "postgres:body", "edge:dense", "client:dense",
          "edge:sparse"]
 QUERIES = ["neural networks", "galaxy dark matter", "graph", "running", "cafe naive", "protein structure"]
 FILTERS = [
@@ -31,7 +32,8 @@ def _lane(request, spec: str) -> Lane:
         built = request.getfixturevalue("pg_built")
     else:
         built = request.getfixturevalue("built_client" if where == "client" else "built")
-    searcher = Searcher(built.index, built.config)
+    config = built.config.replace(**{"search.lexical_backend": "bm25"}) if where == "bm25" else built.config
+    searcher = Searcher(built.index, config)
     found = {ln.name: ln for ln in searcher.lexical}
     if searcher.dense:
         found["dense"] = searcher.dense

@@ -35,7 +35,38 @@ def sqlite_lanes(cfg: Config, build_dir: Path, index: str, with_body: bool) -> L
     out = LaneSet([Fts5Lane(connect(path, readonly=True), "lexical", "papers_fts", (s.title_weight, s.abstract_weight),
                             s.lexical_mode, s.lane_timeout_ms)])
     if with_body:
-        out.lanes.append(Fts5Lane(connect(path, readonly=True), "body", "body_fts", (1.0,), s.lexical_mode, s.lane_timeout_ms))
+        out.lanes.append(_fts5_body(cfg, path))
+    return out
+
+
+def _fts5_body(cfg: Config, path: Path) -> Lane:
+    from scix_core.search.lanes.fts5 import Fts5Lane
+    from scix_core.stores.papers import connect
+
+    return Fts5Lane(connect(path, readonly=True), "body", "body_fts", (1.0,), cfg.search.lexical_mode,
+                    cfg.search.lane_timeout_ms)
+
+
+def bm25_lanes(cfg: Config, build_dir: Path, index: str, with_body: bool) -> LaneSet:
+    """Title/abstract from the term matrix (Lucene BM25, :mod:`~scix_core.search.lanes.bm25`); the body lane stays FTS5."""
+    from scix_core.search.lanes.bm25 import Bm25Lane
+    from scix_core.stores.papers import connect
+    from scix_core.stores.terms import TermIndex
+
+    s = cfg.search
+    out = LaneSet()
+    if (build_dir / "terms").is_dir():
+        try:
+            terms = TermIndex(build_dir / "terms")
+            out.lanes.append(Bm25Lane(terms, connect(build_dir / "papers.sqlite", readonly=True), "lexical",
+                                      s.lexical_mode, s.bm25_k1, s.bm25_b))
+        except BackendUnavailableError as exc:
+            out.unavailable["lexical"] = exc.describe()
+    else:
+        out.unavailable["lexical"] = (f"index_without_terms: index {index!r} was built before the term matrix; "
+                                      "run `scix ingest ... --force`")
+    if with_body:
+        out.lanes.append(_fts5_body(cfg, build_dir / "papers.sqlite"))
     return out
 
 
@@ -66,6 +97,7 @@ def postgres_lanes(cfg: Config, build_dir: Path, index: str, with_body: bool) ->
 LEXICAL_BACKENDS: dict[str, Callable[[Config, Path, str, bool], LaneSet]] = {
     "sqlite": sqlite_lanes,
     "postgres": postgres_lanes,
+    "bm25": bm25_lanes,
 }
 
 

@@ -25,7 +25,8 @@ from scix_core.stores.papers import time_limit
 from scix_core.types import Ranking
 
 def fts5_expression(tokens: tuple[str, ...], mode: str = "and") -> str:
-    """Quoted terms joined by AND (``and``) or OR (``or``); tokens are letters and digits only, so quoting is total."""
+    """Quoted terms joined by AND (``and``) or OR (``or``); tokens are letters and digits only, so quoting is total.
+    A term given twice is two phrases to bm25(), so it counts twice (the query's term frequency)."""
     return (" OR " if mode == "or" else " AND ").join(f'"{t}"' for t in tokens)
 
 
@@ -44,7 +45,7 @@ class Fts5Lane:
         self.timeout_ms = timeout_ms
 
     def search(self, request: LaneRequest, k: int) -> Ranking:
-        tokens = request.query.tokens
+        tokens = request.query.repeated()
         if not tokens or k <= 0:
             return Ranking(self.name)
         where, params = sqlite_where(request.filters)
@@ -59,7 +60,7 @@ class Fts5Lane:
         pool = -1 if request.knobs.pool is None else request.knobs.pool
         first = "and" if self.mode == "auto" else self.mode
         rows = self._run(sql, [*self.weights, fts5_expression(tokens, first), *params, pool, k])
-        if self.mode == "auto" and len(rows) < k and len(tokens) > 1:
+        if self.mode == "auto" and len(rows) < k and len(request.query.tokens) > 1:
             more = self._run(sql, [*self.weights, fts5_expression(tokens, "or"), *params, pool, k + len(rows)])
             rows = and_then_or(rows, more, k)
         return Ranking.from_pairs(self.name, rows)

@@ -1,0 +1,101 @@
+"""The term–document matrix: the ``bm25`` lexical backend's index (``terms/`` in a build).
+
+Each paper's title and abstract are analysed as a query is (case-folded runs of letters and digits, PostgreSQL's
+English stopwords dropped — :mod:`scix_core.search.query`), stripped of diacritics and Snowball-stemmed (PyStemmer, the stemmer ``bm25s``
+uses), then counted into a term-major CSC matrix of raw term frequencies beside each paper's length in terms.
+Nothing of BM25 is baked in: k1, b and the IDF are applied at query time, so they stay configuration
+(``search.bm25_k1``, ``search.bm25_b``) that a sweep can vary without rebuilding. Arrays are memory-mapped.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from collections import Counter
+from functools import cache
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+from scix_core.errors import BackendUnavailableError
+
+STEMMER = "english"  # Snowball English (Porter 2)
+FILES = ("indptr.npy", "docs.npy", "tf.npy", "lengths.npy", "vocab.json")
+
+
+@cache
+def _stemmer():
+    import Stemmer
+
+    return Stemmer.Stemmer(STEMMER)
+
+
+def _fold(word: str) -> str:
+    """Diacritics removed (``café`` -> ``cafe``), as FTS5's unicode61 tokenizer does."""
+    if word.isascii():
+        return word
+    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+
+
+def stem(words: Iterable[str]) -> list[str]:
+    """Query tokens or text words (case-folded, stopwords out) -> the matrix's terms."""
+    return _stemmer().stemWords([_fold(w) for w in words])
+
+
+def analyse(text: str) -> list[str]:
+    """The stemmed terms of ``text``, in order, repeats kept."""
+    from scix_core.search.query import _TOKEN, stopwords
+
+    stop = stopwords()
+    return stem(t for t in _TOKEN.findall(text.casefold()) if t not in stop)
+
+
+def build_terms(path: Path, texts: Iterable[str]) -> dict:
+    """Write the matrix for ``texts`` (paper ``i`` = row ``i``) into the new folder ``path``; returns its figures."""
+    vocab: dict[str, int] = {}
+    rows: list[np.ndarray] = []
+    cols: list[np.ndarray] = []
+    counts: list[np.ndarray] = []
+    lengths: list[int] = []
+    for i, text in enumerate(texts):
+        terms = analyse(text)
+        lengths.append(len(terms))
+        tf = Counter(terms)
+        cols.append(np.fromiter((vocab.setdefault(t, len(vocab)) for t in tf), np.int32, len(tf)))
+        counts.append(np.fromiter(tf.values(), np.int32, len(tf)))
+        rows.append(np.full(len(tf), i, np.int32))
+    term_ids = np.concatenate(cols) if cols else np.zeros(0, np.int32)
+    order = np.argsort(term_ids, kind="stable")  # term-major; documents ascending within a term
+    indptr = np.zeros(len(vocab) + 1, np.int64)
+    np.cumsum(np.bincount(term_ids, minlength=len(vocab)), out=indptr[1:])
+    path.mkdir(parents=True)
+    np.save(path / "indptr.npy", indptr)
+    np.save(path / "docs.npy", (np.concatenate(rows) if rows else term_ids)[order])
+    np.save(path / "tf.npy", (np.concatenate(counts) if counts else term_ids)[order])
+    np.save(path / "lengths.npy", np.asarray(lengths, np.int32))
+    (path / "vocab.json").write_text(json.dumps(vocab))
+    return {"papers": len(lengths), "vocabulary": len(vocab), "postings": int(indptr[-1]),
+            "avg_len": round(float(np.mean(lengths)) if lengths else 0.0, 3), "stemmer": STEMMER}
+
+
+class TermIndex:
+    """A built matrix, read-only and memory-mapped."""
+
+    def __init__(self, path: Path):
+        try:
+            self.indptr, self.docs, self.tf, self.lengths = (np.load(path / f, mmap_mode="r") for f in FILES[:4])
+            self.vocab: dict[str, int] = json.loads((path / "vocab.json").read_text())
+        except (OSError, ValueError) as exc:
+            raise BackendUnavailableError(f"cannot open the term matrix at {path}: {exc}") from exc
+        self.n = len(self.lengths)
+        self.avg_len = float(np.mean(self.lengths)) if self.n else 0.0
+        self.relative_len = (self.lengths / self.avg_len).astype(np.float32) if self.avg_len else np.ones(self.n, np.float32)
+
+    def postings(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """(papers, term frequencies) of a stemmed ``term``; None when no paper has it."""
+        t = self.vocab.get(term)
+        if t is None:
+            return None
+        start, end = self.indptr[t], self.indptr[t + 1]
+        return self.docs[start:end], self.tf[start:end]
