@@ -22,6 +22,8 @@ def _ingest_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="rebuild even if the input is unchanged")
     p.add_argument("--sparse", action="store_true", help="also build BM25 sparse vectors (the optional sparse lane)")
     p.add_argument("--vector-backend", choices=["edge", "qdrant"], help="override vectors.backend")
+    p.add_argument("--model", help="embedding model: a name from `scix train-encoder`, a local path or a "
+                                    "sentence-transformers name (default embedding.model)")
     p.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite",
                    help="postgres: also mirror the index into PostgreSQL (SCIX_PG_DSN), idempotently")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -34,6 +36,10 @@ def ingest_cmd(args: argparse.Namespace) -> int:
 
     overrides = {"vectors.backend": args.vector_backend} if args.vector_backend else {}
     cfg = _config(args, **overrides)
+    if args.model:
+        from scix_core.embeddings.train import encoder_model
+
+        cfg = cfg.replace(**{"embedding.model": encoder_model(cfg, args.model)})
     path = args.path if args.path else resolve_dataset(args.dataset)
     report = ingest(path, args.index, args.fmt, config=cfg, limit=args.limit, embed=not args.no_embed,
                     force=args.force, progress=not args.quiet, sparse=args.sparse)

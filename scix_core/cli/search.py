@@ -1,4 +1,4 @@
-"""Subcommands for search: search, train-reranker, community."""
+"""Subcommands for search: search, train-reranker, train-encoder, community."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from rich.table import Table
 
 from scix_core.cli.common import config_from as _config, console
 from scix_core.cli.main import command
+from scix_core.errors import ConfigError
 
 def _search_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("query", help="the query text (quote it)")
@@ -113,6 +114,45 @@ def train_reranker_cmd(args: argparse.Namespace) -> int:
     console.print(f"trained {report.name} on {report.queries} queries ({report.positives} positives, "
                   f"{report.negatives} hard negatives) in {report.seconds:.0f} s -> {report.path}", highlight=False)
     console.print(f"use it: scix search TEXT --index {args.index} --rerank {report.name}", highlight=False)
+    return 0
+
+
+def _train_encoder_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--index", required=True, help="an index with a gold set (queries + qrels)")
+    p.add_argument("--name", help="save as models/encoders/NAME in the workspace (then `scix ingest ... --model NAME`)")
+    p.add_argument("--split", default="train")
+    p.add_argument("--folds", type=int, help="K-fold cross-validated evaluation instead of saving a model")
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--lr", type=float, default=2e-5)
+    p.add_argument("--negatives", type=int, default=1, help="hard negatives per relevant paper, from hybrid search")
+    p.add_argument("--base-model", help="checkpoint to start from (default embedding.model, the bundled MiniLM)")
+    p.add_argument("--permutations", type=int, default=10_000)
+    p.add_argument("--json", dest="json_path", help="with --folds: write the evaluation as JSON")
+    p.add_argument("--quiet", action="store_true")
+
+
+@command("train-encoder", "fine-tune the bi-encoder on a gold set (MNRL, hard negatives; --folds: cross-validated)",
+         _train_encoder_args)
+def train_encoder_cmd(args: argparse.Namespace) -> int:
+    from scix_core.embeddings.train import Recipe, cross_validate, train_encoder
+
+    recipe = Recipe(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, negatives=args.negatives)
+    if args.folds:
+        report = cross_validate(args.index, _config(args), args.split, args.folds, recipe, args.base_model,
+                                args.permutations, progress=not args.quiet)
+        report.print(console)
+        if args.json_path:
+            report.write_json(args.json_path)
+            console.print(f"wrote {args.json_path}", highlight=False)
+        return 0
+    if not args.name:
+        raise ConfigError("give --name to save the model, or --folds K to cross-validate")
+    report = train_encoder(args.index, args.name, _config(args), args.split, recipe, args.base_model,
+                           progress=not args.quiet)
+    console.print(f"trained {report.name} on {report.queries} queries ({report.triples} triples, {report.steps} "
+                  f"steps) in {report.seconds:.0f} s -> {report.path}", highlight=False)
+    console.print(f"use it: scix ingest --dataset ... --index NEW --model {report.name}", highlight=False)
     return 0
 
 

@@ -43,7 +43,10 @@ def model_slug(name: str) -> str:
         return "all-MiniLM-L6-v2"
     path = Path(name).expanduser()
     if path.exists():
-        digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]
+        # the weights' modification time too: a model retrained in place (`scix train-encoder` again) is another model
+        weights = [f for f in ("model.safetensors", "pytorch_model.bin") if (path / f).exists()]
+        stamp = str((path / weights[0]).stat().st_mtime_ns) if weights else ""
+        digest = hashlib.sha256(f"{path.resolve()}{stamp}".encode()).hexdigest()[:8]
         return f"{re.sub(r'[^A-Za-z0-9_.-]', '_', path.name)}-{digest}"
     return re.sub(r"[^A-Za-z0-9_.-]", "__", name)
 

@@ -46,12 +46,13 @@ def evaluate(index: str, gold: Gold | None = None, runs: tuple[str, ...] = DEFAU
         gold = gold or from_index(searcher.store)
         reranker = reranker or (cfg.search.rerank if cfg.search.rerank != "off" else None)
         excluded = _training_queries(searcher, reranker, gold) if "hybrid+rerank" in runs else set()
+        excluded |= _encoder_training_queries(searcher, gold)
         full = gold.name
         gold = sample_queries(gold, sample, seed, excluded)
         queries = dict(gold.queries)
         if not queries:
-            raise ConfigError(f"every query of {full} was used to train reranker {reranker!r}: "
-                              "evaluate on another split or gold set, or train with --max-queries")
+            raise ConfigError(f"every query of {full} was used to train the index's encoder or reranker "
+                              f"{reranker or ''}: evaluate on another split or gold set (or train on fewer queries)")
         runset = collect(searcher, queries, tuple(runs), reranker,
                          rewrite=cfg.search.rewrite if cfg.search.rewrite != "off" else "local",
                          body_searcher=lambda: Searcher(index, cfg.replace(**{"search.body": False})), progress=progress,
@@ -111,6 +112,22 @@ def sample_queries(gold: Gold, sample: int | None = None, seed: int = 13, exclud
         chosen = set(random.Random(seed).sample(kept, sample))
         kept = [q for q in kept if q in chosen]
     return Gold(gold.name, {q: gold.queries[q] for q in kept}, {q: gold.qrels[q] for q in kept}, gold.fields)
+
+
+def _encoder_training_queries(searcher, gold: Gold) -> set[str]:
+    """Queries the index's encoder (one from `scix train-encoder`) was trained on: every run uses its vectors.
+    Matched by corpus, not index name: an index rebuilt with the encoder holds the same gold queries."""
+    import json
+    from pathlib import Path
+
+    model = searcher.manifest.get("model")
+    path = Path(model) / "scix_manifest.json" if model else None
+    if path is None or not path.is_file():
+        return set()
+    trained = json.loads(path.read_text())
+    if searcher.manifest.get("corpus_hash") not in (None, trained.get("corpus_hash")) and trained.get("index") != searcher.index:
+        return set()
+    return set(trained.get("query_ids", gold.judged)) & set(gold.judged)
 
 
 def _training_queries(searcher, reranker: str | None, gold: Gold) -> set[str]:

@@ -118,6 +118,8 @@ def pool(index: str, config: Config | None = None, n_queries: int = 200, caps=(1
     from scix_core.search.query import prepare
 
     cfg = config or load_config()
+    if cfg.search.lexical_backend == "bm25":  # it scores every match (no pool): the study is of the pooled FTS5 lane
+        cfg = cfg.replace(**{"search.lexical_backend": "sqlite"})
     searcher = _searcher(index, cfg)
     lane = next(l for l in searcher.lexical if l.name == "lexical")
     titles = [r[0] for r in searcher.store.conn.execute("SELECT title FROM papers ORDER BY idx")]
@@ -136,7 +138,8 @@ def pool(index: str, config: Config | None = None, n_queries: int = 200, caps=(1
                                                     "ms_per_query": (time.perf_counter() - t) * 1000 / max(1, len(matched))}
         rows[f"{mode.upper()} uncapped"] = {"overlap@20": 1.0, "queries_with_matches": len(matched)}
     lane.mode = cfg.search.lexical_mode
-    return {"study": "pool", "index": index, "papers": len(titles), "queries": len(queries),
+    return {"study": "pool", "index": index, "backend": cfg.search.lexical_backend, "papers": len(titles),
+            "queries": len(queries),
             "query_source": f"{len(queries)} paper titles sampled with seed {seed}", "rows": rows}
 
 

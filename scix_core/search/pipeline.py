@@ -79,6 +79,7 @@ class Searcher:
         lanes = lexical_lanes(cfg, self.build_dir, index, cfg.search.body and self.has_body)
         self.lexical: list[Lane] = lanes.lanes
         self.unavailable: dict[str, str] = dict(lanes.unavailable)
+        self.lane_notes: tuple[str, ...] = tuple(lanes.notes)
         self.dense, self.encoder = self._dense()
         self.sparse, self.sparse_unavailable = self._sparse()
         self.boost_stage = BoostStage(self.store)
@@ -180,7 +181,7 @@ class Searcher:
             "lanes_run": lane_order, "dropped_lanes": dropped, "lanes_skipped": self._skipped(mode, opts, meta),
             "rrf_k": s.rrf_k, "depth": max(s.depth, limit), "limit": limit, "filters": flt.to_dict(),
             "knobs": request.knobs.to_dict(), "lexical_mode": s.lexical_mode, "query_text": prepared.text,
-            "lexical_terms": list(meta.get("lexical_terms", prepared.tokens)), "notes": list(prepared.notes),
+            "lexical_terms": list(meta.get("lexical_terms", prepared.tokens)), "notes": [*prepared.notes, *(self.lane_notes if mode != "semantic" else ())],
             "degraded": bool(dropped), "reranked": "rerank" in rankings,
             "rerank_reason": opts.rerank if "rerank" in rankings else stages["rerank"], "stages": stages,
             "rewrite": meta.get("rewrite", {"mode": "off", "status": "off", "text": None}),

@@ -93,6 +93,27 @@ def test_ties_go_to_the_earlier_paper(tmp_path, built):
     assert Bm25Lane._top(score, np.array([False, True, True, True]), 2) == [(1, 1.0), (3, 1.0)]
 
 
-def test_index_without_terms_is_reported(built, tmp_path):
+def test_index_without_terms_falls_back_to_fts5_and_says_so(built, tmp_path):
+    import shutil
+
+    from scix_core.search.lanes.fts5 import Fts5Lane
+    from scix_core.workspace import Workspace
+
+    build = Workspace(built.config.home).index_dir(built.index)
+    shutil.copy(build / "papers.sqlite", tmp_path / "papers.sqlite")
     out = bm25_lanes(built.config, tmp_path, "old", with_body=False)
-    assert out.lanes == [] and "scix ingest" in out.unavailable["lexical"]
+    assert [type(ln) for ln in out.lanes] == [Fts5Lane] and not out.unavailable
+    assert "scix ingest" in out.notes[0]
+
+
+def test_searcher_on_an_old_build_notes_the_fallback(built, tmp_path):
+    import shutil
+
+    from scix_core.ingest import ingest
+    from tests.search.conftest import CORPUS
+
+    cfg = built.config.replace(home=tmp_path)
+    report = ingest(CORPUS, "old", config=cfg, progress=False, embed=False)
+    shutil.rmtree(report.path / "terms")
+    result = Searcher("old", cfg).search("riemann zeta primes", "keyword", limit=3)
+    assert result.ids[:1] == ("p06",) and any("term matrix" in n for n in result.metadata["notes"])

@@ -1,4 +1,4 @@
-"""Backends agree: FTS5 and PostgreSQL match the same papers for AND queries;
+"""Backends agree: FTS5, the BM25 term matrix and PostgreSQL match the same papers for AND queries;
 qdrant-edge and qdrant-client (exact) return the same dense top ids.
 
 Rankings differ by design: FTS5 ranks with Okapi BM25 (``bm25()``, column
@@ -24,14 +24,16 @@ AND_QUERIES = ["neural networks", "dark matter", "galaxy", "graph", "protein str
                "message passing", "clusters", "neural", "spiral galaxies", "data augmentation"]
 
 
-def _lanes(built):
-    searcher = Searcher(built.index, built.config)
+def _lanes(built, backend: str | None = None):
+    config = built.config.replace(**{"search.lexical_backend": backend}) if backend else built.config
+    searcher = Searcher(built.index, config)
     return {lane.name: lane for lane in searcher.lexical}
 
 
-@pytest.fixture
-def backends(built, pg_built):
-    return _lanes(built), _lanes(pg_built)
+@pytest.fixture(params=["sqlite", "bm25"])
+def backends(request, built, pg_built):
+    """An embedded lexical backend (FTS5, or the term matrix with FTS5's body lane) and PostgreSQL."""
+    return _lanes(built, request.param), _lanes(pg_built)
 
 
 @pytest.mark.parametrize("query", AND_QUERIES)

@@ -27,14 +27,14 @@ def test_sweep_json_has_the_contract_keys(on_fixture, tiny_reranker, tmp_path, c
     assert {"n_queries", "runs", "comparisons", "provenance", "dropped_lanes", "buckets"} <= set(doc)
     assert doc["n_queries"] == 2 and doc["setup"]["excluded_training_queries"] == 4  # the reranker saw the other 4
     assert set(doc["runs"]) == {"lexical", "body", "dense", "hybrid", "rrf_k10", "rrf_k30", "rrf_k60", "rrf_k100",
-                                "hybrid+boosts", "hybrid+rerank", "hybrid+rewrite", "hybrid-body"}
+                                "convex_minmax", "convex_zscore", "hybrid+boosts", "hybrid+rerank", "hybrid+rewrite", "hybrid-body"}
     for values in doc["runs"].values():
         assert set(values) == {"ndcg@10", "mrr@10", "recall@50", "recall@100"}
         assert all(0.0 <= v <= 1.0 for v in values.values())
     assert doc["runs"]["rrf_k60"] == doc["runs"]["hybrid"]  # the default pipeline is RRF k=60
     comparison = doc["comparisons"][0]
     assert set(comparison) >= {"baseline", "candidate", "metric", "delta", "p", "p_adj", "significant"}
-    assert len(doc["comparisons"]) == 11 * 4 and doc["gates"]["dense"]["decision"] in ("ship", "no-ship")
+    assert len(doc["comparisons"]) == 13 * 4 and doc["gates"]["dense"]["decision"] in ("ship", "no-ship")
     assert doc["provenance"]["hybrid"]["relevant_in_top10"] >= 2
     assert {"len<=3", "len4-8"} & set(doc["buckets"]["hybrid"])
     printed = capsys.readouterr().out

@@ -32,7 +32,7 @@ def _lane(request, spec: str) -> Lane:
         built = request.getfixturevalue("pg_built")
     else:
         built = request.getfixturevalue("built_client" if where == "client" else "built")
-    config = built.config.replace(**{"search.lexical_backend": "bm25"}) if where == "bm25" else built.config
+    config = built.config.replace(**{"search.lexical_backend": where}) if where in ("sqlite", "bm25") else built.config
     searcher = Searcher(built.index, config)
     found = {ln.name: ln for ln in searcher.lexical}
     if searcher.dense:

@@ -20,6 +20,7 @@ from scix_core.search.lanes.base import Lane, LaneRequest, LaneTimeout
 class LaneSet:
     lanes: list[Lane] = field(default_factory=list)
     unavailable: dict[str, str] = field(default_factory=dict)  # lane name -> why
+    notes: list[str] = field(default_factory=list)  # a documented degradation (e.g. a fallback engine)
 
 
 def _lane_names(with_body: bool) -> list[str]:
@@ -54,17 +55,18 @@ def bm25_lanes(cfg: Config, build_dir: Path, index: str, with_body: bool) -> Lan
     from scix_core.stores.terms import TermIndex
 
     s = cfg.search
+    if not (build_dir / "terms").is_dir():  # built before the term matrix: FTS5 answers, and says so
+        out = sqlite_lanes(cfg, build_dir, index, with_body)
+        out.notes.append(f"index {index!r} was built before the term matrix: the lexical lane ran on FTS5; "
+                         "re-run `scix ingest` to build it")
+        return out
     out = LaneSet()
-    if (build_dir / "terms").is_dir():
-        try:
-            terms = TermIndex(build_dir / "terms")
-            out.lanes.append(Bm25Lane(terms, connect(build_dir / "papers.sqlite", readonly=True), "lexical",
-                                      s.lexical_mode, s.bm25_k1, s.bm25_b))
-        except BackendUnavailableError as exc:
-            out.unavailable["lexical"] = exc.describe()
-    else:
-        out.unavailable["lexical"] = (f"index_without_terms: index {index!r} was built before the term matrix; "
-                                      "run `scix ingest ... --force`")
+    try:
+        terms = TermIndex(build_dir / "terms")
+        out.lanes.append(Bm25Lane(terms, connect(build_dir / "papers.sqlite", readonly=True), "lexical",
+                                  s.lexical_mode, s.bm25_k1, s.bm25_b))
+    except BackendUnavailableError as exc:
+        out.unavailable["lexical"] = exc.describe()
     if with_body:
         out.lanes.append(_fts5_body(cfg, build_dir / "papers.sqlite"))
     return out
