@@ -141,7 +141,7 @@ def parity(indexes: list[str], cfg) -> None:
                 run = {q: lane.search(LaneRequest(prepare(text)), DEPTH) for q, text in zip(ids, texts)}
                 qps = len(ids) / (time.perf_counter() - t)
                 rows.append((f"scix {backend} {mode.upper()}", means(per_query(gold, run, (PRIMARY,)))[PRIMARY], qps))
-        papers = list(Searcher(index, cfg).store.papers())
+        papers = list(searcher.store.papers())
         corpus = bm25s.tokenize([p.text for p in papers], stopwords="en", stemmer=stemmer, show_progress=False)
         best = None
         for k1, b in BM25S_GRID:

@@ -116,18 +116,16 @@ def sample_queries(gold: Gold, sample: int | None = None, seed: int = 13, exclud
 
 def _encoder_training_queries(searcher, gold: Gold) -> set[str]:
     """Queries the index's encoder (one from `scix train-encoder`) was trained on: every run uses its vectors.
-    Matched by corpus, not index name: an index rebuilt with the encoder holds the same gold queries."""
-    import json
+    Matched by corpus too: an index rebuilt with the encoder under another name holds the same gold queries."""
     from pathlib import Path
 
+    from scix_core.search.stages.train_rerank import training_queries
+
     model = searcher.manifest.get("model")
-    path = Path(model) / "scix_manifest.json" if model else None
-    if path is None or not path.is_file():
+    seen = training_queries(Path(model), searcher.index, searcher.manifest.get("corpus_hash")) if model else None
+    if seen is None:
         return set()
-    trained = json.loads(path.read_text())
-    if searcher.manifest.get("corpus_hash") not in (None, trained.get("corpus_hash")) and trained.get("index") != searcher.index:
-        return set()
-    return set(trained.get("query_ids", gold.judged)) & set(gold.judged)
+    return set(gold.judged) if "*" in seen else seen & set(gold.judged)
 
 
 def _training_queries(searcher, reranker: str | None, gold: Gold) -> set[str]:

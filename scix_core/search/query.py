@@ -28,6 +28,13 @@ def stopwords() -> frozenset[str]:
     return frozenset(w.strip() for w in text.split() if w.strip())
 
 
+def lexical_words(text: str) -> list[str]:
+    """Case-folded runs of letters and digits minus the stopwords, in order, repeats kept: the words of a query
+    and (stemmed) of a paper in the term matrix."""
+    stop = stopwords()
+    return [t for t in _TOKEN.findall(text.casefold()) if t not in stop]
+
+
 @dataclass(frozen=True)
 class PreparedQuery:
     original: str  # as the user typed it (the title boost uses this)
@@ -60,8 +67,7 @@ def prepare(query: str, max_chars: int = 2000, max_tokens: int = 64) -> Prepared
     if len(text) > max_chars:
         notes.append(f"query truncated from {len(text):,} to {max_chars:,} characters")
         text = text[:max_chars].rsplit(" ", 1)[0] or text[:max_chars]
-    stop = stopwords()
-    counts = Counter(t for t in _TOKEN.findall(text.casefold()) if t not in stop)  # in order of first occurrence
+    counts = Counter(lexical_words(text))  # in order of first occurrence
     tokens = tuple(counts)
     if len(tokens) > max_tokens:
         notes.append(f"lexical terms capped at {max_tokens} of {len(tokens)}")

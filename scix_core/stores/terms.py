@@ -1,8 +1,8 @@
 """The term–document matrix: the ``bm25`` lexical backend's index (``terms/`` in a build).
 
 Each paper's title and abstract are analysed as a query is (case-folded runs of letters and digits, PostgreSQL's
-English stopwords dropped — :mod:`scix_core.search.query`), stripped of diacritics and Snowball-stemmed (PyStemmer, the stemmer ``bm25s``
-uses), then counted into a term-major CSC matrix of raw term frequencies beside each paper's length in terms.
+English stopwords dropped — :mod:`scix_core.search.query`), stripped of diacritics and Snowball-stemmed
+(PyStemmer, the stemmer ``bm25s`` uses), then counted into a term-major CSC matrix of raw term frequencies beside each paper's length in terms.
 Nothing of BM25 is baked in: k1, b and the IDF are applied at query time, so they stay configuration
 (``search.bm25_k1``, ``search.bm25_b``) that a sweep can vary without rebuilding. Arrays are memory-mapped.
 """
@@ -45,10 +45,9 @@ def stem(words: Iterable[str]) -> list[str]:
 
 def analyse(text: str) -> list[str]:
     """The stemmed terms of ``text``, in order, repeats kept."""
-    from scix_core.search.query import _TOKEN, stopwords
+    from scix_core.search.query import lexical_words
 
-    stop = stopwords()
-    return stem(t for t in _TOKEN.findall(text.casefold()) if t not in stop)
+    return stem(lexical_words(text))
 
 
 def build_terms(path: Path, texts: Iterable[str]) -> dict:
@@ -65,17 +64,19 @@ def build_terms(path: Path, texts: Iterable[str]) -> dict:
         cols.append(np.fromiter((vocab.setdefault(t, len(vocab)) for t in tf), np.int32, len(tf)))
         counts.append(np.fromiter(tf.values(), np.int32, len(tf)))
         rows.append(np.full(len(tf), i, np.int32))
-    term_ids = np.concatenate(cols) if cols else np.zeros(0, np.int32)
-    order = np.argsort(term_ids, kind="stable")  # term-major; documents ascending within a term
-    indptr = np.zeros(len(vocab) + 1, np.int64)
-    np.cumsum(np.bincount(term_ids, minlength=len(vocab)), out=indptr[1:])
+    from scipy.sparse import coo_matrix
+
+    empty = np.zeros(0, np.int32)
+    join = lambda parts: np.concatenate(parts) if parts else empty  # noqa: E731
+    # term-major: one column per term, its papers ascending (canonical CSC)
+    matrix = coo_matrix((join(counts), (join(rows), join(cols))), shape=(len(lengths), len(vocab))).tocsc()
+    matrix.sort_indices()
     path.mkdir(parents=True)
-    np.save(path / "indptr.npy", indptr)
-    np.save(path / "docs.npy", (np.concatenate(rows) if rows else term_ids)[order])
-    np.save(path / "tf.npy", (np.concatenate(counts) if counts else term_ids)[order])
-    np.save(path / "lengths.npy", np.asarray(lengths, np.int32))
+    for name, array in (("indptr", matrix.indptr), ("docs", matrix.indices), ("tf", matrix.data),
+                        ("lengths", np.asarray(lengths, np.int32))):
+        np.save(path / f"{name}.npy", array)
     (path / "vocab.json").write_text(json.dumps(vocab))
-    return {"papers": len(lengths), "vocabulary": len(vocab), "postings": int(indptr[-1]),
+    return {"papers": len(lengths), "vocabulary": len(vocab), "postings": int(matrix.nnz),
             "avg_len": round(float(np.mean(lengths)) if lengths else 0.0, 3), "stemmer": STEMMER}
 
 

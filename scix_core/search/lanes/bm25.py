@@ -2,8 +2,8 @@
 
 score(d) = Σ over the query's distinct stems t of  qtf(t) · idf(t) · tf(t,d) / (tf(t,d) + k1·(1 − b + b·|d|/avgdl))
 with idf(t) = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5)) — the formula of Lucene (which dropped the classic constant
-factor k1 + 1) and of ``bm25s``'s default, with the query's term frequency as in the classic model (FTS5's bm25() differs in its IDF, which is ~0 for a term in
-half the papers, and in fixing k1 and b). Every paper matching any stem is scored (no pool): one ``bincount``
+factor k1 + 1) and of ``bm25s``'s default, with the query's term frequency as in the classic model (FTS5's
+bm25() differs in its IDF, which is ~0 for a term in half the papers, and in fixing k1 and b). Every paper matching any stem is scored (no pool): one ``bincount``
 over the postings. Modes as the other lexical lanes: ``and`` keeps the papers matching every stem, ``or`` all,
 ``auto`` the first then the second (:func:`~scix_core.search.lanes.base.and_then_or`). Filters become a mask of
 the papers the SQLite store selects. Ties go to the earlier paper.

@@ -92,14 +92,16 @@ def train_reranker(index: str, name: str, config: Config | None = None, split: s
                        len(triples) - positives, time.perf_counter() - t)
 
 
-def training_queries(model_dir: Path, index: str) -> set[str] | None:
-    """Query ids of ``index`` a workspace reranker was trained on (None: not trained on this index)."""
+def training_queries(model_dir: Path, index: str, corpus_hash: str | None = None) -> set[str] | None:
+    """Query ids of ``index`` a workspace model (reranker or encoder) was trained on (None: not trained on this
+    index). With ``corpus_hash``, a model trained on another index of the same corpus counts too (the same gold
+    queries under another name)."""
     import json
 
     path = Path(model_dir) / "scix_manifest.json"
-    if not path.exists():
+    if not path.is_file():
         return None
     manifest = json.loads(path.read_text())
-    if manifest.get("index") != index:
+    if manifest.get("index") != index and (corpus_hash is None or manifest.get("corpus_hash") != corpus_hash):
         return None
     return set(manifest.get("query_ids", ())) or {"*"}  # an older manifest without ids: assume every query
