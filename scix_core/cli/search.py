@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from rich.table import Table
 
-from scix_core.cli.common import config_from as _config, console
+from scix_core.cli.common import config_from as _config
+from scix_core.cli.common import console
 from scix_core.cli.main import command
 from scix_core.errors import ConfigError
+from scix_core.workspace import write_json_atomic
+
 
 def _search_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("query", help="the query text (quote it)")
@@ -92,29 +96,67 @@ def print_explain(result) -> None:
 
 
 def _train_args(p: argparse.ArgumentParser) -> None:
+    # defaults None: the recipe's own (RerankRecipe); importing it here would slow every command's start
     p.add_argument("--index", required=True, help="an index with a gold set (queries + qrels)")
-    p.add_argument("--name", required=True, help="save as models/rerankers/NAME in the workspace")
+    p.add_argument("--name", help="save as models/rerankers/NAME in the workspace")
     p.add_argument("--split", default="train")
-    p.add_argument("--epochs", type=int, default=1)
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--negatives", type=int, default=3, help="hard negatives per query, from hybrid search")
+    p.add_argument("--epochs", type=int, help="default 2")
+    p.add_argument("--batch-size", type=int, help="groups (query, positive, negatives) a step; default 16")
+    p.add_argument("--negatives", type=int, help="hard negatives per relevant paper; default 3")
+    p.add_argument("--lr", type=float, help="default 5e-5")
+    p.add_argument("--loss", help="bce: balanced binary cross-entropy (default); mnrl; lambda (listwise)")
     p.add_argument("--max-queries", type=int, help="train on a sample of the split's queries")
-    p.add_argument("--lr", type=float, default=2e-5)
     p.add_argument("--base-model", help="checkpoint to start from (default embedding.model, the bundled MiniLM)")
+    p.add_argument("--curve", type=int, metavar="EVERY",
+                   help="learning curve instead of a model: hold out 1/--folds of the queries, train on the rest, "
+                        "rerank the held-out hybrid top --window every EVERY steps")
+    p.add_argument("--window", type=int, default=20)
+    p.add_argument("--folds", type=int, default=5)
+    p.add_argument("--json", dest="json_path", type=Path, help="with --curve: write the curve as JSON")
     p.add_argument("--quiet", action="store_true")
 
 
-@command("train-reranker", "fine-tune a cross-encoder locally from a gold set (no download)", _train_args)
+@command("train-reranker", "fine-tune a cross-encoder locally from a gold set (no download); --curve: learning curve",
+         _train_args)
 def train_reranker_cmd(args: argparse.Namespace) -> int:
-    from scix_core.search.stages.train_rerank import train_reranker
+    from scix_core.search.stages.train_rerank import (
+        RerankRecipe,
+        learning_curve,
+        train_reranker,
+    )
 
-    report = train_reranker(args.index, args.name, _config(args), args.split, args.epochs, args.batch_size,
-                            args.negatives, args.max_queries, args.lr, base_model=args.base_model,
-                            progress=not args.quiet)
+    given = {k: getattr(args, k) for k in ("epochs", "batch_size", "lr", "negatives", "loss")}
+    recipe = RerankRecipe(**{k: v for k, v in given.items() if v is not None})
+    if args.curve:
+        curve = learning_curve(args.index, _config(args), args.split, recipe, args.curve, args.window, args.folds,
+                               args.base_model, progress=not args.quiet)
+        _print_curve(curve)
+        if args.json_path:
+            write_json_atomic(args.json_path, curve.to_dict())
+            console.print(f"wrote {args.json_path}", highlight=False)
+        return 0
+    if not args.name:
+        raise ConfigError("give --name to save the model, or --curve EVERY for a learning curve")
+    report = train_reranker(args.index, args.name, _config(args), args.split, recipe, args.max_queries,
+                            base_model=args.base_model, progress=not args.quiet)
     console.print(f"trained {report.name} on {report.queries} queries ({report.positives} positives, "
-                  f"{report.negatives} hard negatives) in {report.seconds:.0f} s -> {report.path}", highlight=False)
+                  f"{report.negatives} hard negatives, {report.steps} steps) in {report.seconds:.0f} s -> "
+                  f"{report.path}", highlight=False)
     console.print(f"use it: scix search TEXT --index {args.index} --rerank {report.name}", highlight=False)
     return 0
+
+
+def _print_curve(curve) -> None:
+    r = curve.recipe
+    table = Table(title=f"reranker learning curve on {curve.index}: {curve.held_out} held-out queries "
+                        f"(trained on {curve.trained_on}); loss {r.loss}, lr {r.lr:g}, {r.negatives} negatives, "
+                        f"window {curve.window}; hybrid nDCG@10 {curve.hybrid:.4f}")
+    for col in ("step", "rerank nDCG@10", "vs hybrid", "score spread"):
+        table.add_column(col, justify="right")
+    for pt in curve.points:
+        table.add_row(str(pt.step), f"{pt.ndcg:.4f}", f"{pt.ndcg - curve.hybrid:+.4f}", f"{pt.spread:.4f}")
+    console.print(table)
+    console.print(f"{curve.seconds:.0f} s; a spread near 0 is a model collapsed to one score", highlight=False)
 
 
 def _train_encoder_args(p: argparse.ArgumentParser) -> None:

@@ -12,6 +12,8 @@ index built with it (``scix ingest … --model NAME``). :func:`cross_validate` a
 gold set?" honestly: K folds, each model trained on the other folds' queries and scored on its own, so every
 judged query is scored once by a model that never saw it; dense and hybrid (RRF k=60 with the index's lexical
 lane, exact cosine over the fold model's vectors) against the untrained ones, with the evaluation's paired tests.
+``convex-trained`` fuses the same two lanes by min-max convex combination, its α chosen per fold on the other
+folds (as ``scix eval``'s ``convex_minmax``), so no query's judgments pick its own weight.
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from __future__ import annotations
 import os
 import random
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -176,6 +178,7 @@ def cross_validate(index: str, config: Config | None = None, split: str = "train
     from scix_core.evaluate.provenance import buckets, provenance
     from scix_core.evaluate.report import EvalReport
     from scix_core.evaluate.runs import DEPTH
+    from scix_core.evaluate.score_fusion import cross_validated
     from scix_core.evaluate.significance import compare, gate, holm
     from scix_core.fusion import rrf
     from scix_core.search import Searcher
@@ -216,13 +219,17 @@ def cross_validate(index: str, config: Config | None = None, split: str = "train
         "hybrid-trained": {q: rrf([r for n, r in lanes[q].items() if n != "dense"], k=cfg.search.rrf_k).top(DEPTH)
                            for q in ids},
     }
+    trained_lanes = {q: {"lexical": rankings["lexical"][q], "dense": trained[q]} for q in ids}
+    rankings["convex-trained"], alphas = cross_validated(trained_lanes, gold, "minmax", DEPTH, folds, recipe.seed)
     values = {run: per_query(gold, r) for run, r in rankings.items()}
     comparisons = []
     for baseline in ("hybrid", "lexical"):
-        comparisons += compare(baseline, "hybrid-trained", values, METRICS, permutations)
+        for run in ("hybrid-trained", "convex-trained"):
+            comparisons += compare(baseline, run, values, METRICS, permutations)
     comparisons += compare("dense", "dense-trained", values, METRICS, permutations)
     comparisons = holm(comparisons)
-    gates = {"hybrid-trained": gate([c for c in comparisons if c.baseline == "hybrid"])}
+    gates = {run: gate([c for c in comparisons if c.baseline == "hybrid" and c.candidate == run])
+             for run in ("hybrid-trained", "convex-trained")}
     seconds = round(time.perf_counter() - t0, 1)
     return EvalReport(
         n_queries=len(ids), runs={r: means(v) for r, v in values.items()}, per_query=values,
@@ -230,6 +237,7 @@ def cross_validate(index: str, config: Config | None = None, split: str = "train
         dropped_lanes={}, buckets={r: buckets(gold, v) for r, v in values.items()}, seconds={r: seconds for r in rankings},
         skipped={}, gates=gates,
         setup={"index": index, "gold": gold.name, "baseline": "hybrid", "depth": DEPTH, "primary": PRIMARY,
-               "folds": folds, "steps_per_fold": steps, "base_model": base, "loss": LOSS, "recipe": recipe.__dict__,
+               "folds": folds, "steps_per_fold": steps, "score_fusion_alpha": {"convex-trained": alphas},
+               "base_model": base, "loss": LOSS, "recipe": recipe.__dict__,
                "dense_trained": "exact cosine over the fold model's vectors", "permutations": permutations,
                "corpus_hash": searcher.manifest.get("corpus_hash")})

@@ -122,9 +122,9 @@ def pg_built(built, postgresql) -> Built:
 @pytest.fixture(scope="session")
 def tiny_reranker(built) -> str:
     """A cross-encoder fine-tuned from the bundled MiniLM for a few steps on 4 of the fixture's 6 train queries."""
-    from scix_core.search.stages.train_rerank import train_reranker
+    from scix_core.search.stages.train_rerank import RerankRecipe, train_reranker
 
-    report = train_reranker(built.index, "tiny", built.config, epochs=2, batch_size=8, negatives=2, max_queries=4,
-                            progress=False)
+    report = train_reranker(built.index, "tiny", built.config, recipe=RerankRecipe(epochs=2, batch_size=8, negatives=2),
+                            max_queries=4, progress=False)
     assert report.queries == 4 and report.positives >= 4 and report.negatives > 0
     return "tiny"

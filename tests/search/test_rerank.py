@@ -26,6 +26,39 @@ def test_trained_model_lands_in_the_workspace_with_a_manifest(built, tiny_rerank
     assert manifest["kind"] == "cross-encoder" and manifest["base_model"] == "bundled-minilm"
     assert manifest["split"] == "train" and manifest["queries"] == 4 and len(manifest["query_ids"]) == 4
     assert not [p for p in folder.parent.iterdir() if p.name.startswith(".")], "no temp folder left behind"
+    assert manifest["recipe"]["loss"] == "bce" and manifest["negatives"] == 2 * manifest["positives"]
+    assert manifest["hard_negatives"] == "hybrid ranks 3-30 not judged relevant"
+
+
+def test_groups_draw_hard_negatives_below_the_skipped_top():
+    from scix_core.evaluate.gold import Gold
+    from scix_core.search.stages.train_rerank import RerankRecipe, groups
+
+    gold = Gold("g", {"q": "query", "none": "no pool"}, {"q": {"a": 1, "c": 1, "x": 0}, "none": {"a": 1}})
+    texts = {d: f"text {d}" for d in "abcdefg"}
+    ranked = {"q": list("abcdefg"), "none": list("ab")}
+    recipe = RerankRecipe(negatives=3, skip=2, depth=6)
+    out = groups(gold, ["q", "none"], ranked, texts, recipe)
+    # positives a and c; negatives from ranks 3-6 (c d e f) minus the relevant c: d, e, f; "none" has no pool
+    assert [(g[0], g[2]) for g in out] == [("q", "text a"), ("q", "text c")]
+    assert all(sorted(g[3]) == ["text d", "text e", "text f"] for g in out)
+    with pytest.raises(ConfigError):
+        RerankRecipe(negatives=0)
+
+
+@pytest.mark.parametrize("loss", ["bce", "mnrl", "lambda"])
+def test_learning_curve_scores_only_held_out_queries(built, loss):
+    from scix_core.search.stages.train_rerank import RerankRecipe, learning_curve
+
+    recipe = RerankRecipe(epochs=1, batch_size=2, negatives=2, loss=loss)
+    curve = learning_curve(built.index, built.config, recipe=recipe, every=2, window=5, folds=3, progress=False)
+    judged = 6
+    assert curve.held_out == 2 and curve.held_out + curve.trained_on == judged
+    steps = [p.step for p in curve.points]
+    assert steps[0] == 0 and steps == sorted(set(steps)) and all(s % 2 == 0 or s == steps[-1] for s in steps)
+    assert all(0 <= p.ndcg <= 1 and p.spread >= 0 for p in curve.points)
+    assert 0 < curve.hybrid <= 1
+    assert curve.to_dict()["points"][0]["step"] == 0
 
 
 def test_rerank_rescores_the_window_with_sigmoid(searcher, tiny_reranker):

@@ -90,3 +90,19 @@ def test_train_reranker_command(on_fixture, capsys):
     assert "trained cli-tiny on 2 queries" in capsys.readouterr().out
     assert main(["search", "dark matter", "--index", "fixture", "--json", "--rerank", "cli-tiny"]) == 0
     assert json.loads(capsys.readouterr().out)["metadata"]["reranked"] is True
+
+
+def test_train_reranker_curve_and_bad_recipes(on_fixture, capsys, tmp_path):
+    out = tmp_path / "curve.json"
+    argv = ["train-reranker", "--index", "fixture", "--curve", "2", "--folds", "3", "--window", "5", "--epochs", "1",
+            "--batch-size", "2", "--quiet", "--json", str(out)]
+    assert main(argv) == 0
+    text = " ".join(capsys.readouterr().out.split())  # the table title wraps
+    assert "learning curve on fixture: 2 held-out queries (trained on 4)" in text and "score spread" in text
+    curve = json.loads(out.read_text())
+    assert curve["points"][0]["step"] == 0 and curve["recipe"]["loss"] == "bce"
+    assert main(["train-reranker", "--index", "fixture"]) == 2  # neither --name nor --curve
+    assert "--curve" in capsys.readouterr().err
+    assert main(["train-reranker", "--index", "fixture", "--name", "x", "--loss", "pointwise"]) == 2
+    assert "[unknown_name]" in capsys.readouterr().err
+    assert main(["train-reranker", "--index", "fixture", "--name", "x", "--negatives", "0"]) == 2

@@ -58,10 +58,13 @@ def test_index_built_with_it_never_scores_its_training_queries(trained):
 
 def test_cross_validation_scores_every_query_once(built):
     report = cross_validate(built.index, built.config, folds=2, recipe=SMALL, permutations=200, progress=False)
-    assert set(report.runs) == {"lexical", "dense", "hybrid", "dense-trained", "hybrid-trained"}
+    assert set(report.runs) == {"lexical", "dense", "hybrid", "dense-trained", "hybrid-trained", "convex-trained"}
     judged = {q for q, judged in CORPUS.qrels["train"].items() if any(g > 0 for g in judged.values())}
     assert set(report.per_query["dense-trained"]["ndcg@10"]) == judged
     assert report.setup["folds"] == 2 and len(report.setup["steps_per_fold"]) == 2
-    assert "hybrid-trained" in report.gates
+    assert set(report.gates) == {"hybrid-trained", "convex-trained"}
+    alphas = report.setup["score_fusion_alpha"]["convex-trained"]
+    assert len(alphas) == 2 and all(0 <= a <= 1 for a in alphas)
+    assert set(report.per_query["convex-trained"]["ndcg@10"]) == judged
     with pytest.raises(ConfigError):
         cross_validate(built.index, built.config, folds=1, recipe=SMALL, progress=False)

@@ -11,7 +11,10 @@ body lane's order is approximate by design (RRF absorbs it).
 ``k``, the OR matches after them (``and_then_or``). A CTE caps the matched
 candidates at ``SCIX_LEXICAL_POOL`` rows before
 ``ts_rank_cd`` runs, with the normalisation flag from
-``SCIX_LEXICAL_RANK_FLAG``. Every value is a bound parameter; the text-search
+``SCIX_LEXICAL_RANK_FLAG``. Query term frequency is not scored here:
+``ts_rank_cd`` (and ``ts_rank``) rank ``'cat' & 'cat' & 'dog'`` exactly as ``'cat' & 'dog'`` (checked on
+PostgreSQL 15), so a long query that repeats a term — CACM's do — weighs it once on this backend and as often as
+it occurs (``PreparedQuery.repeated``) on the embedded ones. Every value is a bound parameter; the text-search
 config comes from a whitelist.
 
 Each call runs in its own transaction, or in a SAVEPOINT when the caller
