@@ -29,6 +29,7 @@ class EmbeddingConfig:
     max_length: int = 512
     query_cache_size: int = 128
     device: str = "cpu"
+    backend: str = "torch"  # "onnx" (float32 ONNX Runtime) or "onnx-int8"; exported locally on first use
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,7 @@ _ENV = {
     "SCIX_DATA_DIR": "data_dir",
     "SCIX_EMBED_MODEL": "embedding.model",
     "SCIX_EMBED_BATCH": "embedding.batch_size",
+    "SCIX_EMBED_BACKEND": "embedding.backend",
     "SCIX_VECTOR_BACKEND": "vectors.backend",
     "SCIX_QDRANT_URL": "vectors.url",
     "SCIX_PG_DSN": "postgres.dsn",

@@ -65,9 +65,9 @@ def check_model(cfg: Config) -> Check:
     from scix_core.embeddings import Encoder
 
     try:
-        enc = Encoder(cfg.embedding)
+        enc = Encoder(cfg.embedding, cfg.home)
         vec = enc.encode_query("doctor probe")
-        return Check("model", "ok", f"{cfg.embedding.model} loads; dim {vec.shape[0]}, max_length {enc.max_length}")
+        return Check("model", "ok", f"{cfg.embedding.model} ({cfg.embedding.backend}) loads; dim {vec.shape[0]}, max_length {enc.max_length}")
     except Exception as exc:
         return Check("model", "fail", str(exc))
 

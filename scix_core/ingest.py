@@ -65,7 +65,8 @@ def _build_key(dataset: Dataset, texts_hash: str, cfg: Config, embed: bool, spar
     h = hashlib.sha256()
     for p in dataset.papers:
         h.update(json.dumps(dataclasses.astuple(p), default=str).encode())
-    for part in (texts_hash, cfg.embedding.model if embed else "-", str(cfg.embedding.max_length),
+    backend = "" if cfg.embedding.backend == "torch" else cfg.embedding.backend  # torch builds keep their key
+    for part in (texts_hash, cfg.embedding.model + backend if embed else "-", str(cfg.embedding.max_length),
                  cfg.vectors.backend, cfg.vectors.url or "", str(len(dataset.queries)), str(len(dataset.interactions)),
                  json.dumps(dataset.qrels, sort_keys=True), str(len(dataset.citations)), "sparse" if sparse else "",
                  TERMS_FORMAT):
@@ -130,7 +131,7 @@ def ingest(source: Path | str | Dataset, index: str, fmt: str | None = None, *, 
         stages.append(StageTiming("terms", time.perf_counter() - t, len(texts)))
         encoded = reused = 0
         if embed and dataset.papers:
-            encoder = encoder or Encoder(cfg.embedding)
+            encoder = encoder or Encoder(cfg.embedding, cfg.home)
             cache = EmbeddingCache(ws.embedding_cache(encoder.slug), cfg.embedding.model, encoder.max_length)
             t = time.perf_counter()
             with _progress(len(texts), "embed", progress) as bar:
@@ -150,7 +151,8 @@ def ingest(source: Path | str | Dataset, index: str, fmt: str | None = None, *, 
                 store.close()
             write_local(build, vectors)
             stages.append(StageTiming("vectors+index", time.perf_counter() - t, len(texts)))
-            manifest.update(model=cfg.embedding.model, model_slug=encoder.slug, dim=int(vectors.shape[1]),
+            manifest.update(model=cfg.embedding.model, embedding_backend=encoder.config.backend, model_slug=encoder.slug,
+                            dim=int(vectors.shape[1]),
                             max_length=encoder.max_length, vector_backend=cfg.vectors.backend,
                             vector_url=cfg.vectors.url, vectors=len(texts), vector_dtype="float16-cache/float32-store")
         if sparse and dataset.papers:

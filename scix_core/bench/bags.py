@@ -94,7 +94,8 @@ def main() -> None:
     gold = from_dir(folder, split=args.split)
     queries = gold.judged
     qtext = [gold.queries[q] for q in queries]
-    encoder = shared_encoder(load_config().embedding)
+    cfg = load_config()
+    encoder = shared_encoder(cfg.embedding, cfg.home)
     qvec = encoder.encode(qtext)
     stemmer = Stemmer.Stemmer("english")
     qtok = bm25s.tokenize(qtext, stopwords="en", stemmer=stemmer, show_progress=False)

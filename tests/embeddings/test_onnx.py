@@ -1,0 +1,69 @@
+"""The ONNX Runtime backends against the torch model they were exported from (the real bundled MiniLM)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from scix_core.config import EmbeddingConfig
+from scix_core.embeddings import Encoder
+from scix_core.errors import ConfigError, ModelUnavailableError, UnknownNameError
+
+pytestmark = pytest.mark.model
+
+TEXTS = ["dark matter halo density profiles", "x", "Ünïcödé — résumé of β-decay; α ≥ 0.5 % (n=12)",
+         "A long abstract about galaxy rotation curves. " * 60, "vitamin D and bone fractures"]
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    return tmp_path_factory.mktemp("onnx-home")
+
+
+@pytest.fixture(scope="module")
+def onnx_encoders(home):
+    return {b: Encoder(EmbeddingConfig(backend=b), home) for b in ("onnx", "onnx-int8")}
+
+
+def test_float32_export_reproduces_torch_and_int8_stays_close(encoder, onnx_encoders):
+    ref = encoder.encode(TEXTS)
+    fp32, int8 = (onnx_encoders[b].encode(TEXTS) for b in ("onnx", "onnx-int8"))
+    assert fp32.shape == int8.shape == (len(TEXTS), 384) and fp32.dtype == np.float32
+    assert np.allclose(np.linalg.norm(int8, axis=1), 1, atol=1e-5)
+    assert (fp32 * ref).sum(1).min() > 0.99999  # the same model, another runtime
+    cos = (int8 * ref).sum(1)
+    assert cos.min() > 0.95 and cos.mean() > 0.98  # quantised: close, not equal
+    # one text alone (a query) encodes as it does in a batch
+    assert np.allclose(onnx_encoders["onnx"].encode([TEXTS[0]])[0], fp32[0], atol=1e-5)
+    assert onnx_encoders["onnx"].max_length == encoder.max_length == 256
+
+
+def test_backends_never_share_a_cache_slug_and_the_export_is_reused(encoder, onnx_encoders, home):
+    slugs = {encoder.slug, *(e.slug for e in onnx_encoders.values())}
+    assert len(slugs) == 3 and onnx_encoders["onnx"].slug == f"{encoder.slug}__onnx"
+    folder = home / "models" / "onnx" / encoder.slug
+    manifest = json.loads((folder / "scix_onnx.json").read_text())
+    assert manifest["pooling"] == "mean" and manifest["normalize"] is True and manifest["max_seq_length"] == 256
+    stamp = (folder / "model.onnx").stat().st_mtime_ns
+    again = Encoder(EmbeddingConfig(backend="onnx"), home)
+    again.encode(["x"])
+    assert (folder / "model.onnx").stat().st_mtime_ns == stamp, "a second encoder re-exported the same checkpoint"
+    assert not [p for p in folder.parent.iterdir() if p.name.startswith(".")], "no temp folder left behind"
+
+
+def test_bad_backends_are_typed_errors(tmp_path, home):
+    with pytest.raises(UnknownNameError):
+        Encoder(EmbeddingConfig(backend="tensorrt"), home)
+    with pytest.raises(ConfigError, match="workspace"):
+        Encoder(EmbeddingConfig(backend="onnx")).encode(["x"])
+    with pytest.raises(ModelUnavailableError, match="never downloaded"):
+        Encoder(EmbeddingConfig(model="some-org/hub-model", backend="onnx"), home).encode(["x"])
+    odd = tmp_path / "odd-model"
+    odd.mkdir()
+    (odd / "tokenizer.json").write_text("{}")
+    (odd / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"}]))
+    with pytest.raises(ModelUnavailableError, match="Dense"):
+        Encoder(EmbeddingConfig(model=str(odd), backend="onnx-int8"), home).encode(["x"])
