@@ -112,3 +112,24 @@ def test_doctor_fails_on_an_unreadable_user_state(home, capsys):
     (home / "state" / "users.sqlite").write_bytes(b"this is not a database" * 100)
     assert main(["doctor"]) == 1
     assert "FAIL user-state" in capsys.readouterr().out
+
+
+def test_server_deployment_file_names_real_settings(monkeypatch):
+    """deploy/compose.yaml: both servers, and every setting its header exports is one the config reads."""
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    from scix_core.config import load_config
+
+    path = Path(__file__).resolve().parents[2] / "deploy" / "compose.yaml"
+    text = path.read_text()
+    assert set(yaml.safe_load(text)["services"]) == {"qdrant", "postgres"}
+    exported = dict(re.findall(r"(SCIX_[A-Z_]+)=(\S+)", text))
+    assert {"SCIX_QDRANT_URL", "SCIX_VECTOR_BACKEND", "SCIX_PG_DSN", "SCIX_LEXICAL_BACKEND"} <= set(exported)
+    for name, value in exported.items():
+        monkeypatch.setenv(name, value)
+    cfg = load_config()
+    assert cfg.vectors.backend == "qdrant" and cfg.vectors.url == "http://localhost:6333"
+    assert cfg.postgres.dsn.startswith("postgresql://scix") and cfg.search.lexical_backend == "postgres"
