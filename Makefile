@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 DATASET ?= scifact
 INDEX ?= scifact
 
-.PHONY: env run test bench bench-search clean-env
+.PHONY: env run test bench bench-search bench-scale clean-env
 
 env: $(VENV)/.installed
 
@@ -36,6 +36,10 @@ bench-search: env
 	@dsn=$$(scripts/postgres.sh start) && \
 	SCIX_PG_DSN=$$dsn $(BIN)/python -m scix_core.bench.search $(BENCH_ARGS); status=$$?; \
 	scripts/postgres.sh stop; exit $$status
+
+# needs the arxiv index (`scix ingest --dataset arxiv-daily --index arxiv`); 10k, 100k, 1M points, ~1 h on 2 cores
+bench-scale: env
+	$(BIN)/python -m scix_core.bench.scale $(BENCH_ARGS)
 
 clean-env:
 	rm -rf $(VENV)
