@@ -12,10 +12,16 @@ Layout under ``home`` (``SCIX_HOME``)::
 A build is written in a temporary folder beside the others and only then
 becomes ``current`` through an atomic symlink replace, so a crash or Ctrl-C
 at any point leaves the previous index usable.
+
+Readers hold a **lease** on the build they opened (:meth:`Workspace.lease_build`: a shared ``flock`` on the
+build's ``.readers`` file); pruning after a new build takes an exclusive lock without waiting and leaves a
+leased build in place for a later build to remove. So a searcher opened while the index is rebuilt keeps one
+complete build — the old or the new — and never finds its folder gone.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -25,8 +31,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from scix_core.errors import ConfigError, IndexNotFoundError
+from scix_core.errors import BackendUnavailableError, ConfigError, IndexNotFoundError
 
+LEASE = ".readers"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -129,5 +136,47 @@ class Workspace:
 
     def _prune(self, name: str, keep: Path) -> None:
         for old in (self.index_root(name) / "builds").iterdir():
-            if old != keep and not old.name.startswith(".building-"):
+            if old == keep or old.name.startswith(".building-"):
+                continue
+            try:
+                fd = os.open(old / LEASE, os.O_RDONLY | os.O_CREAT, 0o644)
+            except OSError:  # not a build folder (or already gone)
                 shutil.rmtree(old, ignore_errors=True)
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:  # a reader holds it: the next build prunes it
+                os.close(fd)
+                continue
+            try:
+                shutil.rmtree(old, ignore_errors=True)
+            finally:
+                os.close(fd)
+
+    def lease_build(self, name: str, attempts: int = 20) -> "BuildLease":
+        """The current build of ``name``, held against pruning until the lease is released."""
+        for _ in range(attempts):
+            path = self.index_dir(name)
+            try:
+                fd = os.open(path / LEASE, os.O_RDONLY | os.O_CREAT, 0o644)
+            except FileNotFoundError:  # pruned between resolving `current` and opening it
+                continue
+            fcntl.flock(fd, fcntl.LOCK_SH)  # waits only while a prune of this very build is running
+            if os.fstat(fd).st_nlink and (path / "manifest.json").exists():
+                return BuildLease(path, fd)
+            os.close(fd)  # it was being pruned: `current` has moved on
+        raise BackendUnavailableError(f"index {name!r} changed {attempts} times while it was being opened")
+
+
+class BuildLease:
+    """A shared lock on one build folder (see the module docstring); ``release`` is idempotent and also runs when
+    the lease is garbage-collected."""
+
+    def __init__(self, path: Path, fd: int):
+        import weakref
+
+        self.path = path
+        self._finalizer = weakref.finalize(self, os.close, fd)
+
+    def release(self) -> None:
+        self._finalizer()

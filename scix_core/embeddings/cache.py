@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from scix_core.stores import npy
 from scix_core.workspace import read_json, write_json_atomic
 
 CHUNK = 2048
@@ -66,7 +67,7 @@ class EmbeddingCache:
             path = self.folder / f"{key[:32]}.npy"
             if path.exists():
                 self.hits += len(chunk)
-                part = np.load(path)
+                part = npy.load(path)
             else:
                 self.misses += len(chunk)
                 part = np.asarray(encode(chunk), dtype=np.float16)

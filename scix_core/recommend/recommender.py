@@ -63,7 +63,8 @@ class Recommender:
         _check_config(cfg)
         self.config, self.index = cfg, index
         self.workspace = Workspace(cfg.home)
-        self.build_dir = self.workspace.index_dir(index)
+        self.lease = self.workspace.lease_build(index)
+        self.build_dir = self.lease.path
         self.manifest = read_json(self.build_dir / "manifest.json")
         self.state = state or UserState.for_home(cfg.home)
         self.scorer, self._health = load_scorer(cfg.recommend, cfg.home, index)
@@ -93,6 +94,7 @@ class Recommender:
 
     def close(self) -> None:
         self._papers.close()
+        self.lease.release()
 
     def titles(self, paper_ids) -> dict[str, str]:
         return {p: t for p, (t, _) in self._papers.titles(paper_ids).items()}

@@ -72,7 +72,8 @@ class Searcher:
         if backend:
             cfg = cfg.replace(**{"search.lexical_backend": backend})
         self.config, self.index = cfg, index
-        self.build_dir = Workspace(cfg.home).index_dir(index)
+        self.lease = Workspace(cfg.home).lease_build(index)  # this build stays on disk while the searcher lives
+        self.build_dir = self.lease.path
         self.manifest = read_json(self.build_dir / "manifest.json")
         self.store = PaperStore(self.build_dir / "papers.sqlite")
         self.has_body = self.store.counts()["with_body"] > 0
@@ -135,6 +136,7 @@ class Searcher:
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.store.close()
+        self.lease.release()
 
     def search(self, query: str, mode: str = "hybrid", filters: SearchFilters | Mapping | None = None,
                limit: int | None = None, *, rerank: str | None = None, boosts: bool | None = None,

@@ -19,6 +19,7 @@ from typing import Iterable
 import numpy as np
 
 from scix_core.errors import BackendUnavailableError
+from scix_core.stores import npy
 
 STEMMER = "english"  # Snowball English (Porter 2)
 FILES = ("indptr.npy", "docs.npy", "tf.npy", "lengths.npy", "vocab.json")
@@ -85,7 +86,7 @@ class TermIndex:
 
     def __init__(self, path: Path):
         try:
-            self.indptr, self.docs, self.tf, self.lengths = (np.load(path / f, mmap_mode="r") for f in FILES[:4])
+            self.indptr, self.docs, self.tf, self.lengths = (npy.load(path / f, mmap_mode="r") for f in FILES[:4])
             self.vocab: dict[str, int] = json.loads((path / "vocab.json").read_text())
         except (OSError, ValueError) as exc:
             raise BackendUnavailableError(f"cannot open the term matrix at {path}: {exc}") from exc

@@ -18,6 +18,7 @@ from typing import Sequence
 import numpy as np
 
 from scix_core.errors import VectorIndexUnavailableError
+from scix_core.stores import npy
 
 FILE = "vectors.f16.npy"
 
@@ -37,7 +38,7 @@ def _from_cache(cache_dir: Path, corpus_hash: str) -> np.ndarray | None:
     paths = [cache_dir / f"{key}.npy" for key in chunks]
     if not all(p.exists() for p in paths):
         return None
-    return np.concatenate([np.load(p) for p in paths])
+    return np.concatenate([npy.load(p) for p in paths])
 
 
 class LocalVectors:
@@ -54,7 +55,7 @@ class LocalVectors:
                 "re-run `scix ingest` without --no-embed to get recommendations beyond trending")
         path = Path(build_dir) / FILE
         if path.exists():
-            return cls(np.load(path, mmap_mode="r"))
+            return cls(npy.load(path, mmap_mode="r"))
         matrix = _from_cache(cache_dir, manifest.get("corpus_hash", "")) if cache_dir else None
         if matrix is None or len(matrix) != manifest["vectors"]:
             raise VectorIndexUnavailableError(
