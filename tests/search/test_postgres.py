@@ -148,3 +148,34 @@ def test_unsynced_index_is_reported_not_searched(built, postgresql):
     cfg = built.config.replace(**{"postgres.dsn": postgresql.info.dsn})
     result = Searcher(built.index, cfg, backend="postgres").search("graph", limit=3)
     assert "not synced" in result.metadata["dropped_lanes"]["lexical"]
+
+
+def test_a_live_searcher_reconnects_after_its_connections_are_killed(pg_built):
+    """A database restart, as the client sees it: every backend of the searcher's lanes terminated."""
+    searcher = Searcher(pg_built.index, pg_built.config)
+    before = searcher.search("graph neural networks", "keyword", limit=3)
+    assert before.metadata["lanes_run"] == ["lexical", "body"] and before.hits
+    pids = [lane.conn.info.backend_pid for lane in searcher.lexical]
+    admin = connect(pg_built.config.postgres.dsn)
+    assert all(admin.execute("SELECT pg_terminate_backend(%s)", [pid]).fetchone()[0] for pid in pids)
+    after = searcher.search("graph neural networks", "keyword", limit=3)
+    assert after.ids == before.ids and not after.metadata["dropped_lanes"]
+    assert all(lane.conn.info.backend_pid not in pids for lane in searcher.lexical)
+
+
+def test_a_server_down_drops_the_lane_with_its_reason_and_a_later_query_recovers(pg_built):
+    searcher = Searcher(pg_built.index, pg_built.config)
+    assert searcher.search("graph neural networks", limit=3).metadata["lanes_run"] == ["lexical", "body", "dense"]
+    lane = searcher.lexical[0]
+    real = lane._connect
+    admin = connect(pg_built.config.postgres.dsn)
+    admin.execute("SELECT pg_terminate_backend(%s)", [lane.conn.info.backend_pid])
+
+    def refused():
+        return connect("postgresql://postgres@127.0.0.1:1/none", 2)  # the server still down
+
+    lane._connect = refused
+    down = searcher.search("graph neural networks", limit=3)
+    assert "backend_unavailable" in down.metadata["dropped_lanes"]["lexical"] and down.hits  # dense answered
+    lane._connect = real  # the server is back
+    assert searcher.search("graph neural networks", limit=3).metadata["lanes_run"] == ["lexical", "body", "dense"]

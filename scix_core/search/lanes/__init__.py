@@ -92,7 +92,10 @@ def postgres_lanes(cfg: Config, build_dir: Path, index: str, with_body: bool) ->
         why = f"index_not_synced: index {index!r} is not synced to PostgreSQL (or is stale); run `scix ingest ... --backend postgres`"
         return LaneSet(unavailable={n: why for n in names})
     fields = {"lexical": "title_abstract", "body": "body"}
-    return LaneSet([PostgresLane(c, schema, n, fields[n], s.lexical_mode, s.ts_config, s.lane_timeout_ms)
+    def reconnect():
+        return connect(cfg.postgres.dsn, cfg.postgres.connect_timeout_s)
+
+    return LaneSet([PostgresLane(c, schema, n, fields[n], s.lexical_mode, s.ts_config, s.lane_timeout_ms, reconnect)
                     for c, n in zip(conns, names)])
 
 

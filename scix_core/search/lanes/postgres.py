@@ -20,13 +20,20 @@ config comes from a whitelist.
 Each call runs in its own transaction, or in a SAVEPOINT when the caller
 holds one open, with a local ``statement_timeout``: a timeout rolls back to
 the savepoint and the caller's transaction survives.
+
+A lane given a ``connect`` factory survives a database restart: a connection
+found broken (server restarted, backend terminated, network cut) is replaced
+and the statement retried once; while the server is down the call raises
+:class:`BackendUnavailableError` (the lane is dropped with that reason) and
+the next call tries again — a long-lived searcher never stays broken.
 """
 
 from __future__ import annotations
 
 import threading
+from typing import Callable
 
-from scix_core.errors import UnknownNameError
+from scix_core.errors import BackendUnavailableError, UnknownNameError
 from scix_core.search.lanes.base import LEXICAL_MODES, LaneRequest, LaneTimeout, and_then_or
 from scix_core.search.where import postgres_where
 from scix_core.stores.postgres import BODY_PREDICATE, BODY_VECTOR
@@ -38,13 +45,13 @@ FIELDS = ("title_abstract", "body")
 
 class PostgresLane:
     def __init__(self, conn, schema: str, name: str = "lexical", field: str = "title_abstract", mode: str = "and",
-                 ts_config: str = "english", timeout_ms: float = 5000):
+                 ts_config: str = "english", timeout_ms: float = 5000, connect: Callable[[], object] | None = None):
         for kind, value, valid in (("lexical mode", mode, LEXICAL_MODES), ("text-search config", ts_config, TS_CONFIGS),
                                    ("lexical field", field, FIELDS)):
             if value not in valid:
                 raise UnknownNameError(kind, value, valid)
         self.conn, self.schema, self.name, self.field, self.mode = conn, schema, name, field, mode
-        self.ts_config, self.timeout_ms = ts_config, timeout_ms
+        self.ts_config, self.timeout_ms, self._connect = ts_config, timeout_ms, connect
         self._lock = threading.Lock()  # one statement at a time per connection
 
     def _sql(self, request: LaneRequest, k: int, mode: str | None = None):
@@ -83,14 +90,34 @@ class PostgresLane:
         import psycopg
 
         with self._lock:
+            if self._connect is not None and (self.conn.closed or self.conn.broken):
+                self._reconnect()
             try:
-                with self.conn.transaction():  # a SAVEPOINT if the caller has a transaction open
-                    before = self.conn.execute(
-                        "SELECT current_setting('statement_timeout'), set_config('statement_timeout', %s, true)",
-                        [f"{int(self.timeout_ms)}ms"]).fetchone()[0]
-                    rows = self.conn.execute(query, args).fetchall()
-                    # SET LOCAL would outlive a released savepoint: hand the caller back its own timeout
-                    self.conn.execute("SELECT set_config('statement_timeout', %s, true)", [before])
-                return rows
-            except psycopg.errors.QueryCanceled:
-                raise LaneTimeout(f"{self.name} lane exceeded statement_timeout {self.timeout_ms:g} ms") from None
+                return self._execute(query, args)
+            except psycopg.OperationalError as exc:
+                if self._connect is None or not self.conn.broken:
+                    raise BackendUnavailableError(f"{self.name} lane: PostgreSQL failed: {exc}".strip()) from exc
+                self._reconnect()  # the server restarted or the backend was terminated: once more, afresh
+                return self._execute(query, args)
+
+    def _reconnect(self) -> None:
+        try:
+            self.conn.close()
+        except Exception:  # noqa: BLE001 — a broken connection may fail to close; it is dropped either way
+            pass
+        self.conn = self._connect()  # BackendUnavailableError while the server is down
+
+    def _execute(self, query, args) -> list[tuple]:
+        import psycopg
+
+        try:
+            with self.conn.transaction():  # a SAVEPOINT if the caller has a transaction open
+                before = self.conn.execute(
+                    "SELECT current_setting('statement_timeout'), set_config('statement_timeout', %s, true)",
+                    [f"{int(self.timeout_ms)}ms"]).fetchone()[0]
+                rows = self.conn.execute(query, args).fetchall()
+                # SET LOCAL would outlive a released savepoint: hand the caller back its own timeout
+                self.conn.execute("SELECT set_config('statement_timeout', %s, true)", [before])
+            return rows
+        except psycopg.errors.QueryCanceled:
+            raise LaneTimeout(f"{self.name} lane exceeded statement_timeout {self.timeout_ms:g} ms") from None
