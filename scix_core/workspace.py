@@ -38,7 +38,7 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
 def check_index_name(name: str) -> str:
-    if not _NAME.match(name or ""):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):  # fullmatch: "$" alone lets "name\n" through
         raise ConfigError(f"index name {name!r} must be 1-64 letters, digits, '.', '_' or '-'")
     return name
 

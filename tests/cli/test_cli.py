@@ -133,3 +133,39 @@ def test_server_deployment_file_names_real_settings(monkeypatch):
     cfg = load_config()
     assert cfg.vectors.backend == "qdrant" and cfg.vectors.url == "http://localhost:6333"
     assert cfg.postgres.dsn.startswith("postgresql://scix") and cfg.search.lexical_backend == "postgres"
+
+
+HOSTILE_NAMES = ["../escape", "/tmp/abs", "a/b", "a\x00b", "x" * 300, "", ".hidden", "name\n", "..", "~root"]
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_names_from_users_are_never_paths(home, capsys, tmp_path, name):
+    """Every command that turns a user's name into a workspace path refuses a name that is not one plain name."""
+    commands = [
+        ["ingest", "--path", str(FIXTURES / "smart"), "--index", name, "--no-embed", "--quiet"],
+        ["search", "heat", "--index", name],
+        *([["info", "--index", name]] if name else []),  # info --index "" lists the indexes, like no --index
+        ["train-reranker", "--index", name, "--name", "r"],
+        ["train-encoder", "--index", name, "--name", "e"],
+        ["recommend", "--index", name, "--user", "u"],
+    ]
+    for argv in commands:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert "error [" in err and "Traceback" not in err, (argv, err)
+    assert not (home / "escape").exists() and not (home.parent / "escape").exists()
+    assert not any(p.name in ("escape", "abs") for p in home.rglob("*"))
+
+
+def test_model_and_report_names_are_checked_before_any_work(home, capsys):
+    assert main(["ingest", "--path", str(FIXTURES / "smart"), "--index", "ok", "--no-embed", "--quiet"]) == 0
+    capsys.readouterr()
+    for argv in (["train-reranker", "--index", "ok", "--name", "../../evil"],
+                 ["train-encoder", "--index", "ok", "--name", "/etc/evil"],
+                 ["report", "../../etc/passwd"],
+                 ["users", "create", "--index", "ok", "--user", "a\x00b"],
+                 ["users", "create", "--index", "ok", "--user", "u" * 500]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert "error [" in err and "Traceback" not in err, (argv, err)
+    assert not (home.parent.parent / "evil").exists()
