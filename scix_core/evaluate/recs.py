@@ -83,8 +83,9 @@ def sample(splits: list[UserSplit], users: int | None, seed: int) -> list[UserSp
 
 def ranking_metrics(recommended: Mapping[str, Sequence[str]], splits: Sequence[UserSplit]) -> dict[str, dict[str, float]]:
     """recall@10, nDCG@10, hit@10 per user through ranx (binary relevance = held out)."""
-    from ranx import Qrels, Run, evaluate
+    from scix_core.evaluate.metrics import _ranx
 
+    Qrels, Run, evaluate = _ranx()
     qrels = Qrels({s.user: {p: 1 for p in s.test} for s in splits})
     run = Run({s.user: {p: float(K - r) for r, p in enumerate(recommended.get(s.user, [])[:K])} or {"__none__": 0.0}
                for s in splits})

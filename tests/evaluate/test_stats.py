@@ -97,3 +97,41 @@ def test_provenance_and_buckets_by_hand():
     assert [length_bucket(t) for t in ("a b c", "a b c d", "a " * 9)] == ["len<=3", "len4-8", "len>=9"]
     b = buckets(GOLD, {"ndcg@10": {"a": 1.0, "b": 0.5}})
     assert b["len<=3"] == {"n": 1, "ndcg@10": 1.0} and b["bucket=y"] == {"n": 1, "ndcg@10": 0.5}
+
+
+def test_every_figure_is_cross_checked_against_trec_eval():
+    from scix_core.evaluate.metrics import cross_check
+    from scix_core.errors import MetricMismatchError
+
+    run = {"a": {"d2": 3.0, "d9": 2.0, "d1": 1.0}, "b": {"x": 2.0, "d3": 1.0}}
+    values = per_query(GOLD, {"a": _r("d2", "d9", "d1"), "b": _r("x", "d3")})
+    assert cross_check(GOLD, run, values) == 2 * 4  # two queries, four metrics
+    wrong = {**values, "ndcg@10": {**values["ndcg@10"], "b": 0.14}}  # the figure the old cache order produced
+    with pytest.raises(MetricMismatchError, match="ndcg@10 of query 'b'"):
+        cross_check(GOLD, run, wrong)
+    deep = {"a": {f"x{i}": 100.0 - i for i in range(12)} | {"d1": 50.0}}  # d1 at rank 13: outside RR@10
+    assert per_query(GOLD, {"a": _r(*deep["a"])})["mrr@10"]["a"] == 0.0
+
+
+def test_concurrent_cold_processes_report_the_same_correct_figures(tmp_path):
+    """The old order: several processes compiling ranx's numba code into one empty cache at once, then a process
+    that loads that cache. Each prints nDCG@10 for the hand gold set (cross-checked inside per_query)."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("from tests.evaluate.test_stats import GOLD, _r; from scix_core.evaluate import per_query; "
+            "v = per_query(GOLD, {'a': _r('d2', 'd9', 'd1'), 'b': _r('x', 'd3')}); "
+            "print(round(v['ndcg@10']['a'], 6), round(v['ndcg@10']['b'], 6))")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"} | {"XDG_CACHE_HOME": str(tmp_path)}
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, cwd=root, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    after = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True, timeout=600)
+    dcg, idcg = 1 / math.log2(2) + 2 / math.log2(4), 2 / math.log2(2) + 1 / math.log2(3)
+    want = f"{round(dcg / idcg, 6)} {round(1 / math.log2(3), 6)}"
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0 and out.strip() == want, err
+    assert after.returncode == 0 and after.stdout.strip() == want and "Numba" not in after.stderr, after.stderr
+    assert list(tmp_path.glob("scix_core/numba-*/*")), "the cache was written in its own folder"
