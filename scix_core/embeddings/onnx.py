@@ -20,7 +20,6 @@ import logging
 import os
 import shutil
 import tempfile
-import threading
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
@@ -168,7 +167,6 @@ class OnnxModel:
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.enable_truncation(self.max_seq_length)
         self.tokenizer.no_padding()
-        self._lock = threading.Lock()
 
     @property
     def dim(self) -> int:
