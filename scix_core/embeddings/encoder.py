@@ -21,7 +21,7 @@ from typing import Sequence
 import numpy as np
 
 from scix_core.config import EmbeddingConfig
-from scix_core.errors import ConfigError, ModelUnavailableError, UnknownNameError
+from scix_core.errors import ModelUnavailableError, UnknownNameError
 
 BUNDLED = "bundled-minilm"
 
@@ -53,9 +53,13 @@ def model_slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "__", name)
 
 
+def _user_cache() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "scix_core"
+
+
 class Encoder:
     """Loads the model once, on first use; thread-safe query encoding. ``home`` (the workspace) holds the ONNX
-    exports; needed only by the ONNX backends."""
+    exports (``models/onnx/``; without one, the user's cache folder ``~/.cache/scix_core/onnx/``)."""
 
     def __init__(self, config: EmbeddingConfig | None = None, home: Path | None = None):
         from scix_core.embeddings.onnx import BACKENDS
@@ -107,13 +111,12 @@ class Encoder:
     def _load_onnx(self):
         from scix_core.embeddings.onnx import OnnxModel, export
 
-        if self.home is None:
-            raise ConfigError(f"embedding.backend {self.config.backend!r} needs a workspace for its ONNX export")
         source = Path(resolve_model(self.config.model))
         if not source.is_dir():
             raise ModelUnavailableError(f"the ONNX backend exports a local checkpoint; {self.config.model!r} is not "
                                         "one (models are never downloaded at run time)")
-        folder = export(source, Path(self.home) / "models" / "onnx" / self._base_slug)
+        root = Path(self.home) / "models" if self.home else _user_cache()  # no workspace given: the user's cache
+        folder = export(source, root / "onnx" / self._base_slug)
         return OnnxModel(folder, self.config.backend, self.config.max_length)
 
     @property

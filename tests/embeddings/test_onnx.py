@@ -7,7 +7,7 @@ import pytest
 
 from scix_core.config import EmbeddingConfig
 from scix_core.embeddings import Encoder
-from scix_core.errors import ConfigError, ModelUnavailableError, UnknownNameError
+from scix_core.errors import ModelUnavailableError, UnknownNameError
 
 pytestmark = pytest.mark.model
 
@@ -51,11 +51,16 @@ def test_backends_never_share_a_cache_slug_and_the_export_is_reused(encoder, onn
     assert not [p for p in folder.parent.iterdir() if p.name.startswith(".")], "no temp folder left behind"
 
 
+def test_without_a_workspace_the_export_goes_to_the_user_cache(tmp_path, monkeypatch, onnx_encoders):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    enc = Encoder(EmbeddingConfig(backend="onnx-int8"))
+    assert np.allclose(enc.encode(TEXTS[:2]), onnx_encoders["onnx-int8"].encode(TEXTS[:2]), atol=1e-6)
+    assert (tmp_path / "scix_core" / "onnx" / enc._base_slug / "model-int8.onnx").is_file()
+
+
 def test_bad_backends_are_typed_errors(tmp_path, home):
     with pytest.raises(UnknownNameError):
         Encoder(EmbeddingConfig(backend="tensorrt"), home)
-    with pytest.raises(ConfigError, match="workspace"):
-        Encoder(EmbeddingConfig(backend="onnx")).encode(["x"])
     with pytest.raises(ModelUnavailableError, match="never downloaded"):
         Encoder(EmbeddingConfig(model="some-org/hub-model", backend="onnx"), home).encode(["x"])
     odd = tmp_path / "odd-model"
