@@ -172,19 +172,23 @@ STAGE_ARMS = {  # name -> (search options, the timing key that is the stage's ow
 
 
 def stage_costs(searcher: Searcher, queries: list[str], reranker: str | None) -> None:
-    arms = dict(STAGE_ARMS)
-    if reranker:
-        arms[f"rerank {reranker} (window {searcher.config.search.rerank_window})"] = ({"rerank": reranker}, "rerank")
+    arms = {name: (searcher, options, stage) for name, (options, stage) in STAGE_ARMS.items()}
+    if reranker:  # the same model on each runtime (search.rerank_backend), side by side
+        for backend in ("torch", "onnx", "onnx-int8"):
+            on = Searcher(searcher.index, searcher.config.replace(**{"search.rerank_backend": backend}))
+            arms[f"rerank {reranker} {backend} (window {searcher.config.search.rerank_window})"] = (
+                on, {"rerank": reranker}, "rerank")
     table = Table(title=f"stage costs on {searcher.index}, {len(queries)} queries, limit 10: p50 / p95 ms")
     for col in ("arm", "stage", "stage ms", "total ms", "ran for"):
         table.add_column(col, no_wrap=True)
-    for name, (options, stage) in arms.items():
+    for name, (arm_searcher, options, stage) in arms.items():
         if "sparse" in str(options.get("lanes", "")) and searcher.sparse is None:
             table.add_row(name, stage, "-", "-", f"skipped: {searcher.sparse_unavailable}")
             continue
         own, total = [], []
+        arm_searcher.search(queries[0], limit=10, **options)  # load the arm's model outside the timings
         for q in queries:
-            result = searcher.search(q, limit=10, **options)
+            result = arm_searcher.search(q, limit=10, **options)
             total.append(result.timing_ms["total"])
             if stage in result.timing_ms:
                 own.append(result.timing_ms[stage])
@@ -231,6 +235,9 @@ def arxiv(index: str, n: int) -> None:
     console.print(table)
 
 
+SECTIONS = ("latency", "throughput", "parity", "stages", "arxiv")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--index", default="scifact")
@@ -242,7 +249,11 @@ def main() -> None:
     ap.add_argument("--stage-queries", type=int, default=200)
     ap.add_argument("--parity", default="scifact,cranfield,cacm",
                     help="comma list of indexes with gold data for the lane-vs-bm25s table ('' to skip)")
+    ap.add_argument("--only", default=",".join(SECTIONS), help=f"comma list of tables (default all: {', '.join(SECTIONS)})")
     args = ap.parse_args()
+    only = set(args.only.split(","))
+    if only - set(SECTIONS):
+        ap.error(f"unknown table(s) {sorted(only - set(SECTIONS))}; valid: {', '.join(SECTIONS)}")
     cfg = load_config()
     searchers = {"sqlite": Searcher(args.index, cfg),
                  "bm25": Searcher(args.index, cfg.replace(**{"search.lexical_backend": "bm25"}))}
@@ -259,12 +270,16 @@ def main() -> None:
     queries = [q.text for q in main_searcher.store.queries() if q.query_id in qrels]
     texts = [p.text for p in main_searcher.store.papers()]
     console.print(f"{args.index}: {len(texts):,} papers, {len(queries)} {args.split} queries")
-    latency_table(args.index, searchers, queries)
-    throughput(searchers, texts, queries)
-    if args.parity:
+    if "latency" in only:
+        latency_table(args.index, searchers, queries)
+    if "throughput" in only:
+        throughput(searchers, texts, queries)
+    if args.parity and "parity" in only:
         parity(args.parity.split(","), cfg)
-    stage_costs(main_searcher, queries[: args.stage_queries], args.reranker)
-    arxiv(args.arxiv_index, args.arxiv_queries)
+    if "stages" in only:
+        stage_costs(main_searcher, queries[: args.stage_queries], args.reranker)
+    if "arxiv" in only:
+        arxiv(args.arxiv_index, args.arxiv_queries)
 
 
 if __name__ == "__main__":

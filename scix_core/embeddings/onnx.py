@@ -1,4 +1,5 @@
-"""ONNX Runtime encoding: ``embedding.backend = "onnx"`` (float32) or ``"onnx-int8"`` (dynamic int8 quantization).
+"""ONNX Runtime encoding: ``embedding.backend = "onnx"`` (float32) or ``"onnx-int8"`` (dynamic int8 quantization),
+and the same for the cross-encoder reranker (``search.rerank_backend``, :class:`OnnxCrossEncoder`).
 
 The graph is exported here, from the local checkpoint, the first time a backend is asked for — nothing is
 downloaded — into the workspace (``models/onnx/<model slug>/``), atomically, with a small manifest. The export
@@ -64,21 +65,36 @@ def _stamp(model_dir: Path) -> str:
     return f"{(model_dir / weights[0]).stat().st_mtime_ns}" if weights else ""
 
 
-def export(model_dir: Path, out: Path) -> Path:
-    """Export ``model_dir`` to ``out`` (float32 graph, int8 graph, tokenizer, manifest); returns ``out``.
-    An export of the same checkpoint (path and weights' mtime) in ``out`` is reused."""
+def cross_pipeline(model_dir: Path) -> dict:
+    """A local cross-encoder checkpoint (a one-logit sequence classifier with a tokenizer.json), if exportable."""
+    config_file, tok = model_dir / "config.json", model_dir / "tokenizer.json"
+    if not config_file.is_file() or not tok.is_file():
+        raise ModelUnavailableError(f"{model_dir} is not a local cross-encoder with a config.json and tokenizer.json; "
+                                    "use search.rerank_backend = 'torch'")
+    config = json.loads(config_file.read_text())
+    archs = config.get("architectures") or []
+    if not any(a.endswith("ForSequenceClassification") for a in archs) or len(config.get("id2label", {0: 0})) != 1:
+        raise ModelUnavailableError(f"the ONNX reranker exports one-logit sequence classifiers; {model_dir.name} is "
+                                    f"{archs or 'unknown'}: use search.rerank_backend = 'torch'")
+    return {"kind": "cross-encoder", "max_seq_length": int(config.get("max_position_embeddings") or 512)}
+
+
+def export(model_dir: Path, out: Path, kind: str = "encoder") -> Path:
+    """Export ``model_dir`` (``kind`` "encoder": a sentence-transformers bi-encoder; "cross-encoder") to ``out``
+    (float32 graph, int8 graph, tokenizer, manifest); returns ``out``. An export of the same checkpoint (path and
+    weights' mtime) in ``out`` is reused."""
     manifest_file = out / "scix_onnx.json"
     if manifest_file.is_file():
         done = json.loads(manifest_file.read_text())
         if done.get("source") == str(model_dir.resolve()) and done.get("stamp") == _stamp(model_dir) \
                 and done.get("format") == FORMAT:
             return out
-    info = pipeline(model_dir)
+    info = pipeline(model_dir) if kind == "encoder" else cross_pipeline(model_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
     try:
         with _quiet():
-            _export_graph(model_dir, tmp / FILES["onnx"], info)
+            (_export_graph if kind == "encoder" else _export_cross)(model_dir, tmp / FILES["onnx"], info)
             from onnxruntime.quantization import QuantType, quantize_dynamic
 
             quantize_dynamic(tmp / FILES["onnx"], tmp / FILES["onnx-int8"], weight_type=QuantType.QInt8,
@@ -146,22 +162,86 @@ def _export_graph(model_dir: Path, path: Path, info: dict) -> None:
                           dynamic_axes=axes, opset_version=OPSET, dynamo=False)
 
 
+def _export_cross(model_dir: Path, path: Path, info: dict) -> None:
+    import inspect
+
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    model = AutoModelForSequenceClassification.from_pretrained(str(model_dir)).eval()
+    typed = "token_type_ids" in inspect.signature(model.forward).parameters
+
+    class Logit(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask, token_type_ids=None):
+            extra = {"token_type_ids": token_type_ids} if typed else {}
+            return self.model(input_ids=input_ids, attention_mask=attention_mask, **extra).logits[:, 0]
+
+    names = ["input_ids", "attention_mask", *(["token_type_ids"] if typed else [])]
+    dummy = tuple(torch.ones((2, 8), dtype=torch.long) for _ in names)
+    axes = {n: {0: "batch", 1: "tokens"} for n in names} | {"logit": {0: "batch"}}
+    with torch.no_grad():
+        torch.onnx.export(Logit(), dummy, str(path), input_names=names, output_names=["logit"], dynamic_axes=axes,
+                          opset_version=OPSET, dynamo=False)
+
+
+def _session(folder: Path, backend: str):
+    import onnxruntime as ort
+
+    if backend not in FILES:
+        raise ConfigError(f"not an ONNX backend: {backend!r} (one of {', '.join(FILES)})")
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    threads = os.environ.get("SCIX_ONNX_THREADS")
+    if threads:
+        options.intra_op_num_threads = int(threads)
+    return ort.InferenceSession(str(folder / FILES[backend]), options, providers=["CPUExecutionProvider"])
+
+
+def _arrays(encodings) -> dict[str, np.ndarray]:
+    """Right-padded int64 input arrays from ``tokenizers`` encodings."""
+    width = max(len(e.ids) for e in encodings)
+    arrays = {n: np.zeros((len(encodings), width), np.int64) for n in ("input_ids", "attention_mask", "token_type_ids")}
+    for row, e in enumerate(encodings):
+        n = len(e.ids)
+        arrays["input_ids"][row, :n] = e.ids
+        arrays["attention_mask"][row, :n] = e.attention_mask
+        arrays["token_type_ids"][row, :n] = e.type_ids
+    return arrays
+
+
+class OnnxCrossEncoder:
+    """An exported cross-encoder on ONNX Runtime: ``predict`` returns the raw logits, as CrossEncoder does."""
+
+    def __init__(self, folder: Path, backend: str, max_length: int = 512):
+        from tokenizers import Tokenizer
+
+        self.info = json.loads((folder / "scix_onnx.json").read_text())
+        self.session = _session(folder, backend)
+        self.inputs = [i.name for i in self.session.get_inputs()]
+        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self.tokenizer.enable_truncation(min(max_length, self.info["max_seq_length"]), strategy="longest_first")
+        self.tokenizer.no_padding()
+
+    def predict(self, pairs, batch_size: int = 32) -> np.ndarray:
+        out = np.zeros(len(pairs), dtype=np.float32)
+        for start in range(0, len(pairs), batch_size):
+            arrays = _arrays(self.tokenizer.encode_batch([tuple(p) for p in pairs[start:start + batch_size]]))
+            out[start:start + batch_size] = self.session.run(["logit"], {n: arrays[n] for n in self.inputs})[0]
+        return out
+
+
 class OnnxModel:
     """An exported pipeline on ONNX Runtime: ``encode`` returns what the sentence-transformers model would."""
 
     def __init__(self, folder: Path, backend: str, max_length: int | None = None):
-        if backend not in FILES:
-            raise ConfigError(f"not an ONNX backend: {backend!r} (one of {', '.join(FILES)})")
-        import onnxruntime as ort
         from tokenizers import Tokenizer
 
         self.info = json.loads((folder / "scix_onnx.json").read_text())
-        options = ort.SessionOptions()
-        options.log_severity_level = 3
-        threads = os.environ.get("SCIX_ONNX_THREADS")
-        if threads:
-            options.intra_op_num_threads = int(threads)
-        self.session = ort.InferenceSession(str(folder / FILES[backend]), options, providers=["CPUExecutionProvider"])
+        self.session = _session(folder, backend)
         self.inputs = [i.name for i in self.session.get_inputs()]
         self.max_seq_length = min(max_length or self.info["max_seq_length"], self.info["max_seq_length"])
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
@@ -174,15 +254,7 @@ class OnnxModel:
 
     def _batch(self, texts: Sequence[str]) -> np.ndarray:
         texts = [t.lower() for t in texts] if self.info.get("do_lower_case") else list(texts)
-        enc = self.tokenizer.encode_batch(texts)
-        width = max(len(e.ids) for e in enc)
-        arrays = {"input_ids": np.zeros((len(enc), width), np.int64), "attention_mask": np.zeros((len(enc), width), np.int64),
-                  "token_type_ids": np.zeros((len(enc), width), np.int64)}
-        for row, e in enumerate(enc):
-            n = len(e.ids)
-            arrays["input_ids"][row, :n] = e.ids
-            arrays["attention_mask"][row, :n] = e.attention_mask
-            arrays["token_type_ids"][row, :n] = e.type_ids
+        arrays = _arrays(self.tokenizer.encode_batch(texts))
         vecs = self.session.run(["embedding"], {n: arrays[n] for n in self.inputs})[0]
         # L2-normalised like the torch backend's normalize_embeddings=True, whether or not the model normalises
         return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)

@@ -333,11 +333,12 @@ class Searcher:
                 path = Workspace(self.config.home).model_dir("rerankers", spec)
             except ConfigError:
                 pass  # not a valid name either: the reranker reports the path as missing
-        key = (str(path), self.config.search.rerank_window, self.config.embedding.device)
+        s = self.config.search
+        key = (str(path), s.rerank_window, self.config.embedding.device, s.rerank_backend)
         with _SHARED_LOCK:
             if key not in _RERANKERS:
-                _RERANKERS[key] = CrossEncoderReranker(path, self.config.search.rerank_window,
-                                                       device=self.config.embedding.device)
+                _RERANKERS[key] = CrossEncoderReranker(path, s.rerank_window, device=self.config.embedding.device,
+                                                       backend=s.rerank_backend)
             return _RERANKERS[key]
 
     def _alias_lane(self, i: int) -> Lane | None:

@@ -151,3 +151,31 @@ def test_chat_rewriter_failure_keeps_the_query_as_typed(searcher, chat_server, r
 def test_unreachable_rewriter_keeps_the_query(searcher):
     result = searcher.search("deep nets for galaxy shapes", limit=3, rewrite="http://127.0.0.1:1/v1")
     assert "ConnectError" in result.metadata["rewrite"]["status"] and result.hits
+
+
+def test_onnx_reranker_scores_like_torch(built, tiny_reranker, tmp_path, monkeypatch):
+    from scipy.stats import spearmanr
+
+    from scix_core.search.stages.rerank import CrossEncoderReranker
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    path = Workspace(built.config.home).model_dir("rerankers", tiny_reranker)
+    passages = ["Dark matter halos in cosmological simulations.", "Graph neural networks for molecules.",
+                "A long passage about galaxies. " * 200, "Ünïcödé résumé — β-decay"]
+    ref = CrossEncoderReranker(path).scores("dark matter halos", passages)
+    fp32 = CrossEncoderReranker(path, backend="onnx").scores("dark matter halos", passages)
+    int8 = CrossEncoderReranker(path, backend="onnx-int8").scores("dark matter halos", passages)
+    assert max(abs(a - b) for a, b in zip(ref, fp32)) < 1e-4
+    assert max(abs(a - b) for a, b in zip(ref, int8)) < 0.05 and spearmanr(ref, int8).statistic > 0.7
+    assert list(tmp_path.glob("scix_core/onnx/rerank-*/model-int8.onnx"))
+    with pytest.raises(Exception, match="rerank backend"):
+        CrossEncoderReranker(path, backend="tensorrt")
+
+
+def test_search_uses_the_configured_rerank_backend(built, tiny_reranker, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    torch_run = Searcher(built.index, built.config).search("dark matter halos", limit=5, rerank=tiny_reranker,
+                                                           boosts=False)
+    cfg = built.config.replace(**{"search.rerank_backend": "onnx"})
+    onnx_run = Searcher(built.index, cfg).search("dark matter halos", limit=5, rerank=tiny_reranker, boosts=False)
+    assert onnx_run.metadata["reranked"] is True and onnx_run.ids == torch_run.ids

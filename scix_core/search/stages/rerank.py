@@ -6,6 +6,9 @@ tokens, sigmoid -> [0, 1]. The window must exceed the requested count — a
 window no larger than the limit could only reshuffle what is returned
 anyway — so such a call is refused. Bypassed (and said so) when the limit is
 over 20. Only the window is returned: the limit is always inside it.
+
+``backend`` "onnx" / "onnx-int8" runs the same model on ONNX Runtime (exported once into the user's cache,
+``~/.cache/scix_core/onnx/``; :mod:`scix_core.embeddings.onnx`) — no torch at query time.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import os
 import threading
 from pathlib import Path
 
-from scix_core.errors import ConfigError, ModelUnavailableError
+from scix_core.errors import ConfigError, ModelUnavailableError, UnknownNameError
 from scix_core.search.stages.base import StageBypassed, StageContext
 from scix_core.types import Ranking, ScoredPaper
 
@@ -31,9 +34,14 @@ class CrossEncoderReranker:
     name = "rerank"
 
     def __init__(self, model: str | Path, window: int = WINDOW, max_limit: int = MAX_LIMIT,
-                 max_length: int = MAX_LENGTH, batch_size: int = 32, device: str = "cpu"):
+                 max_length: int = MAX_LENGTH, batch_size: int = 32, device: str = "cpu", backend: str = "torch"):
+        from scix_core.embeddings.onnx import BACKENDS
+
         if window < 1:
             raise ConfigError(f"rerank window must be >= 1, got {window}")
+        if backend not in BACKENDS:
+            raise UnknownNameError("rerank backend", backend, BACKENDS)
+        self.backend = backend
         self.model_path, self.window, self.max_limit = str(model), window, max_limit
         self.max_length, self.batch_size, self.device = max_length, batch_size, device
         self._model = None
@@ -51,12 +59,23 @@ class CrossEncoderReranker:
                     raise ModelUnavailableError(
                         f"cross-encoder {self.model_path!r} not found; build one with `scix train-reranker` "
                         "(models are never downloaded at run time)")
+                if self.backend != "torch":
+                    self._model = self._load_onnx()
+                    return self._model
                 try:
                     self._model = CrossEncoder(str(Path(self.model_path).expanduser()), max_length=self.max_length,
                                                device=self.device)
                 except Exception as exc:  # noqa: BLE001 — the library raises OSError, ValueError, HF errors
                     raise ModelUnavailableError(f"cannot load cross-encoder {self.model_path!r}: {exc}") from exc
         return self._model
+
+    def _load_onnx(self):
+        from scix_core.embeddings.encoder import _user_cache, model_slug
+        from scix_core.embeddings.onnx import OnnxCrossEncoder, export
+
+        path = Path(self.model_path).expanduser()
+        folder = export(path, _user_cache() / "onnx" / f"rerank-{model_slug(str(path))}", kind="cross-encoder")
+        return OnnxCrossEncoder(folder, self.backend, self.max_length)
 
     def check(self, limit: int) -> str | None:
         """Why this call bypasses the reranker (``None``: it runs); a window <= limit is refused."""
@@ -68,10 +87,15 @@ class CrossEncoderReranker:
         return None
 
     def scores(self, query: str, passages: list[str]) -> list[float]:
-        import torch
-
         if not passages:
             return []
+        if self.backend != "torch":
+            import numpy as np
+
+            logits = self.model.predict([(query, p) for p in passages], self.batch_size)
+            return [float(s) for s in 1 / (1 + np.exp(-logits))]
+        import torch
+
         out = self.model.predict([(query, p) for p in passages], batch_size=self.batch_size,
                                  activation_fn=torch.nn.Sigmoid(), show_progress_bar=False)
         return [float(s) for s in out]
