@@ -184,16 +184,22 @@ def fine_tune(base: str, data: list[Group], recipe: RerankRecipe, device: str | 
     return model, total
 
 
-def _prepare(searcher, split: str, recipe: RerankRecipe):
-    from scix_core.embeddings.train import hybrid_rankings
+def _gold(searcher, split: str):
     from scix_core.evaluate.gold import from_index
 
     gold = from_index(searcher.store, split)
     if not gold.judged:
         raise ConfigError(f"index {searcher.index!r} has no judged queries in split {split!r}")
-    results = hybrid_rankings(searcher, {q: gold.queries[q] for q in gold.judged}, max(recipe.depth, 100))
+    return gold
+
+
+def _rank(searcher, gold, query_ids: Sequence[str], recipe: RerankRecipe):
+    """The untrained hybrid ranking of ``query_ids`` and every paper's passage."""
+    from scix_core.embeddings.train import hybrid_rankings
+
+    results = hybrid_rankings(searcher, {q: gold.queries[q] for q in query_ids}, max(recipe.depth, 100))
     texts = {p.paper_id: passage(p.title, p.abstract) for p in searcher.store.papers()}
-    return gold, {q: r.ranking() for q, r in results.items()}, texts
+    return {q: r.ranking() for q, r in results.items()}, texts
 
 
 def train_reranker(index: str, name: str, config: Config | None = None, split: str = "train",
@@ -204,8 +210,9 @@ def train_reranker(index: str, name: str, config: Config | None = None, split: s
     cfg = config or load_config()
     t = time.perf_counter()
     searcher = Searcher(index, cfg)
-    gold, ranked, texts = _prepare(searcher, split, recipe)
+    gold = _gold(searcher, split)
     query_ids = random.Random(recipe.seed).sample(gold.judged, len(gold.judged))[:max_queries or None]
+    ranked, texts = _rank(searcher, gold, query_ids, recipe)
     data = groups(gold, query_ids, {q: ranked[q].ids for q in query_ids}, texts, recipe)
     base = base_model or cfg.embedding.model
     model, steps = fine_tune(base, data, recipe, cfg.embedding.device, progress=progress)
@@ -241,7 +248,8 @@ def learning_curve(index: str, config: Config | None = None, split: str = "train
     cfg = config or load_config()
     t = time.perf_counter()
     searcher = Searcher(index, cfg)
-    gold, ranked, texts = _prepare(searcher, split, recipe)
+    gold = _gold(searcher, split)
+    ranked, texts = _rank(searcher, gold, gold.judged, recipe)
     shuffled = random.Random(recipe.seed).sample(gold.judged, len(gold.judged))
     held = sorted(shuffled[::folds])
     train = [q for q in gold.judged if q not in set(held)]
