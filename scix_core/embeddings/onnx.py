@@ -131,60 +131,52 @@ def _quiet():
 
 
 def _export_graph(model_dir: Path, path: Path, info: dict) -> None:
-    import inspect
-
+    """The bi-encoder: transformer, then mean or CLS pooling and (if the model has it) L2 normalisation."""
     import torch
     from transformers import AutoModel
 
-    model = AutoModel.from_pretrained(str(model_dir)).eval()
-    typed = "token_type_ids" in inspect.signature(model.forward).parameters
+    def pooled(out, attention_mask):
+        hidden = out.last_hidden_state
+        if info["pooling"] == "cls":
+            vec = hidden[:, 0]
+        else:
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            vec = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+        return torch.nn.functional.normalize(vec, p=2, dim=1) if info["normalize"] else vec
 
-    class Pooled(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-
-        def forward(self, input_ids, attention_mask, token_type_ids=None):
-            extra = {"token_type_ids": token_type_ids} if typed else {}
-            hidden = self.model(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
-            if info["pooling"] == "cls":
-                vec = hidden[:, 0]
-            else:
-                mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-                vec = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            return torch.nn.functional.normalize(vec, p=2, dim=1) if info["normalize"] else vec
-
-    names = ["input_ids", "attention_mask", *(["token_type_ids"] if typed else [])]
-    dummy = tuple(torch.ones((2, 8), dtype=torch.long) for _ in names)
-    axes = {n: {0: "batch", 1: "tokens"} for n in names} | {"embedding": {0: "batch"}}
-    with torch.no_grad():
-        torch.onnx.export(Pooled(), dummy, str(path), input_names=names, output_names=["embedding"],
-                          dynamic_axes=axes, opset_version=OPSET, dynamo=False)
+    _trace(AutoModel.from_pretrained(str(model_dir)).eval(), pooled, path, "embedding")
 
 
 def _export_cross(model_dir: Path, path: Path, info: dict) -> None:
-    import inspect
-
-    import torch
+    """The cross-encoder: its single relevance logit."""
     from transformers import AutoModelForSequenceClassification
 
     model = AutoModelForSequenceClassification.from_pretrained(str(model_dir)).eval()
+    _trace(model, lambda out, attention_mask: out.logits[:, 0], path, "logit")
+
+
+def _trace(model, head, path: Path, output: str) -> None:
+    """Export ``head(model(...), attention_mask)`` with dynamic batch and token axes."""
+    import inspect
+
+    import torch
+
     typed = "token_type_ids" in inspect.signature(model.forward).parameters
 
-    class Logit(torch.nn.Module):
+    class Wrapped(torch.nn.Module):
         def __init__(self):
             super().__init__()
             self.model = model
 
         def forward(self, input_ids, attention_mask, token_type_ids=None):
             extra = {"token_type_ids": token_type_ids} if typed else {}
-            return self.model(input_ids=input_ids, attention_mask=attention_mask, **extra).logits[:, 0]
+            return head(self.model(input_ids=input_ids, attention_mask=attention_mask, **extra), attention_mask)
 
     names = ["input_ids", "attention_mask", *(["token_type_ids"] if typed else [])]
     dummy = tuple(torch.ones((2, 8), dtype=torch.long) for _ in names)
-    axes = {n: {0: "batch", 1: "tokens"} for n in names} | {"logit": {0: "batch"}}
+    axes = {n: {0: "batch", 1: "tokens"} for n in names} | {output: {0: "batch"}}
     with torch.no_grad():
-        torch.onnx.export(Logit(), dummy, str(path), input_names=names, output_names=["logit"], dynamic_axes=axes,
+        torch.onnx.export(Wrapped(), dummy, str(path), input_names=names, output_names=[output], dynamic_axes=axes,
                           opset_version=OPSET, dynamo=False)
 
 

@@ -47,7 +47,9 @@ def _rows(matrix: np.ndarray) -> list[list[float]]:
 class EdgeVectorStore:
     name = "edge"
 
-    def __init__(self, path: Path, dim: int | None = None, hnsw_m: int = 16, ef_construct: int = 100):
+    def __init__(self, path: Path, dim: int | None = None, hnsw_m: int = 16, ef_construct: int = 100,
+                 quantization=None):
+        """``quantization``: a qdrant-edge quantization config for a new shard (None: float32 only)."""
         qe = _edge()
         self.path = Path(path)
         try:
@@ -58,6 +60,7 @@ class EdgeVectorStore:
                 config = qe.EdgeConfig(
                     vectors=qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine),
                     hnsw_config=qe.HnswIndexConfig(m=hnsw_m, ef_construct=ef_construct, full_scan_threshold=10_000),
+                    quantization_config=quantization,
                 )
                 self.shard = qe.EdgeShard.create(str(self.path), config)
                 kinds = {"keyword": qe.PayloadSchemaType.Keyword, "integer": qe.PayloadSchemaType.Integer}
