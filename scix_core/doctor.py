@@ -67,7 +67,7 @@ def check_model(cfg: Config) -> Check:
     try:
         enc = Encoder(cfg.embedding, cfg.home)
         vec = enc.encode_query("doctor probe")
-        return Check("model", "ok", f"{cfg.embedding.model} ({cfg.embedding.backend}) loads; dim {vec.shape[0]}, max_length {enc.max_length}")
+        return Check("model", "ok", f"{cfg.embedding.model} ({enc.config.backend}) loads; dim {vec.shape[0]}, max_length {enc.max_length}")
     except Exception as exc:
         return Check("model", "fail", str(exc))
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from scix_core import __version__
 from scix_core.config import Config, load_config
 from scix_core.data import Dataset, load_dataset
-from scix_core.embeddings import EmbeddingCache, Encoder, corpus_hash
+from scix_core.embeddings import EmbeddingCache, Encoder, corpus_hash, resolve_backend
 from scix_core.stores.papers import build_store
 from scix_core.stores.terms import build_terms
 from scix_core.types import Rejection
@@ -65,7 +65,8 @@ def _build_key(dataset: Dataset, texts_hash: str, cfg: Config, embed: bool, spar
     h = hashlib.sha256()
     for p in dataset.papers:
         h.update(json.dumps(dataclasses.astuple(p), default=str).encode())
-    backend = "" if cfg.embedding.backend == "torch" else cfg.embedding.backend  # torch builds keep their key
+    backend = resolve_backend(cfg.embedding).backend
+    backend = "" if backend == "torch" else backend  # torch builds keep their key
     for part in (texts_hash, cfg.embedding.model + backend if embed else "-", str(cfg.embedding.max_length),
                  cfg.vectors.backend, cfg.vectors.url or "", str(len(dataset.queries)), str(len(dataset.interactions)),
                  json.dumps(dataset.qrels, sort_keys=True), str(len(dataset.citations)), "sparse" if sparse else "",

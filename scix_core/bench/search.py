@@ -48,7 +48,7 @@ def latency_table(index: str, searchers: dict[str, Searcher], queries: list[str]
         table.add_column(col, no_wrap=True)
     for backend, searcher in searchers.items():
         for mode in ("keyword", "semantic", "hybrid"):
-            if mode != "keyword" and backend != "sqlite":
+            if mode != "keyword" and backend != "bm25":
                 continue  # the dense lane does not depend on the lexical backend
             searcher.encoder and searcher.encoder.encode_query.cache_clear()
             stages = latency(searcher, queries, mode)
@@ -132,8 +132,7 @@ def parity(indexes: list[str], cfg) -> None:
         ids = gold.judged
         texts = [gold.queries[q] for q in ids]
         rows = []
-        for backend in ("sqlite", "bm25"):
-            searcher = Searcher(index, cfg.replace(**{"search.lexical_backend": backend}))
+        for backend, searcher in _backends(index, cfg).items():
             lane = next(lane for lane in searcher.lexical if lane.name == "lexical")
             for mode in ("auto", "or"):
                 lane.mode = mode
@@ -238,6 +237,20 @@ def arxiv(index: str, n: int) -> None:
 SECTIONS = ("latency", "throughput", "parity", "stages", "arxiv")
 
 
+def _backends(index: str, cfg) -> dict[str, Searcher]:
+    """One searcher per lexical backend (PostgreSQL's two rankings when ``SCIX_PG_DSN`` is set; the index is synced
+    first)."""
+    searchers = {b: Searcher(index, cfg.replace(**{"search.lexical_backend": b})) for b in ("sqlite", "bm25")}
+    if cfg.postgres.dsn:
+        from scix_core.stores.postgres import sync_index
+
+        sync_index(index, Workspace(cfg.home).index_dir(index), cfg.postgres.dsn)
+        for ranking in ("bm25", "ts_rank_cd"):
+            searchers[f"postgres {ranking}"] = Searcher(index, cfg.replace(**{"postgres.ranking": ranking}),
+                                                        backend="postgres")
+    return searchers
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--index", default="scifact")
@@ -255,16 +268,10 @@ def main() -> None:
     if only - set(SECTIONS):
         ap.error(f"unknown table(s) {sorted(only - set(SECTIONS))}; valid: {', '.join(SECTIONS)}")
     cfg = load_config()
-    searchers = {"sqlite": Searcher(args.index, cfg),
-                 "bm25": Searcher(args.index, cfg.replace(**{"search.lexical_backend": "bm25"}))}
-    if cfg.postgres.dsn:
-        from scix_core.stores.postgres import sync_index
-
-        sync_index(args.index, Workspace(cfg.home).index_dir(args.index), cfg.postgres.dsn)
-        searchers["postgres"] = Searcher(args.index, cfg, backend="postgres")
-    else:
+    searchers = _backends(args.index, cfg)
+    if not cfg.postgres.dsn:
         console.print("[yellow]SCIX_PG_DSN not set: PostgreSQL rows skipped[/]")
-    main_searcher = searchers["sqlite"]
+    main_searcher = searchers["bm25"]  # the default lexical backend
     main_searcher.warm()
     qrels = main_searcher.store.qrels(args.split)
     queries = [q.text for q in main_searcher.store.queries() if q.query_id in qrels]

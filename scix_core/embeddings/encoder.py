@@ -5,7 +5,8 @@ package, loaded from its package path with the Hugging Face hub offline.
 Any other sentence-transformers name or local path works by config
 (``embedding.model``), e.g. a 768-d INDUS or 1024-d BGE-M3 checkpoint.
 ``embedding.backend`` picks the runtime: ``torch`` (sentence-transformers) or
-ONNX Runtime (``onnx``, ``onnx-int8``; :mod:`scix_core.embeddings.onnx`).
+ONNX Runtime (``onnx``, ``onnx-int8``; :mod:`scix_core.embeddings.onnx`); ``auto`` (the default) is
+:func:`resolve_backend`.
 """
 
 from __future__ import annotations
@@ -53,6 +54,18 @@ def model_slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "__", name)
 
 
+GATED = {BUNDLED: "onnx-int8"}  # the backend `scix evidence backends` chose per model; other models run on torch
+
+
+def resolve_backend(config: EmbeddingConfig) -> EmbeddingConfig:
+    """``backend = "auto"`` made concrete: the gated backend of a model with evidence, torch otherwise."""
+    from dataclasses import replace
+
+    if config.backend != "auto":
+        return config
+    return replace(config, backend=GATED.get(config.model, "torch"))
+
+
 def _user_cache() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "scix_core"
 
@@ -64,7 +77,7 @@ class Encoder:
     def __init__(self, config: EmbeddingConfig | None = None, home: Path | None = None):
         from scix_core.embeddings.onnx import BACKENDS
 
-        self.config = config or EmbeddingConfig()
+        self.config = resolve_backend(config or EmbeddingConfig())
         if self.config.backend not in BACKENDS:
             raise UnknownNameError("embedding backend", self.config.backend, BACKENDS)
         self.home = home
@@ -109,14 +122,17 @@ class Encoder:
         return model
 
     def _load_onnx(self):
-        from scix_core.embeddings.onnx import OnnxModel, export
+        from scix_core.embeddings.onnx import OnnxModel, export, exported
 
         source = Path(resolve_model(self.config.model))
         if not source.is_dir():
             raise ModelUnavailableError(f"the ONNX backend exports a local checkpoint; {self.config.model!r} is not "
                                         "one (models are never downloaded at run time)")
-        root = Path(self.home) / "models" if self.home else _user_cache()  # no workspace given: the user's cache
-        folder = export(source, root / "onnx" / self._base_slug)
+        # the workspace's models/onnx/, else the user's cache; an export already in either is reused (e.g. an
+        # index built by an encoder without a workspace), so a query never waits for a second export
+        roots = ([Path(self.home) / "models"] if self.home else []) + [_user_cache()]
+        folders = [root / "onnx" / self._base_slug for root in roots]
+        folder = next((f for f in folders if exported(source, f)), None) or export(source, folders[0])
         return OnnxModel(folder, self.config.backend, self.config.max_length)
 
     @property

@@ -79,16 +79,25 @@ def cross_pipeline(model_dir: Path) -> dict:
     return {"kind": "cross-encoder", "max_seq_length": int(config.get("max_position_embeddings") or 512)}
 
 
+def exported(model_dir: Path, out: Path) -> bool:
+    """Whether ``out`` holds a current export of ``model_dir`` (same path, weights' mtime and format)."""
+    manifest_file = out / "scix_onnx.json"
+    if not manifest_file.is_file():
+        return False
+    try:
+        done = json.loads(manifest_file.read_text())
+    except (OSError, ValueError):
+        return False
+    return done.get("source") == str(model_dir.resolve()) and done.get("stamp") == _stamp(model_dir) \
+        and done.get("format") == FORMAT
+
+
 def export(model_dir: Path, out: Path, kind: str = "encoder") -> Path:
     """Export ``model_dir`` (``kind`` "encoder": a sentence-transformers bi-encoder; "cross-encoder") to ``out``
     (float32 graph, int8 graph, tokenizer, manifest); returns ``out``. An export of the same checkpoint (path and
     weights' mtime) in ``out`` is reused."""
-    manifest_file = out / "scix_onnx.json"
-    if manifest_file.is_file():
-        done = json.loads(manifest_file.read_text())
-        if done.get("source") == str(model_dir.resolve()) and done.get("stamp") == _stamp(model_dir) \
-                and done.get("format") == FORMAT:
-            return out
+    if exported(model_dir, out):
+        return out
     info = pipeline(model_dir) if kind == "encoder" else cross_pipeline(model_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))

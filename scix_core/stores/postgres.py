@@ -4,7 +4,11 @@ One schema per index (``scix_<name>_<hash>``) holding ``papers`` with a
 generated, weighted ``tsvector`` (title A, abstract B) under a GIN index,
 an expression GIN index over ``to_tsvector(body)`` whose partial predicate
 (``body IS NOT NULL AND length(body) <= 1048575``) the body lane repeats,
-and ``meta`` (build key, text-search config).
+``meta`` (build key, text-search config, sync format), and — when the build has a term matrix
+(:mod:`scix_core.stores.terms`) — that matrix as ``terms`` (stem, id, document frequency) and ``postings``
+(term id, paper, term frequency, paper length / average length), copied term-major so one term's postings are
+contiguous on disk: the ``bm25`` ranking of the title/abstract lane
+(:class:`~scix_core.search.lanes.postgres.PostgresBm25Lane`) reads them.
 
 :func:`sync_index` copies a built SQLite store into PostgreSQL in one
 transaction: the new schema is loaded beside the old one and swapped in at
@@ -25,6 +29,7 @@ from scix_core.errors import BackendUnavailableError, ConfigError
 from scix_core.search.lanes.base import BODY_MAX_CHARS
 from scix_core.stores.papers import PaperStore
 
+SYNC_FORMAT = "2"  # 2: the term matrix is mirrored too; a schema synced by an older format is re-synced
 INDEX_TS_CONFIG = "english"  # the config the stored tsvector and the body index are built with
 #: the body index's partial predicate and expression; the body lane repeats both verbatim
 BODY_PREDICATE = f"body IS NOT NULL AND length(body) <= {BODY_MAX_CHARS}"
@@ -74,6 +79,8 @@ def _ddl(schema):
             tsv tsvector GENERATED ALWAYS AS (
                 setweight(to_tsvector('{INDEX_TS_CONFIG}'::regconfig, title), 'A') ||
                 setweight(to_tsvector('{INDEX_TS_CONFIG}'::regconfig, abstract), 'B')) STORED)""",
+        "CREATE TABLE {s}.terms (id integer PRIMARY KEY, term text NOT NULL UNIQUE, df integer NOT NULL)",
+        "CREATE TABLE {s}.postings (term integer NOT NULL, idx integer NOT NULL, tf integer NOT NULL, dl real NOT NULL)",
     )]
 
 
@@ -86,7 +93,10 @@ def _indexes(schema):
         f"CREATE INDEX papers_body_gin ON {{s}}.papers USING gin ({BODY_VECTOR}) WHERE {BODY_PREDICATE}",
         "CREATE INDEX papers_year ON {s}.papers (year)",
         "CREATE INDEX papers_categories_gin ON {s}.papers USING gin (categories)",
+        "CREATE INDEX postings_term ON {s}.postings (term)",
         "ANALYZE {s}.papers",
+        "ANALYZE {s}.terms",
+        "ANALYZE {s}.postings",
     )]
 
 
@@ -99,14 +109,43 @@ class SyncReport:
     seconds: float
 
 
-def synced_build_key(conn, schema: str) -> str | None:
+def synced_meta(conn, schema: str) -> dict[str, str]:
+    """The ``meta`` table of a synced schema ({} when there is none)."""
     exists = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", [schema]).fetchone()
     if not exists:
-        return None
+        return {}
     from psycopg import sql
 
-    row = conn.execute(sql.SQL("SELECT value FROM {}.meta WHERE key = 'build_key'").format(sql.Identifier(schema))).fetchone()
-    return row[0] if row else None
+    return dict(conn.execute(sql.SQL("SELECT key, value FROM {}.meta").format(sql.Identifier(schema))).fetchall())
+
+
+def synced_build_key(conn, schema: str) -> str | None:
+    """The build key a schema was synced from; None if absent or synced by another format (so: stale)."""
+    meta = synced_meta(conn, schema)
+    return meta.get("build_key") if meta.get("sync_format") == SYNC_FORMAT else None
+
+
+def _copy_terms(conn, schema: str, terms_dir: Path) -> dict[str, str]:
+    """COPY the term matrix into ``terms`` and ``postings`` (term-major); returns meta entries."""
+    import numpy as np
+    from psycopg import sql
+
+    from scix_core.stores.terms import TermIndex
+
+    matrix = TermIndex(terms_dir)
+    indptr = np.asarray(matrix.indptr)
+    df = np.diff(indptr)
+    with conn.cursor() as cur:
+        with cur.copy(sql.SQL("COPY {}.terms (id, term, df) FROM STDIN").format(sql.Identifier(schema))) as out:
+            for term, t in matrix.vocab.items():
+                out.write_row((t, term, int(df[t])))
+        docs, tf, dl = np.asarray(matrix.docs), np.asarray(matrix.tf), matrix.relative_len
+        with cur.copy(sql.SQL("COPY {}.postings (term, idx, tf, dl) FROM STDIN").format(sql.Identifier(schema))) as out:
+            for t in range(len(df)):
+                for j in range(indptr[t], indptr[t + 1]):
+                    d = int(docs[j])
+                    out.write_row((t, d, int(tf[j]), float(dl[d])))
+    return {"terms": str(len(df)), "postings": str(int(indptr[-1])), "avg_len": repr(matrix.avg_len)}
 
 
 def _text(value: str | None) -> str | None:
@@ -151,7 +190,10 @@ def sync_index(index: str, build_dir: Path, dsn: str | None, force: bool = False
                                        [a.casefold() for a in authors], json.loads(row["categories"]),
                                        row["published"], row["year"], row["citation_count"]))
                         n += 1
-                meta = {"index": index, "build_key": key, "ts_config": INDEX_TS_CONFIG, "papers": str(n)}
+                meta = {"index": index, "build_key": key, "ts_config": INDEX_TS_CONFIG, "papers": str(n),
+                        "sync_format": SYNC_FORMAT}
+                if (Path(build_dir) / "terms").is_dir():
+                    meta.update(_copy_terms(conn, staging, Path(build_dir) / "terms"))
                 conn.cursor().executemany(sql.SQL("INSERT INTO {}.meta VALUES (%s, %s)").format(sql.Identifier(staging)),
                                           sorted(meta.items()))
                 for stmt in _indexes(staging):

@@ -17,7 +17,15 @@ TEXTS = ["dark matter halo density profiles", "x", "Ünïcödé — résumé of 
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory):
-    return tmp_path_factory.mktemp("onnx-home")
+    """A workspace, and an empty user cache: these tests see every export this module makes, none from before."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("user-cache")))
+        yield tmp_path_factory.mktemp("onnx-home")
+
+
+@pytest.fixture(scope="module")
+def torch_encoder():
+    return Encoder(EmbeddingConfig(backend="torch"))
 
 
 @pytest.fixture(scope="module")
@@ -25,8 +33,8 @@ def onnx_encoders(home):
     return {b: Encoder(EmbeddingConfig(backend=b), home) for b in ("onnx", "onnx-int8")}
 
 
-def test_float32_export_reproduces_torch_and_int8_stays_close(encoder, onnx_encoders):
-    ref = encoder.encode(TEXTS)
+def test_float32_export_reproduces_torch_and_int8_stays_close(torch_encoder, onnx_encoders):
+    ref = torch_encoder.encode(TEXTS)
     fp32, int8 = (onnx_encoders[b].encode(TEXTS) for b in ("onnx", "onnx-int8"))
     assert fp32.shape == int8.shape == (len(TEXTS), 384) and fp32.dtype == np.float32
     assert np.allclose(np.linalg.norm(int8, axis=1), 1, atol=1e-5)
@@ -35,13 +43,13 @@ def test_float32_export_reproduces_torch_and_int8_stays_close(encoder, onnx_enco
     assert cos.min() > 0.95 and cos.mean() > 0.98  # quantised: close, not equal
     # one text alone (a query) encodes as it does in a batch
     assert np.allclose(onnx_encoders["onnx"].encode([TEXTS[0]])[0], fp32[0], atol=1e-5)
-    assert onnx_encoders["onnx"].max_length == encoder.max_length == 256
+    assert onnx_encoders["onnx"].max_length == torch_encoder.max_length == 256
 
 
-def test_backends_never_share_a_cache_slug_and_the_export_is_reused(encoder, onnx_encoders, home):
-    slugs = {encoder.slug, *(e.slug for e in onnx_encoders.values())}
-    assert len(slugs) == 3 and onnx_encoders["onnx"].slug == f"{encoder.slug}__onnx"
-    folder = home / "models" / "onnx" / encoder.slug
+def test_backends_never_share_a_cache_slug_and_the_export_is_reused(torch_encoder, onnx_encoders, home):
+    slugs = {torch_encoder.slug, *(e.slug for e in onnx_encoders.values())}
+    assert len(slugs) == 3 and onnx_encoders["onnx"].slug == f"{torch_encoder.slug}__onnx"
+    folder = home / "models" / "onnx" / torch_encoder.slug
     manifest = json.loads((folder / "scix_onnx.json").read_text())
     assert manifest["pooling"] == "mean" and manifest["normalize"] is True and manifest["max_seq_length"] == 256
     stamp = (folder / "model.onnx").stat().st_mtime_ns
@@ -72,3 +80,22 @@ def test_bad_backends_are_typed_errors(tmp_path, home):
         {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"}]))
     with pytest.raises(ModelUnavailableError, match="Dense"):
         Encoder(EmbeddingConfig(model=str(odd), backend="onnx-int8"), home).encode(["x"])
+
+
+def test_auto_backend_is_the_gated_one_for_the_bundled_model_and_torch_for_others(tmp_path):
+    assert EmbeddingConfig().backend == "auto"
+    assert Encoder().config.backend == "onnx-int8" and Encoder().slug.endswith("__onnx-int8")
+    other = Encoder(EmbeddingConfig(model=str(tmp_path)))  # a model without evidence: torch, as before
+    assert other.config.backend == "torch" and "__" not in other.slug
+    assert Encoder(EmbeddingConfig(backend="onnx")).config.backend == "onnx"  # an explicit choice is kept
+
+
+def test_an_export_in_the_user_cache_is_reused_by_a_workspace_encoder(tmp_path, monkeypatch, onnx_encoders):
+    """An index built without a workspace (its export in the user cache) is queried from one without re-exporting."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    Encoder(EmbeddingConfig(backend="onnx-int8")).encode(["x"])
+    workspace = tmp_path / "ws"
+    again = Encoder(EmbeddingConfig(backend="onnx-int8"), workspace)
+    assert np.allclose(again.encode(TEXTS[:2]), onnx_encoders["onnx-int8"].encode(TEXTS[:2]), atol=1e-6)
+    assert not (workspace / "models").exists()

@@ -119,6 +119,12 @@ def pg_built(built, postgresql) -> Built:
     return Built(built.config.replace(**{"postgres.dsn": dsn, "search.lexical_backend": "postgres"}), built.index)
 
 
+@pytest.fixture
+def pg_ts_built(pg_built) -> Built:
+    """The same mirror, its title/abstract lane ranked by PostgreSQL's own ``ts_rank_cd`` (not the term matrix)."""
+    return Built(pg_built.config.replace(**{"postgres.ranking": "ts_rank_cd"}), pg_built.index)
+
+
 @pytest.fixture(scope="session")
 def tiny_reranker(built) -> str:
     """A cross-encoder fine-tuned from the bundled MiniLM for a few steps on 4 of the fixture's 6 train queries."""

@@ -1,5 +1,6 @@
-"""Backends agree: FTS5, the BM25 term matrix and PostgreSQL match the same papers for AND queries;
-qdrant-edge and qdrant-client (exact) return the same dense top ids.
+"""Backends agree: FTS5, the BM25 term matrix and PostgreSQL full text match the same papers for AND queries;
+the term matrix ranks exactly alike in numpy and in PostgreSQL (``postgres.ranking = "bm25"``); qdrant-edge and
+qdrant-client (exact) return the same dense top ids.
 
 Rankings differ by design: FTS5 ranks with Okapi BM25 (``bm25()``, column
 weights), PostgreSQL with cover density (``ts_rank_cd``, flag 32, title
@@ -14,6 +15,7 @@ from __future__ import annotations
 import pytest
 
 from scix_core.search import Searcher
+from tests.search.conftest import Built
 from tests.search.helpers import make_request
 
 pytestmark = [pytest.mark.postgres, pytest.mark.model]
@@ -31,9 +33,30 @@ def _lanes(built, backend: str | None = None):
 
 
 @pytest.fixture(params=["sqlite", "bm25"])
-def backends(request, built, pg_built):
-    """An embedded lexical backend (FTS5, or the term matrix with FTS5's body lane) and PostgreSQL."""
-    return _lanes(built, request.param), _lanes(pg_built)
+def backends(request, built, pg_ts_built):
+    """An embedded lexical backend (FTS5, or the term matrix with FTS5's body lane) and PostgreSQL full text."""
+    return _lanes(built, request.param), _lanes(pg_ts_built)
+
+
+@pytest.mark.parametrize("mode", ["and", "or", "auto"])
+@pytest.mark.parametrize("spec", [None, {"year": "2019-2022"}, {"categories": ["astro-ph.GA"]},
+                                  {"exclude_authors": ["rubin"]}])
+def test_bm25_in_postgres_ranks_as_the_term_matrix(built, pg_built, mode, spec):
+    from scix_core.search.lanes.postgres import PostgresBm25Lane
+
+    config = {"search.lexical_mode": mode}
+    numpy_lane = _lanes(Built(built.config.replace(**{**config, "search.lexical_backend": "bm25"}), built.index))
+    pg_lanes = _lanes(Built(pg_built.config.replace(**config), pg_built.index))
+    assert isinstance(pg_lanes["lexical"], PostgresBm25Lane)
+    compared = 0
+    for query in [*AND_QUERIES, "neural neural networks", "café", "cafe", "zzzunknown graph"]:
+        request = make_request(query, filters=spec, pool=None)
+        a = numpy_lane["lexical"].search(request, 10)
+        b = pg_lanes["lexical"].search(request, 10)
+        assert a.ids == b.ids, (query, a.ids, b.ids)
+        assert [i.score for i in b.items] == pytest.approx([i.score for i in a.items], rel=1e-5)
+        compared += len(a)
+    assert compared >= 10  # the 12-paper fixture: filtered AND queries match few papers
 
 
 @pytest.mark.parametrize("query", AND_QUERIES)

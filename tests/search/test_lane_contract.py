@@ -14,7 +14,7 @@ from tests.search.helpers import BAD_QUERIES, make_request, passes
 
 pytestmark = [pytest.mark.model]
 
-LANES = ["sqlite:lexical", "sqlite:body", "bm25:lexical", "postgres:lexical", "postgres:body", "edge:dense", "client:dense",
+LANES = ["sqlite:lexical", "sqlite:body", "bm25:lexical", "postgres:lexical", "postgres_ts:lexical", "postgres:body", "edge:dense", "client:dense",
          "edge:sparse"]
 QUERIES = ["neural networks", "galaxy dark matter", "graph", "running", "cafe naive", "protein structure"]
 FILTERS = [
@@ -28,8 +28,8 @@ FILTERS = [
 
 def _lane(request, spec: str) -> Lane:
     where, name = spec.split(":")
-    if where == "postgres":
-        built = request.getfixturevalue("pg_built")
+    if where.startswith("postgres"):
+        built = request.getfixturevalue("pg_ts_built" if where == "postgres_ts" else "pg_built")
     else:
         built = request.getfixturevalue("built_client" if where == "client" else "built")
     config = built.config.replace(**{"search.lexical_backend": where}) if where in ("sqlite", "bm25") else built.config

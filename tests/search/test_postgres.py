@@ -9,8 +9,9 @@ import pytest
 from scix_core.errors import BackendUnavailableError, ConfigError
 from scix_core.search import Searcher
 from scix_core.search.lanes import LaneTimeout
-from scix_core.search.lanes.postgres import PostgresLane
+from scix_core.search.lanes.postgres import PostgresBm25Lane, PostgresLane
 from scix_core.stores.postgres import connect, schema_name, sync_index, synced_build_key
+from scix_core.stores.terms import TermIndex
 from scix_core.workspace import Workspace
 from tests.search.helpers import make_request
 
@@ -30,6 +31,8 @@ def _plan(lane: PostgresLane, query: str) -> str:
 def test_planner_uses_the_gin_indexes(pg_built):
     assert "papers_tsv_gin" in _plan(_lane(pg_built), "graph neural")
     assert "papers_body_gin" in _plan(_lane(pg_built, "body"), "transformer")
+    bm25 = Searcher(pg_built.index, pg_built.config).lexical[0]
+    assert isinstance(bm25, PostgresBm25Lane) and "postings_term" in _plan(bm25, "graph neural")
 
 
 def test_body_index_needs_the_repeated_predicate(pg_built):
@@ -61,10 +64,11 @@ def test_timeout_rolls_back_to_savepoint_and_outer_transaction_survives(pg_built
 
 
 def test_a_timed_out_lane_is_dropped_and_the_query_answered(pg_built):
+    searcher = Searcher(pg_built.index, pg_built.config.replace(**{"search.lane_timeout_ms": 200}))
+    searcher.warm()  # the model loads outside the 200 ms the dense lane gets
     locker = psycopg.connect(pg_built.config.postgres.dsn)
     locker.execute(f"LOCK TABLE {schema_name(pg_built.index)}.papers IN ACCESS EXCLUSIVE MODE")
     try:
-        searcher = Searcher(pg_built.index, pg_built.config.replace(**{"search.lane_timeout_ms": 200}))
         result = searcher.search("graph neural networks", limit=5)
     finally:
         locker.rollback()
@@ -74,9 +78,9 @@ def test_a_timed_out_lane_is_dropped_and_the_query_answered(pg_built):
     assert len(result.hits) == 5
 
 
-def test_rank_flag_is_reread_per_call(pg_built, monkeypatch):
+def test_rank_flag_is_reread_per_call(pg_ts_built, monkeypatch):
     """Flag 32 divides by (rank + 1): the same query's scores become s/(s+1)."""
-    searcher = Searcher(pg_built.index, pg_built.config)
+    searcher = Searcher(pg_ts_built.index, pg_ts_built.config)
     monkeypatch.setenv("SCIX_LEXICAL_RANK_FLAG", "0")
     raw = searcher.search("neural networks", "keyword", limit=20).rankings["lexical"]
     monkeypatch.setenv("SCIX_LEXICAL_RANK_FLAG", "32")
@@ -91,8 +95,8 @@ def test_rank_flag_is_reread_per_call(pg_built, monkeypatch):
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
-def test_pool_cap_is_reread_per_call(pg_built, monkeypatch, backend):
-    searcher = Searcher(pg_built.index, pg_built.config, backend=backend)
+def test_pool_cap_is_reread_per_call(pg_ts_built, monkeypatch, backend):
+    searcher = Searcher(pg_ts_built.index, pg_ts_built.config, backend=backend)
     monkeypatch.setenv("SCIX_LEXICAL_POOL", "inf")
     full = searcher.search("neural networks", "keyword", limit=20)
     monkeypatch.setenv("SCIX_LEXICAL_POOL", "2")
@@ -115,6 +119,25 @@ def test_sync_is_idempotent(pg_built):
     assert again.status == "synced" and again.papers == 12
     conn = connect(dsn)
     assert conn.execute(f"SELECT count(*) FROM {schema_name(pg_built.index)}.papers").fetchone() == (12,)
+    terms = TermIndex(folder / "terms")  # the term matrix is mirrored whole: every posting, every stem's df
+    schema = schema_name(pg_built.index)
+    assert conn.execute(f"SELECT count(*), sum(tf) FROM {schema}.postings").fetchone() == (len(terms.docs),
+                                                                                         int(terms.tf.sum()))
+    assert dict(conn.execute(f"SELECT term, df FROM {schema}.terms").fetchall()) == {
+        t: int(terms.indptr[i + 1] - terms.indptr[i]) for t, i in terms.vocab.items()}
+
+
+def test_a_schema_synced_by_an_older_format_is_stale_and_a_bm25_lane_without_postings_falls_back(pg_built):
+    dsn, schema = pg_built.config.postgres.dsn, schema_name(pg_built.index)
+    conn = connect(dsn)
+    conn.execute(f"DELETE FROM {schema}.meta WHERE key = 'sync_format'")
+    assert synced_build_key(conn, schema) is None  # format 1 had no postings: `scix ingest` re-syncs it
+    conn.execute(f"INSERT INTO {schema}.meta VALUES ('sync_format', '2')")
+    conn.execute(f"DELETE FROM {schema}.meta WHERE key = 'terms'")  # as if synced from a build without a matrix
+    searcher = Searcher(pg_built.index, pg_built.config)
+    assert type(searcher.lexical[0]) is PostgresLane
+    result = searcher.search("graph", "keyword", limit=3)
+    assert "ranked by ts_rank_cd" in " ".join(result.metadata.get("notes", [])) and result.ids
 
 
 def test_failed_sync_leaves_postgres_unchanged(pg_built):

@@ -73,9 +73,9 @@ def bm25_lanes(cfg: Config, build_dir: Path, index: str, with_body: bool) -> Lan
 
 
 def postgres_lanes(cfg: Config, build_dir: Path, index: str, with_body: bool) -> LaneSet:
-    from scix_core.search.lanes.postgres import PostgresLane
+    from scix_core.search.lanes.postgres import PostgresBm25Lane, PostgresLane
     from scix_core.stores.papers import PaperStore
-    from scix_core.stores.postgres import connect, schema_name, synced_build_key
+    from scix_core.stores.postgres import connect, schema_name, synced_build_key, synced_meta
 
     s, names = cfg.search, _lane_names(with_body)
     try:
@@ -95,8 +95,25 @@ def postgres_lanes(cfg: Config, build_dir: Path, index: str, with_body: bool) ->
     def reconnect():
         return connect(cfg.postgres.dsn, cfg.postgres.connect_timeout_s)
 
-    return LaneSet([PostgresLane(c, schema, n, fields[n], s.lexical_mode, s.ts_config, s.lane_timeout_ms, reconnect)
-                    for c, n in zip(conns, names)])
+    ranking = cfg.postgres.ranking
+    if ranking not in POSTGRES_RANKINGS:
+        raise UnknownNameError("PostgreSQL ranking", ranking, POSTGRES_RANKINGS)
+    meta, out = synced_meta(conns[0], schema), LaneSet()
+    if ranking == "bm25" and "terms" not in meta:  # synced from a build without the term matrix
+        out.notes.append(f"index {index!r} has no term matrix in PostgreSQL: the lexical lane ranked by ts_rank_cd; "
+                         "re-run `scix ingest ... --backend postgres` to mirror it")
+        ranking = "ts_rank_cd"
+    for c, n in zip(conns, names):
+        if n == "lexical" and ranking == "bm25":
+            out.lanes.append(PostgresBm25Lane(c, schema, int(meta["papers"]), n, s.lexical_mode, s.bm25_k1, s.bm25_b,
+                                              s.lane_timeout_ms, reconnect))
+        else:
+            out.lanes.append(PostgresLane(c, schema, n, fields[n], s.lexical_mode, s.ts_config, s.lane_timeout_ms,
+                                          reconnect))
+    return out
+
+
+POSTGRES_RANKINGS = ("bm25", "ts_rank_cd")
 
 
 LEXICAL_BACKENDS: dict[str, Callable[[Config, Path, str, bool], LaneSet]] = {

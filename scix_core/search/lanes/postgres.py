@@ -17,6 +17,11 @@ PostgreSQL 15), so a long query that repeats a term — CACM's do — weighs it 
 it occurs (``PreparedQuery.repeated``) on the embedded ones. Every value is a bound parameter; the text-search
 config comes from a whitelist.
 
+:class:`PostgresBm25Lane` (``postgres.ranking = "bm25"``, the default) ranks title/abstract instead by Lucene BM25
+over the build's term matrix mirrored into ``terms`` and ``postings`` — the formula, analyser and parameters of the
+embedded ``bm25`` backend (:mod:`~scix_core.search.lanes.bm25`), so the two backends return the same ranking; one
+aggregate over the query stems' postings, no pool, no ``tsvector`` at query time.
+
 Each call runs in its own transaction, or in a SAVEPOINT when the caller
 holds one open, with a local ``statement_timeout``: a timeout rolls back to
 the savepoint and the caller's transaction survives.
@@ -31,12 +36,14 @@ the next call tries again — a long-lived searcher never stays broken.
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from typing import Callable
 
 from scix_core.errors import BackendUnavailableError, UnknownNameError
 from scix_core.search.lanes.base import LEXICAL_MODES, LaneRequest, LaneTimeout, and_then_or
 from scix_core.search.where import postgres_where
 from scix_core.stores.postgres import BODY_PREDICATE, BODY_VECTOR
+from scix_core.stores.terms import stem
 from scix_core.types import Ranking
 
 TS_CONFIGS = ("english", "simple")
@@ -121,3 +128,40 @@ class PostgresLane:
             return rows
         except psycopg.errors.QueryCanceled:
             raise LaneTimeout(f"{self.name} lane exceeded statement_timeout {self.timeout_ms:g} ms") from None
+
+
+class PostgresBm25Lane(PostgresLane):
+    """Title/abstract by Lucene BM25 on the mirrored term matrix (``papers`` is the number of papers it holds)."""
+
+    def __init__(self, conn, schema: str, papers: int, name: str = "lexical", mode: str = "and", k1: float = 1.2,
+                 b: float = 0.75, timeout_ms: float = 5000, connect: Callable[[], object] | None = None):
+        super().__init__(conn, schema, name, "title_abstract", mode, "english", timeout_ms, connect)
+        if k1 < 0 or not 0 <= b <= 1:
+            raise ValueError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
+        self.papers, self.k1, self.b = papers, k1, b
+
+    def _sql(self, request: LaneRequest, k: int, mode: str | None = None):
+        """Each stem's weight (query frequency × IDF) once, in a materialised CTE; one hash aggregate over the
+        stems' postings; without filters the top ``k`` are cut before ``papers`` is joined (4× the throughput of
+        joining every matched paper on SciFact)."""
+        from psycopg import sql
+
+        query = request.query
+        weights: Counter[str] = Counter()
+        for i, s in enumerate(stem(query.tokens)):
+            weights[s] += query.frequency(i)
+        every = (mode or self.mode) == "and"
+        where, params = postgres_where(request.filters)
+        score = ("WITH q AS MATERIALIZED (SELECT t.id, w.qtf * ln(1 + (%s::float8 - t.df + 0.5) / (t.df + 0.5)) AS w "
+                 "FROM unnest(%s::text[], %s::float8[]) AS w(term, qtf) JOIN {terms} t ON t.term = w.term), "
+                 "s AS (SELECT po.idx, sum(q.w * po.tf / (po.tf + %s + %s * po.dl)) AS score "
+                 f"FROM q JOIN {{postings}} po ON po.term = q.id GROUP BY po.idx {'HAVING count(*) = %s' if every else ''}"
+                 "{cut}) SELECT p.paper_id, s.score FROM s JOIN {papers} p ON p.idx = s.idx WHERE {where} "
+                 "ORDER BY s.score DESC, s.idx LIMIT %s")
+        unfiltered = where == "TRUE"
+        statement = sql.SQL(score).format(
+            cut=sql.SQL(" ORDER BY score DESC, po.idx LIMIT %s" if unfiltered else ""), where=sql.SQL(where),
+            **{t: sql.Identifier(self.schema, t) for t in ("terms", "postings", "papers")})
+        args = [self.papers, list(weights), [float(w) for w in weights.values()], self.k1 * (1 - self.b),
+                self.k1 * self.b, *([len(weights)] if every else []), *([k] if unfiltered else []), *params, k]
+        return statement, args
