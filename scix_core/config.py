@@ -78,6 +78,7 @@ class SearchConfig:
     # post-fusion stages (SPEC §3.3-3.5); each switchable per call
     rerank: str = "off"  # "off", a CrossEncoder path, or a reranker name trained into the workspace
     rerank_window: int = 50
+    rerank_max_length: int = 512  # tokens per (query, title + abstract) pair: the window's cost grows with it
     rerank_backend: str = "torch"  # "onnx" or "onnx-int8": the cross-encoder on ONNX Runtime
     boosts: bool = False  # off until they clear the evaluation gate (scix eval --baseline hybrid)
     rewrite: str = "off"  # "off", "local" (alias table) or the URL of an OpenAI-compatible server

@@ -172,10 +172,11 @@ STAGE_ARMS = {  # name -> (search options, the timing key that is the stage's ow
 
 def stage_costs(searcher: Searcher, queries: list[str], reranker: str | None) -> None:
     arms = {name: (searcher, options, stage) for name, (options, stage) in STAGE_ARMS.items()}
-    if reranker:  # the same model on each runtime (search.rerank_backend), side by side
-        for backend in ("torch", "onnx", "onnx-int8"):
-            on = Searcher(searcher.index, searcher.config.replace(**{"search.rerank_backend": backend}))
-            arms[f"rerank {reranker} {backend} (window {searcher.config.search.rerank_window})"] = (
+    if reranker:  # the same model on each runtime (search.rerank_backend) and token cap, side by side
+        for backend, cap in [("torch", 512), ("onnx", 512), *(("onnx-int8", c) for c in (512, 256, 128))]:
+            on = Searcher(searcher.index, searcher.config.replace(**{"search.rerank_backend": backend,
+                                                                     "search.rerank_max_length": cap}))
+            arms[f"rerank {reranker} {backend} {cap} tok (window {searcher.config.search.rerank_window})"] = (
                 on, {"rerank": reranker}, "rerank")
     table = Table(title=f"stage costs on {searcher.index}, {len(queries)} queries, limit 10: p50 / p95 ms")
     for col in ("arm", "stage", "stage ms", "total ms", "ran for"):

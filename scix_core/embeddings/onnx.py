@@ -228,10 +228,14 @@ class OnnxCrossEncoder:
         self.tokenizer.no_padding()
 
     def predict(self, pairs, batch_size: int = 32) -> np.ndarray:
+        """Logits in input order; pairs batched by token length (little padding)."""
+        encodings = self.tokenizer.encode_batch([tuple(p) for p in pairs])
+        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
         out = np.zeros(len(pairs), dtype=np.float32)
-        for start in range(0, len(pairs), batch_size):
-            arrays = _arrays(self.tokenizer.encode_batch([tuple(p) for p in pairs[start:start + batch_size]]))
-            out[start:start + batch_size] = self.session.run(["logit"], {n: arrays[n] for n in self.inputs})[0]
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            arrays = _arrays([encodings[i] for i in rows])
+            out[rows] = self.session.run(["logit"], {n: arrays[n] for n in self.inputs})[0].reshape(-1)
         return out
 
 

@@ -334,11 +334,11 @@ class Searcher:
             except ConfigError:
                 pass  # not a valid name either: the reranker reports the path as missing
         s = self.config.search
-        key = (str(path), s.rerank_window, self.config.embedding.device, s.rerank_backend)
+        key = (str(path), s.rerank_window, self.config.embedding.device, s.rerank_backend, s.rerank_max_length)
         with _SHARED_LOCK:
             if key not in _RERANKERS:
-                _RERANKERS[key] = CrossEncoderReranker(path, s.rerank_window, device=self.config.embedding.device,
-                                                       backend=s.rerank_backend)
+                _RERANKERS[key] = CrossEncoderReranker(path, s.rerank_window, max_length=s.rerank_max_length,
+                                                       device=self.config.embedding.device, backend=s.rerank_backend)
             return _RERANKERS[key]
 
     def _alias_lane(self, i: int) -> Lane | None:

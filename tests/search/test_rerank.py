@@ -168,6 +168,14 @@ def test_onnx_reranker_scores_like_torch(built, tiny_reranker, tmp_path, monkeyp
     assert max(abs(a - b) for a, b in zip(ref, fp32)) < 1e-4
     assert max(abs(a - b) for a, b in zip(ref, int8)) < 0.05 and spearmanr(ref, int8).statistic > 0.7
     assert list(tmp_path.glob("scix_core/onnx/rerank-*/model-int8.onnx"))
+    # pairs are batched by length: scores come back in input order whatever the batch size
+    one_batch = CrossEncoderReranker(path, backend="onnx", batch_size=1).scores("dark matter halos", passages)
+    assert one_batch == pytest.approx(fp32, abs=1e-5)
+    # a token cap truncates the long passage only, on either runtime alike
+    capped = [CrossEncoderReranker(path, backend=b, max_length=64).scores("dark matter halos", passages)
+              for b in ("torch", "onnx")]
+    assert capped[0] == pytest.approx(capped[1], abs=1e-4) and capped[0][:2] == pytest.approx(ref[:2], abs=1e-4)
+    assert abs(capped[0][2] - ref[2]) > 1e-6
     with pytest.raises(Exception, match="rerank backend"):
         CrossEncoderReranker(path, backend="tensorrt")
 
