@@ -11,6 +11,7 @@ import hashlib
 import shutil
 import tempfile
 import tomllib
+import urllib.parse
 import urllib.request
 import zipfile
 from dataclasses import dataclass
@@ -47,8 +48,22 @@ def _verify(path: Path, source: Source) -> None:
         raise ChecksumError(f"{source.url}: {algo} {h.hexdigest()} != expected {expected}; download discarded")
 
 
+def _check_members(names: list[str], target: Path) -> None:
+    """Every member lands inside ``target`` (no zip-slip): no absolute paths, drive letters, backslashes or ``..``."""
+    root = target.resolve()
+    for member in names:
+        parts = Path(member).parts
+        drive = bool(parts) and ":" in parts[0]
+        if member.startswith("/") or "\\" in member or drive or ".." in parts \
+                or not (root / member).resolve().is_relative_to(root):
+            raise DataPathError(f"refusing archive member outside the target: {member!r}")
+
+
 def fetch(source: Source, dest_root: Path, timeout_s: float = 60.0) -> Path:
-    """Download, verify and unpack ``source`` into ``dest_root/NAME``; returns that folder."""
+    """Download, verify and unpack ``source`` into ``dest_root/NAME``; returns that folder. Only http(s) URLs."""
+    scheme = urllib.parse.urlsplit(source.url).scheme.lower()
+    if scheme not in ("http", "https"):
+        raise DataPathError(f"only http(s) URLs are fetched, not {scheme or 'a bare path'!r}: {source.url}")
     dest = dest_root / source.name
     if dest.exists():
         raise DataPathError(f"{dest} already exists; remove it to fetch again")
@@ -65,9 +80,7 @@ def fetch(source: Source, dest_root: Path, timeout_s: float = 60.0) -> Path:
         if source.archive != "zip":
             raise ConfigError(f"unsupported archive type {source.archive!r}")
         with zipfile.ZipFile(archive) as zf:
-            for member in zf.namelist():
-                if member.startswith("/") or ".." in Path(member).parts:
-                    raise DataPathError(f"refusing archive member outside the target: {member}")
+            _check_members(zf.namelist(), unpacked)
             zf.extractall(unpacked)
         entries = list(unpacked.iterdir())
         top = entries[0] if len(entries) == 1 and entries[0].is_dir() else unpacked

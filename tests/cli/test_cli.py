@@ -169,3 +169,33 @@ def test_model_and_report_names_are_checked_before_any_work(home, capsys):
         err = capsys.readouterr().err
         assert "error [" in err and "Traceback" not in err, (argv, err)
     assert not (home.parent.parent / "evil").exists()
+
+
+@pytest.mark.parametrize("member", ["../evil.txt", "tiny/../../evil.txt", "/tmp/evil.txt", "..\\evil.txt",
+                                    "C:/evil.txt", "tiny/sub/../../../evil.txt"])
+def test_fetch_refuses_archive_members_outside_the_target(home, tmp_path, member, capsys):
+    """Zip-slip: an archive (checksum correct) with one member escaping the target is refused whole."""
+    served = tmp_path / "served"
+    served.mkdir()
+    archive = served / "evil.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("tiny/corpus.jsonl", '{"_id": "1", "title": "t", "text": "x"}\n')
+        zf.writestr(member, "pwned")
+    handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/evil.zip"
+        sha = hashlib.sha256(archive.read_bytes()).hexdigest()
+        dest = tmp_path / "data" / "deep"
+        assert main(["data", "fetch", "tiny", "--url", url, "--sha256", sha, "--dest", str(dest)]) == 2
+    finally:
+        server.shutdown()
+    assert "outside the target" in capsys.readouterr().err
+    assert not list(tmp_path.rglob("evil.txt")) and not (dest / "tiny").exists() and not list(dest.glob(".fetch-*"))
+
+
+@pytest.mark.parametrize("url", ["file:///etc/passwd", "ftp://127.0.0.1/x.zip", "/etc/passwd"])
+def test_fetch_takes_only_http_urls(home, tmp_path, url, capsys):
+    assert main(["data", "fetch", "tiny", "--url", url, "--sha256", "0" * 64, "--dest", str(tmp_path / "d")]) == 2
+    assert "only http(s)" in capsys.readouterr().err and not (tmp_path / "d" / "tiny").exists()

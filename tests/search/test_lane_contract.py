@@ -120,3 +120,21 @@ def test_no_terms_no_match(lane, encoder):
         assert len(ranking) == 5  # every point has a cosine
     else:
         assert ranking.ids == ()
+
+
+METACHARACTERS = ["x' OR '1'='1", "'; DROP TABLE papers; --", 'p01") OR ("1"="1', "%' --", "\\'; SELECT 1; --",
+                  "$1", "%s", "?", "); DELETE FROM papers; --"]
+
+
+def test_sql_metacharacters_in_every_filter_and_id_are_data(lane, encoder):
+    """Each filter value and paper id carries SQL syntax: no lane errors, matches anything, or changes the store."""
+    before = lane.search(make_request("neural networks", encoder), 5)
+    for bad in METACHARACTERS:
+        for spec in ({"categories": [bad]}, {"authors": [bad]}, {"paper_ids": [bad]},
+                     {"exclude_categories": [bad]}, {"exclude_authors": [bad]}):
+            ranking = lane.search(make_request("neural networks", encoder, spec), 5)
+            if "exclude_categories" in spec or "exclude_authors" in spec:
+                assert ranking.ids == before.ids, (spec, ranking.ids)  # excluding nothing real excludes nothing
+            else:
+                assert ranking.ids == (), (spec, ranking.ids)  # no paper has that category, author or id
+    assert lane.search(make_request("neural networks", encoder), 5).ids == before.ids  # the store is intact
