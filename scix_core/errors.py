@@ -66,6 +66,12 @@ class IndexNotFoundError(ScixError):
     code = "index_not_found"
 
 
+class IndexBusyError(ScixError):
+    """Another process is building the same index; nothing was changed."""
+
+    code = "index_busy"
+
+
 class ModelUnavailableError(ScixError):
     """An embedding or reranking model cannot be loaded."""
 

@@ -31,9 +31,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from scix_core.errors import BackendUnavailableError, ConfigError, IndexNotFoundError
+from scix_core.errors import BackendUnavailableError, ConfigError, IndexBusyError, IndexNotFoundError
 
 LEASE = ".readers"
+BUILD_LOCK = ".build.lock"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -115,17 +116,39 @@ class Workspace:
         """
         builds = self.index_root(name) / "builds"
         builds.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".building-", dir=builds))
+        with self._build_lock(name):
+            tmp = Path(tempfile.mkdtemp(prefix=".building-", dir=builds))
+            try:
+                yield tmp
+                # a fresh folder name even for an identical rebuild, so `current` never dangles
+                final = builds / f"{build_id}{tmp.name.removeprefix('.building')}"
+                os.replace(tmp, final)
+                self._point_current(name, final)
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+            self._prune(name, keep=final)
+
+    @contextmanager
+    def _build_lock(self, name: str) -> Iterator[None]:
+        """One build of an index at a time: an exclusive ``flock`` on ``BUILD_LOCK``, not waited for (a second
+        ``scix ingest`` fails at once with :class:`IndexBusyError`); the kernel releases it if the builder dies."""
+        path = self.index_root(name) / BUILD_LOCK
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            yield tmp
-            # a fresh folder name even for an identical rebuild, so `current` never dangles
-            final = builds / f"{build_id}{tmp.name.removeprefix('.building')}"
-            os.replace(tmp, final)
-            self._point_current(name, final)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        self._prune(name, keep=final)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = Path(path).read_text().strip() or "another process"
+                raise IndexBusyError(f"index {name!r} is being built by {holder}; wait for it to finish "
+                                     "(nothing was changed)") from None
+            os.ftruncate(fd, 0)
+            os.write(fd, f"pid {os.getpid()}".encode())
+            for stale in (self.index_root(name) / "builds").glob(".building-*"):  # left by a builder that was killed
+                shutil.rmtree(stale, ignore_errors=True)
+            yield
+        finally:
+            os.close(fd)
 
     def _point_current(self, name: str, target: Path) -> None:
         root = self.index_root(name)

@@ -60,3 +60,39 @@ def test_searches_during_rebuilds_never_fail(config):
     assert errors == [] and served[0] >= 20
     ingest(FIXTURES / "smart", "c", config=config, embed=False, progress=False, force=True)
     assert len(_builds(config, "c")) == 1  # nothing leased any more: every older build pruned
+
+
+def test_a_second_ingest_of_an_index_being_built_fails_clearly_and_a_killed_builder_frees_it(config, capsys):
+    """Another process inside a build of index ``b`` (its lock held, a partial folder written); it is SIGKILLed."""
+    import signal
+    import subprocess
+    import sys
+
+    import pytest
+
+    from scix_core.cli.main import main
+    from scix_core.errors import IndexBusyError
+
+    ingest(FIXTURES / "smart", "b", config=config, embed=False, progress=False)
+    before = Searcher("b", config).search("panel flutter", "keyword", limit=3).ids
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom pathlib import Path\nfrom scix_core.workspace import Workspace\n"
+         f"with Workspace(Path({str(config.home)!r})).new_build('b', 'x') as b:\n"
+         "    (b / 'partial').write_text('half')\n    print('in', flush=True)\n    time.sleep(600)\n"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "in"
+        with pytest.raises(IndexBusyError, match=rf"index 'b' is being built by pid {holder.pid}"):
+            ingest(FIXTURES / "smart", "b", config=config, embed=False, progress=False, force=True)
+        assert main(["ingest", "--path", str(FIXTURES / "smart"), "--index", "b", "--no-embed", "--force",
+                     "--quiet"]) == 2  # the `home` fixture points SCIX_HOME at this workspace
+        assert "[index_busy]" in capsys.readouterr().err
+        assert Searcher("b", config).search("panel flutter", "keyword", limit=3).ids == before  # untouched
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    builds = Workspace(config.home).index_root("b") / "builds"
+    assert list(builds.glob(".building-*"))  # the killed builder's partial folder is still there...
+    report = ingest(FIXTURES / "smart", "b", config=config, embed=False, progress=False, force=True)
+    assert report.status != "unchanged" and not list(builds.glob(".building-*"))  # ...until the next build
+    assert Searcher("b", config).search("panel flutter", "keyword", limit=3).ids == before
