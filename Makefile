@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 DATASET ?= scifact
 INDEX ?= scifact
 
-.PHONY: env run test bench bench-search bench-scale clean-env
+.PHONY: env run test bench bench-search bench-scale bench-kills clean-env
 
 env: $(VENV)/.installed
 
@@ -40,6 +40,12 @@ bench-search: env
 # needs the arxiv index (`scix ingest --dataset arxiv-daily --index arxiv`); 10k, 100k, 1M points, ~1 h on 2 cores
 bench-scale: env
 	$(BIN)/python -m scix_core.bench.scale $(BENCH_ARGS)
+
+# SIGKILLs `scix ingest --force` 200 times (with the PostgreSQL mirror) and checks nothing is lost; hours on 2 cores
+bench-kills: env
+	@dsn=$$(scripts/postgres.sh start) && \
+	SCIX_PG_DSN=$$dsn $(BIN)/python -m scix_core.bench.kills $(BENCH_ARGS); status=$$?; \
+	scripts/postgres.sh stop; exit $$status
 
 clean-env:
 	rm -rf $(VENV)
