@@ -50,7 +50,7 @@ class ClientVectorStore:
         self.collection = collection
         self.remote = url is not None  # local mode is exact brute force: no indexes, no search params
         try:
-            self.client = QdrantClient(url=url, location=location, path=path, timeout=int(timeout_s))
+            self.client = QdrantClient(url=url, location=location, path=path, timeout=max(1, round(timeout_s)))
             if dim is not None:
                 if self.client.collection_exists(collection):
                     self.client.delete_collection(collection)
