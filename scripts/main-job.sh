@@ -17,14 +17,45 @@ rec_users=${REC_USERS:-500}
 reports=${SCIX_REPORTS_DIR:-$here/reports}
 export SCIX_REPORTS_DIR=$reports
 t0=$(date +%s)
-step() { printf '\n== %s (%ss)\n' "$1" $(( $(date +%s) - t0 )); }
+beat=""
+dsn=""
+quiet_beat() {  # the heartbeat loop and its sleep, which would otherwise hold the output open
+  [ -z "$beat" ] && return 0
+  local children; children=$(pgrep -P "$beat" || true)
+  kill "$beat" $children 2>/dev/null || true
+  beat=""
+}
+cleanup() { quiet_beat; [ -n "$dsn" ] && scripts/postgres.sh stop; return 0; }
+trap cleanup EXIT
+# one line per step, then a heartbeat line every HEARTBEAT seconds while it runs (the long steps run --quiet)
+step() {
+  quiet_beat
+  printf '\n== %s (%ss)\n' "$1" $(( $(date +%s) - t0 ))
+  [ "$1" = done ] && return
+  ( s=$(date +%s); while sleep "${HEARTBEAT:-30}"; do
+      printf '   ... %s: %ss so far\n' "$1" $(( $(date +%s) - s )); done ) &
+  beat=$!
+}
+
+data_dir=${SCIX_DATA_DIR:-$here/data}
+# a corpus missing from the data directory is fetched (checksummed) when it has a public copy and is reachable;
+# otherwise the job stops here, saying what to do
+need() {
+  [ -d "$data_dir/$1" ] && return 0
+  step "fetch $1 into $data_dir (scix data fetch, checksum verified)"
+  if ! "$bin/scix" data fetch "$1" --dest "$data_dir"; then
+    echo "main job: corpus '$1' is not in $data_dir and could not be fetched; put it there or set SCIX_DATA_DIR" >&2
+    exit 1
+  fi
+}
+need "$dataset"
+need "$libraries"
 
 step "ingest $dataset -> index $index (FTS5, vectors, sparse)"
 "$bin/scix" ingest --dataset "$dataset" --index "$index" --sparse --quiet
 
 step "PostgreSQL mirror"
 dsn=$(scripts/postgres.sh start)
-trap 'scripts/postgres.sh stop' EXIT
 SCIX_PG_DSN=$dsn "$bin/scix" ingest --dataset "$dataset" --index "$index" --sparse --backend postgres --quiet
 
 for mode in auto and or; do  # auto: the default the gate chose
