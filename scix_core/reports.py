@@ -108,6 +108,20 @@ class Report:
     parameters: Mapping[str, Any]
 
 
+def _ipc_kernel_manager(runtime: Path):
+    """A kernel manager whose kernel talks over Unix sockets in ``runtime`` (a private folder), not unencrypted
+    local TCP — which ipykernel warns about on every run: the warning's cause is removed, not the warning hidden."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class IpcKernelManager(AsyncKernelManager):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.transport = "ipc"
+            self.ip = str(runtime / "kernel")
+
+    return IpcKernelManager
+
+
 def run_report(name: str, overrides: Mapping[str, Any] | None = None, out: Path | None = None,
                timeout_s: int = 1800) -> Report:
     """Execute notebook ``name`` with ``overrides`` into ``out/NAME/`` (default :func:`reports_dir`)."""
@@ -127,11 +141,13 @@ def run_report(name: str, overrides: Mapping[str, Any] | None = None, out: Path 
     executed = scratch / f"{name}.ipynb"
     started, t0 = time.strftime("%Y-%m-%dT%H:%M:%S%z"), time.perf_counter()
     os.chmod(scratch, 0o755)
+    runtime = Path(tempfile.mkdtemp(prefix="scix-kernel-"))
     saved = {k: os.environ.get(k) for k in KERNEL_ENV}
     os.environ.update(KERNEL_ENV)  # the kernel inherits it: views render static tables + figures, no progress bars
     try:
         papermill.execute_notebook(str(source), str(executed), parameters=overrides, progress_bar=False,
-                                   kernel_name="python3", cwd=str(Path.cwd()), execution_timeout=timeout_s)
+                                   kernel_name="python3", cwd=str(Path.cwd()), execution_timeout=timeout_s,
+                                   kernel_manager_class=_ipc_kernel_manager(runtime))
     except PapermillExecutionError as exc:
         failed = root / f"{name}.failed.ipynb"
         if executed.exists():
@@ -143,6 +159,7 @@ def run_report(name: str, overrides: Mapping[str, Any] | None = None, out: Path 
         shutil.rmtree(scratch, ignore_errors=True)
         raise
     finally:
+        shutil.rmtree(runtime, ignore_errors=True)
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)

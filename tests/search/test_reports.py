@@ -48,7 +48,7 @@ def test_unknown_report_and_parameter_are_typed_errors():
     assert parameters("query-inspector")["rrf_k"] == 60 and parameters("fusion-sweep")["sweep_json"] is None
 
 
-def test_report_runs_the_notebook_into_its_folder(kernel_env):
+def test_report_runs_the_notebook_into_its_folder(kernel_env, capfd):
     done = run_report("query-inspector", {"index": "fixture", "query": "graph neural networks for molecules",
                                           "lexical_mode": "or", "rrf_k": 30})
     assert done.folder == kernel_env / "query-inspector"
@@ -63,6 +63,8 @@ def test_report_runs_the_notebook_into_its_folder(kernel_env):
     assert meta["overrides"]["rrf_k"] == 30 and meta["parameters"]["mode"] == "hybrid"
     assert re.fullmatch(r"[0-9a-f]{40}", meta["code_version"]["git_commit"])
     assert meta["figures"] == [p.name for p in done.figures]
+    # the kernel runs over IPC sockets: ipykernel has no unencrypted-TCP warning to print (nor anything else)
+    assert "TCP" not in capfd.readouterr().err
 
 
 def test_a_failed_report_keeps_the_previous_one(kernel_env):
