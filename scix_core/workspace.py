@@ -79,6 +79,11 @@ class Workspace:
             )
         return current.resolve()
 
+    def is_current(self, name: str, build_dir: Path) -> bool:
+        """Whether ``build_dir`` is still the current build of ``name``."""
+        current = self.index_root(name) / "current"
+        return current.exists() and current.resolve() == Path(build_dir).resolve()
+
     def indexes(self) -> list[str]:
         root = self.home / "indexes"
         return sorted(p.name for p in root.iterdir() if (p / "current").exists()) if root.exists() else []

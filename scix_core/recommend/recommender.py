@@ -88,12 +88,19 @@ class Recommender:
             vcfg = replace(self.config.vectors, backend=self.manifest.get("vector_backend", self.config.vectors.backend),
                            url=self.manifest.get("vector_url") or self.config.vectors.url)
             store = open_reader(vcfg, self.build_dir, self.index)
+            self._reader = vcfg
         except ScixError as exc:
             return replace(side, unavailable=exc.describe())
         return replace(side, vectors=vectors, store=store)
 
     def close(self) -> None:
+        """Idempotent; releases the shared vector reader as :meth:`Searcher.close` does."""
+        from scix_core.vectors import release_reader
+
         self._papers.close()
+        reader, self._reader = getattr(self, "_reader", None), None
+        if reader is not None:
+            release_reader(reader, self.build_dir, self.index, keep=self.workspace.is_current(self.index, self.build_dir))
         self.lease.release()
 
     def titles(self, paper_ids) -> dict[str, str]:

@@ -101,6 +101,7 @@ class Searcher:
             vectors = replace(self.config.vectors, backend=self.manifest.get("vector_backend", self.config.vectors.backend),
                               url=self.manifest.get("vector_url") or self.config.vectors.url)
             store = open_reader(vectors, self.build_dir, self.index)
+            self._reader = vectors
         except ScixError as exc:
             self.unavailable["dense"] = _reason(exc)
             return None, None
@@ -134,8 +135,15 @@ class Searcher:
                 self.dense = None
 
     def close(self) -> None:
+        """Idempotent. The shared vector reader is closed too once no one uses it and the build is superseded."""
+        from scix_core.vectors import release_reader
+
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.store.close()
+        reader, self._reader = getattr(self, "_reader", None), None
+        if reader is not None:
+            release_reader(reader, self.build_dir, self.index,
+                           keep=Workspace(self.config.home).is_current(self.index, self.build_dir))
         self.lease.release()
 
     def search(self, query: str, mode: str = "hybrid", filters: SearchFilters | Mapping | None = None,

@@ -34,6 +34,7 @@ def open_store(config: VectorConfig, build_dir: Path, index: str, dim: int | Non
 
 _READERS: dict[tuple, VectorStore] = {}
 _READERS_LOCK = threading.Lock()
+_USERS: dict[tuple, int] = {}  # open_reader calls not yet released, per shared store
 
 
 def open_reader(config: VectorConfig, build_dir: Path, index: str) -> VectorStore:
@@ -42,20 +43,42 @@ def open_reader(config: VectorConfig, build_dir: Path, index: str) -> VectorStor
     An embedded shard can be opened only once at a time, and every
     searcher over the same build should reuse it anyway.
     """
-    key = (config.backend, config.url, str(Path(build_dir).resolve()), index)
+    key = _reader_key(config, build_dir, index)
     with _READERS_LOCK:
         if not _READERS:
             atexit.register(close_readers)
         if key not in _READERS:
             _READERS[key] = open_store(config, build_dir, index)
+        _USERS[key] = _USERS.get(key, 0) + 1
         return _READERS[key]
+
+
+def release_reader(config: VectorConfig, build_dir: Path, index: str, keep: bool) -> None:
+    """One user of :func:`open_reader`'s store is done with it. The last one closes it unless ``keep`` — the
+    caller says whether the build is still current — so a long-lived process that follows rebuilds does not
+    keep every superseded build's shard (memory, file handles) open."""
+    key = _reader_key(config, build_dir, index)
+    with _READERS_LOCK:
+        users = _USERS.get(key, 0) - 1
+        if users > 0:
+            _USERS[key] = users
+            return
+        _USERS.pop(key, None)
+        if not keep and key in _READERS:
+            _READERS.pop(key).close()
+
+
+def _reader_key(config: VectorConfig, build_dir: Path, index: str) -> tuple:
+    return (config.backend, config.url, str(Path(build_dir).resolve()), index)
 
 
 def close_readers() -> None:
     """Close every shared reader (at exit, or before deleting a build in tests)."""
     with _READERS_LOCK:
+        _USERS.clear()
         while _READERS:
             _READERS.popitem()[1].close()
 
 
-__all__ = ["BACKENDS", "VectorFilter", "VectorHit", "VectorStore", "close_readers", "open_reader", "open_store", "payload"]
+__all__ = ["BACKENDS", "VectorFilter", "VectorHit", "VectorStore", "close_readers", "open_reader", "open_store", "payload",
+           "release_reader"]

@@ -96,3 +96,26 @@ def test_a_second_ingest_of_an_index_being_built_fails_clearly_and_a_killed_buil
     report = ingest(FIXTURES / "smart", "b", config=config, embed=False, progress=False, force=True)
     assert report.status != "unchanged" and not list(builds.glob(".building-*"))  # ...until the next build
     assert Searcher("b", config).search("panel flutter", "keyword", limit=3).ids == before
+
+
+def test_a_superseded_builds_vector_reader_is_closed_by_its_last_user(config):
+    """A process following rebuilds does not keep every old build's shard open: the last searcher on a
+    superseded build closes its shared reader; the current build's reader stays for the next searcher."""
+    from scix_core import vectors
+
+    ingest(FIXTURES / "smart", "v", config=config, progress=False)
+    first, second = Searcher("v", config), Searcher("v", config)
+    old = first.build_dir
+    opened = lambda build: [k for k in vectors._READERS if k[2] == str(build.resolve())]  # noqa: E731
+    assert len(opened(old)) == 1  # shared by both searchers
+    ingest(FIXTURES / "smart", "v", config=config, progress=False, force=True)
+    first.close()
+    assert len(opened(old)) == 1  # the second searcher still uses it
+    assert second.search("panel flutter", "semantic", limit=3).ids
+    second.close()
+    second.close()
+    assert opened(old) == []  # superseded and unused: closed
+    third = Searcher("v", config)
+    assert third.search("panel flutter", "semantic", limit=3).ids
+    third.close()
+    assert len(opened(third.build_dir)) == 1  # current: kept open for the next searcher
