@@ -210,7 +210,7 @@ def arxiv(index: str, n: int) -> None:
     papers = list(searcher.store.papers())
     rng = random.Random(7)
     queries = [p.title for p in rng.sample(papers, n)]
-    latency_table(f"{index} ({len(papers):,} papers)", {"sqlite": searcher}, queries)
+    latency_table(f"{index} ({len(papers):,} papers)", {cfg.search.lexical_backend: searcher}, queries)
     from scix_core.search.filters import SearchFilters
 
     flt = SearchFilters(year_min=2023, categories=("astro-ph.GA",))

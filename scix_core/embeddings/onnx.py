@@ -189,16 +189,17 @@ def _trace(model, head, path: Path, output: str) -> None:
                           opset_version=OPSET, dynamo=False)
 
 
-def _session(folder: Path, backend: str):
+def _session(folder: Path, backend: str, threads: int | None = None):
+    """``threads``: intra-op threads (None: ONNX Runtime's default, one per core); ``SCIX_ONNX_THREADS`` wins."""
     import onnxruntime as ort
 
     if backend not in FILES:
         raise ConfigError(f"not an ONNX backend: {backend!r} (one of {', '.join(FILES)})")
     options = ort.SessionOptions()
     options.log_severity_level = 3
-    threads = os.environ.get("SCIX_ONNX_THREADS")
+    threads = int(os.environ["SCIX_ONNX_THREADS"]) if os.environ.get("SCIX_ONNX_THREADS") else threads
     if threads:
-        options.intra_op_num_threads = int(threads)
+        options.intra_op_num_threads = threads
     return ort.InferenceSession(str(folder / FILES[backend]), options, providers=["CPUExecutionProvider"])
 
 
@@ -246,7 +247,9 @@ class OnnxModel:
         from tokenizers import Tokenizer
 
         self.info = json.loads((folder / "scix_onnx.json").read_text())
+        self.folder, self.backend = folder, backend
         self.session = _session(folder, backend)
+        self._query_session = None
         self.inputs = [i.name for i in self.session.get_inputs()]
         self.max_seq_length = min(max_length or self.info["max_seq_length"], self.info["max_seq_length"])
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
@@ -257,10 +260,19 @@ class OnnxModel:
     def dim(self) -> int:
         return int(self.info["dim"])
 
+    def _session_for(self, n: int):
+        """Corpus batches use every core; a query (a batch of one) runs on one thread, so the lexical lanes run
+        beside it instead of waiting for a core (hybrid p50 at 91k papers: 7.5 ms against 10.6 ms)."""
+        if n > 1:
+            return self.session
+        if self._query_session is None:
+            self._query_session = _session(self.folder, self.backend, threads=1)
+        return self._query_session
+
     def _batch(self, texts: Sequence[str]) -> np.ndarray:
         texts = [t.lower() for t in texts] if self.info.get("do_lower_case") else list(texts)
         arrays = _arrays(self.tokenizer.encode_batch(texts))
-        vecs = self.session.run(["embedding"], {n: arrays[n] for n in self.inputs})[0]
+        vecs = self._session_for(len(texts)).run(["embedding"], {n: arrays[n] for n in self.inputs})[0]
         # L2-normalised like the torch backend's normalize_embeddings=True, whether or not the model normalises
         return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
 
