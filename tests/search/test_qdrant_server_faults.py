@@ -70,7 +70,7 @@ def test_dense_lane_dropped_with_the_reason_and_the_query_answered(built_client,
 
 
 def test_doctor_names_the_server_and_the_failure(home, hostile, monkeypatch, capsys):
-    kind, url = hostile
+    _, url = hostile
     monkeypatch.setenv("SCIX_VECTOR_BACKEND", "qdrant")
     monkeypatch.setenv("SCIX_QDRANT_URL", url)
     assert main(["doctor"]) == 1

@@ -75,11 +75,10 @@ def test_a_second_ingest_of_an_index_being_built_fails_clearly_and_a_killed_buil
 
     ingest(FIXTURES / "smart", "b", config=config, embed=False, progress=False)
     before = Searcher("b", config).search("panel flutter", "keyword", limit=3).ids
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom pathlib import Path\nfrom scix_core.workspace import Workspace\n"
-         f"with Workspace(Path({str(config.home)!r})).new_build('b', 'x') as b:\n"
-         "    (b / 'partial').write_text('half')\n    print('in', flush=True)\n    time.sleep(600)\n"],
-        stdout=subprocess.PIPE, text=True)
+    code = ("import sys, time\nfrom pathlib import Path\nfrom scix_core.workspace import Workspace\n"
+            f"with Workspace(Path({str(config.home)!r})).new_build('b', 'x') as b:\n"
+            "    (b / 'partial').write_text('half')\n    print('in', flush=True)\n    time.sleep(600)\n")
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "in"
         with pytest.raises(IndexBusyError, match=rf"index 'b' is being built by pid {holder.pid}"):
@@ -106,7 +105,9 @@ def test_a_superseded_builds_vector_reader_is_closed_by_its_last_user(config):
     ingest(FIXTURES / "smart", "v", config=config, progress=False)
     first, second = Searcher("v", config), Searcher("v", config)
     old = first.build_dir
-    opened = lambda build: [k for k in vectors._READERS if k[2] == str(build.resolve())]  # noqa: E731
+    def opened(build):
+        return [k for k in vectors._READERS if k[2] == str(build.resolve())]
+
     assert len(opened(old)) == 1  # shared by both searchers
     ingest(FIXTURES / "smart", "v", config=config, progress=False, force=True)
     first.close()
