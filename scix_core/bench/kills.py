@@ -16,8 +16,10 @@ complete, reusing the cache.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -53,8 +55,6 @@ def _answers(home: Path, index: str, queries: list[str], env: dict) -> list[tupl
     code = ("import json, sys\nfrom scix_core.search import Searcher\n"
             f"s = Searcher({index!r})\nqs = json.loads(sys.stdin.read())\n"
             "print(json.dumps([[list(s.search(q, m, limit=10).ids) for m in ('keyword', 'hybrid')] for q in qs]))")
-    import json
-
     done = subprocess.run([sys.executable, "-c", code], input=json.dumps(queries), env=env, capture_output=True,
                           text=True, timeout=300, check=False)
     if done.returncode != 0:
@@ -144,8 +144,6 @@ def run(dataset: Path, kills: int, home: Path, seed: int = 0, limit: int | None 
     last = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800, check=False)
     if last.returncode != 0:
         failures.append(f"the run after the kills failed: {last.stderr[-1500:]}")
-    import re
-
     reused = re.search(r"embeddings: (\d+) encoded, (\d+) reused", last.stdout)
     if last.returncode == 0 and _answers(home, index, queries, env) != reference:
         failures.append("the run after the kills answers differently")

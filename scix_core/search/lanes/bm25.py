@@ -17,9 +17,23 @@ from collections import Counter
 import numpy as np
 
 from scix_core.search.lanes.base import LEXICAL_MODES, LaneRequest, and_then_or
+from scix_core.search.query import PreparedQuery
 from scix_core.search.where import sqlite_where
 from scix_core.stores.terms import TermIndex, stem
 from scix_core.types import Ranking
+
+
+def check_bm25(k1: float, b: float) -> None:
+    if k1 < 0 or not 0 <= b <= 1:
+        raise ValueError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
+
+
+def stem_weights(query: PreparedQuery) -> Counter[str]:
+    """The query's distinct stems, each weighted by how often the query says it (BM25's qtf)."""
+    weights: Counter[str] = Counter()
+    for i, s in enumerate(stem(query.tokens)):
+        weights[s] += query.frequency(i)
+    return weights
 
 
 class Bm25Lane:
@@ -29,16 +43,12 @@ class Bm25Lane:
             from scix_core.errors import UnknownNameError
 
             raise UnknownNameError("lexical mode", mode, LEXICAL_MODES)
-        if k1 < 0 or not 0 <= b <= 1:
-            raise ValueError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
+        check_bm25(k1, b)
         self.terms, self.conn, self.name, self.mode, self.k1, self.b = terms, conn, name, mode, k1, b
 
     def scores(self, request: LaneRequest) -> tuple[np.ndarray, np.ndarray, int]:
         """Per paper: BM25 score, number of the query's stems it contains; and the number of distinct stems."""
-        query = request.query
-        weights: Counter[str] = Counter()
-        for i, s in enumerate(stem(query.tokens)):
-            weights[s] += query.frequency(i)
+        weights = stem_weights(request.query)
         n, idx = self.terms.n, self.terms
         score, matched = np.zeros(n, np.float32), np.zeros(n, np.int32)
         for term, qtf in weights.items():

@@ -36,14 +36,13 @@ the next call tries again — a long-lived searcher never stays broken.
 from __future__ import annotations
 
 import threading
-from collections import Counter
 from typing import Callable
 
 from scix_core.errors import BackendUnavailableError, UnknownNameError
 from scix_core.search.lanes.base import LEXICAL_MODES, LaneRequest, LaneTimeout, and_then_or
+from scix_core.search.lanes.bm25 import check_bm25, stem_weights
 from scix_core.search.where import postgres_where
 from scix_core.stores.postgres import BODY_PREDICATE, BODY_VECTOR
-from scix_core.stores.terms import stem
 from scix_core.types import Ranking
 
 TS_CONFIGS = ("english", "simple")
@@ -136,8 +135,7 @@ class PostgresBm25Lane(PostgresLane):
     def __init__(self, conn, schema: str, papers: int, name: str = "lexical", mode: str = "and", k1: float = 1.2,
                  b: float = 0.75, timeout_ms: float = 5000, connect: Callable[[], object] | None = None):
         super().__init__(conn, schema, name, "title_abstract", mode, "english", timeout_ms, connect)
-        if k1 < 0 or not 0 <= b <= 1:
-            raise ValueError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
+        check_bm25(k1, b)
         self.papers, self.k1, self.b = papers, k1, b
 
     def search(self, request: LaneRequest, k: int) -> Ranking:
@@ -155,10 +153,7 @@ class PostgresBm25Lane(PostgresLane):
         joining every matched paper on SciFact). ``auto`` adds whether a paper matched every stem, sorted first."""
         from psycopg import sql
 
-        query = request.query
-        weights: Counter[str] = Counter()
-        for i, s in enumerate(stem(query.tokens)):
-            weights[s] += query.frequency(i)
+        weights = stem_weights(request.query)
         mode = mode or self.mode
         where, params = postgres_where(request.filters)
         unfiltered = where == "TRUE"
