@@ -20,6 +20,7 @@ from scix_core import __version__
 from scix_core.config import Config, load_config
 from scix_core.data import Dataset, load_dataset
 from scix_core.embeddings import EmbeddingCache, Encoder, corpus_hash, resolve_backend
+from scix_core.embeddings.onnx import onnx_variant
 from scix_core.stores.papers import build_store
 from scix_core.stores.terms import build_terms
 from scix_core.types import Rejection
@@ -66,7 +67,7 @@ def _build_key(dataset: Dataset, texts_hash: str, cfg: Config, embed: bool, spar
     for p in dataset.papers:
         h.update(json.dumps(dataclasses.astuple(p), default=str).encode())
     backend = resolve_backend(cfg.embedding).backend
-    backend = "" if backend == "torch" else backend  # torch builds keep their key
+    backend = "" if backend == "torch" else onnx_variant(backend)  # torch builds keep their key
     for part in (texts_hash, cfg.embedding.model + backend if embed else "-", str(cfg.embedding.max_length),
                  cfg.vectors.backend, cfg.vectors.url or "", str(len(dataset.queries)), str(len(dataset.interactions)),
                  json.dumps(dataset.qrels, sort_keys=True), str(len(dataset.citations)), "sparse" if sparse else "",

@@ -75,7 +75,7 @@ class Encoder:
     exports (``models/onnx/``; without one, the user's cache folder ``~/.cache/scix_core/onnx/``)."""
 
     def __init__(self, config: EmbeddingConfig | None = None, home: Path | None = None):
-        from scix_core.embeddings.onnx import BACKENDS
+        from scix_core.embeddings.onnx import BACKENDS, onnx_variant
 
         self.config = resolve_backend(config or EmbeddingConfig())
         if self.config.backend not in BACKENDS:
@@ -83,7 +83,7 @@ class Encoder:
         self.home = home
         # the backend is part of the slug, so of the embedding cache's folder: backends' vectors never mix
         base = model_slug(self.config.model)
-        self.slug = base if self.config.backend == "torch" else f"{base}__{self.config.backend}"
+        self.slug = base if self.config.backend == "torch" else f"{base}__{onnx_variant(self.config.backend)}"
         self._base_slug = base
         self._model = None
         self._lock = threading.Lock()

@@ -8,6 +8,12 @@ needs only ``onnxruntime`` and ``tokenizers``: no torch import, which is what ma
 Models whose pipeline has other modules (dense projections, prompts) are refused with a typed error; use
 ``embedding.backend = "torch"`` for them.
 
+The traced graph is then fused by ONNX Runtime's transformer optimizer (BERT-family models: one ``Attention`` op
+per layer, ``SkipLayerNormalization``, ``BiasGelu``, ``EmbedLayerNormalization``): the model is traced with eager
+attention, whose pattern the optimizer recognises (the SDPA trace is not fused). MiniLM: 1.27× the docs/s of
+the unfused graph in int8, 1.24× in float32, same vectors to 1e-6 in float32. A model the optimizer does not know
+keeps the traced graph (``fused: false`` in the export's manifest).
+
 int8 is ``onnxruntime.quantization.quantize_dynamic`` (weights int8 per channel, activations quantised at run
 time). Its vectors are not the float32 vectors: the backend is part of the embedding cache's key and of the index
 manifest, so vectors from different backends never mix, and queries are always encoded by the backend that
@@ -33,7 +39,14 @@ from scix_core.errors import ConfigError, ModelUnavailableError
 BACKENDS = ("torch", "onnx", "onnx-int8")
 FILES = {"onnx": "model.onnx", "onnx-int8": "model-int8.onnx"}
 OPSET = 17
-FORMAT = 1  # bump to re-export every cached graph
+FORMAT = 2  # bump to re-export every cached graph (2: fused graph); part of the embedding cache key
+FUSABLE = {"bert": "bert", "roberta": "bert", "xlm-roberta": "bert", "electra": "bert"}  # config model_type -> optimizer
+
+
+def onnx_variant(backend: str) -> str:
+    """``backend`` with the export format its graphs have (format 1 graphs were unfused): the embedding cache
+    folder and the build key carry it, so vectors from another export never mix with these."""
+    return backend if FORMAT == 1 else f"{backend}.f{FORMAT}"
 
 
 def pipeline(model_dir: Path) -> dict:
@@ -104,10 +117,13 @@ def export(model_dir: Path, out: Path, kind: str = "encoder") -> Path:
     try:
         with _quiet():
             (_export_graph if kind == "encoder" else _export_cross)(model_dir, tmp / FILES["onnx"], info)
+            info["fused"] = _fuse(model_dir, tmp / FILES["onnx"])
+            import onnx
             from onnxruntime.quantization import QuantType, quantize_dynamic
 
+            # fused ops (from the com.microsoft domain) have no inferred output type: declare float
             quantize_dynamic(tmp / FILES["onnx"], tmp / FILES["onnx-int8"], weight_type=QuantType.QInt8,
-                             per_channel=True)
+                             per_channel=True, extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
         shutil.copy2(model_dir / "tokenizer.json", tmp / "tokenizer.json")
         (tmp / "scix_onnx.json").write_text(json.dumps({
             **info, "source": str(model_dir.resolve()), "stamp": _stamp(model_dir), "format": FORMAT,
@@ -153,15 +169,42 @@ def _export_graph(model_dir: Path, path: Path, info: dict) -> None:
             vec = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
         return torch.nn.functional.normalize(vec, p=2, dim=1) if info["normalize"] else vec
 
-    _trace(AutoModel.from_pretrained(str(model_dir)).eval(), pooled, path, "embedding")
+    _trace(_load(AutoModel, model_dir), pooled, path, "embedding")
 
 
 def _export_cross(model_dir: Path, path: Path, info: dict) -> None:
     """The cross-encoder: its single relevance logit."""
     from transformers import AutoModelForSequenceClassification
 
-    model = AutoModelForSequenceClassification.from_pretrained(str(model_dir)).eval()
-    _trace(model, lambda out, attention_mask: out.logits[:, 0], path, "logit")
+    _trace(_load(AutoModelForSequenceClassification, model_dir), lambda out, attention_mask: out.logits[:, 0], path,
+           "logit")
+
+
+def _load(auto, model_dir: Path):
+    """The checkpoint with eager attention (the pattern the optimizer fuses), else as it comes."""
+    try:
+        return auto.from_pretrained(str(model_dir), attn_implementation="eager").eval()
+    except (ValueError, TypeError):  # a model class without the eager switch
+        return auto.from_pretrained(str(model_dir)).eval()
+
+
+def _fuse(model_dir: Path, path: Path) -> bool:
+    """Rewrite the float32 graph at ``path`` with ONNX Runtime's transformer fusions, in place; whether it was."""
+    config = json.loads((model_dir / "config.json").read_text()) if (model_dir / "config.json").is_file() else {}
+    family = FUSABLE.get(config.get("model_type", ""))
+    if not family:
+        return False
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    try:
+        model = optimize_model(str(path), model_type=family, num_heads=int(config.get("num_attention_heads", 0)),
+                               hidden_size=int(config.get("hidden_size", 0)), opt_level=1)
+    except Exception:  # noqa: BLE001 — the optimizer raises whatever its pattern matchers hit; the traced graph stays
+        return False
+    if not model.get_fused_operator_statistics().get("Attention"):
+        return False
+    model.save_model_to_file(str(path))
+    return True
 
 
 def _trace(model, head, path: Path, output: str) -> None:

@@ -23,6 +23,7 @@ from scix_core.fusion import rrf
 from scix_core.types import Ranking
 
 DEPTH = 100
+RERANK_LIMIT = 20  # the rerank stage runs for limits up to its MAX_LIMIT (20); scored on that window
 LANE_RUNS = ("lexical", "body", "dense")
 RRF_RUNS = {"rrf_k10": 10, "rrf_k30": 30, "rrf_k60": 60, "rrf_k100": 100}
 PIPELINE_RUNS = ("hybrid+boosts", "hybrid+rerank", "hybrid+rewrite", "hybrid-body")
@@ -85,7 +86,7 @@ def collect(searcher, queries: dict[str, str], names: tuple[str, ...], reranker:
         variants["hybrid+rewrite"] = (searcher, {"rewrite": rewrite, "limit": DEPTH})
     if "hybrid+rerank" in names:
         if reranker and reranker != "off":
-            variants["hybrid+rerank"] = (searcher, {"rerank": reranker, "limit": 20})
+            variants["hybrid+rerank"] = (searcher, {"rerank": reranker, "limit": RERANK_LIMIT})
         else:
             runs.skipped["hybrid+rerank"] = "no reranker: pass --reranker NAME|PATH or set search.rerank"
     if "hybrid-body" in names:
@@ -94,7 +95,10 @@ def collect(searcher, queries: dict[str, str], names: tuple[str, ...], reranker:
         else:
             runs.skipped["hybrid-body"] = "no paper in this index has a full text: identical to hybrid"
     for name, make in (configured or {}).items():
-        variants[name] = (make(), {"limit": DEPTH})
+        engine = make()
+        # a run that reranks is scored on the reranked window (the stage is bypassed above MAX_LIMIT results)
+        reranks = engine.config.search.rerank not in ("", "off")
+        variants[name] = (engine, {"limit": RERANK_LIMIT if reranks else DEPTH})
     for name, (engine, options) in variants.items():
         t = time.perf_counter()
         # a configured run's own configuration decides boosts, rerank and rewrite

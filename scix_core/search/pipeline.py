@@ -81,6 +81,7 @@ class Searcher:
         self.lexical: list[Lane] = lanes.lanes
         self.unavailable: dict[str, str] = dict(lanes.unavailable)
         self.lane_notes: tuple[str, ...] = tuple(lanes.notes)
+        self.dense_notes: tuple[str, ...] = ()
         self.dense, self.encoder = self._dense()
         self.sparse, self.sparse_unavailable = self._sparse()
         self.boost_stage = BoostStage(self.store)
@@ -107,6 +108,11 @@ class Searcher:
             return None, None
         # queries must be encoded by the model the corpus was encoded with, whatever the config says now
         encoder = shared_encoder(index_embedding(self.config.embedding, self.manifest), self.config.home)
+        built = self.manifest.get("model_slug")
+        if built and built != encoder.slug and encoder.config.backend != "torch":
+            # e.g. an int8 index from an earlier (unfused) export: close, not the same space — say so on every query
+            self.dense_notes = (f"dense: the index's vectors are {built}, queries are encoded by {encoder.slug}; "
+                                f"`scix ingest --index {self.index} --force` re-encodes the corpus to match",)
         return DenseLane(store, connect(self.build_dir / "papers.sqlite", readonly=True)), encoder
 
     def _sparse(self):
@@ -191,7 +197,9 @@ class Searcher:
             "lanes_run": lane_order, "dropped_lanes": dropped, "lanes_skipped": self._skipped(mode, opts, meta),
             "rrf_k": s.rrf_k, "depth": max(s.depth, limit), "limit": limit, "filters": flt.to_dict(),
             "knobs": request.knobs.to_dict(), "lexical_mode": s.lexical_mode, "query_text": prepared.text,
-            "lexical_terms": list(meta.get("lexical_terms", prepared.tokens)), "notes": [*prepared.notes, *(self.lane_notes if mode != "semantic" else ())],
+            "lexical_terms": list(meta.get("lexical_terms", prepared.tokens)),
+            "notes": [*prepared.notes, *(self.lane_notes if mode != "semantic" else ()),
+                      *(self.dense_notes if mode != "keyword" else ())],
             "degraded": bool(dropped), "reranked": "rerank" in rankings,
             "rerank_reason": opts.rerank if "rerank" in rankings else stages["rerank"], "stages": stages,
             "rewrite": meta.get("rewrite", {"mode": "off", "status": "off", "text": None}),

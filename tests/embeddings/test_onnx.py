@@ -7,6 +7,7 @@ import pytest
 
 from scix_core.config import EmbeddingConfig
 from scix_core.embeddings import Encoder
+from scix_core.embeddings.onnx import FORMAT
 from scix_core.errors import ModelUnavailableError, UnknownNameError
 
 pytestmark = pytest.mark.model
@@ -48,10 +49,16 @@ def test_float32_export_reproduces_torch_and_int8_stays_close(torch_encoder, onn
 
 def test_backends_never_share_a_cache_slug_and_the_export_is_reused(torch_encoder, onnx_encoders, home):
     slugs = {torch_encoder.slug, *(e.slug for e in onnx_encoders.values())}
-    assert len(slugs) == 3 and onnx_encoders["onnx"].slug == f"{torch_encoder.slug}__onnx"
+    # the export format is in the slug too: an index encoded by the unfused format-1 graph gets a new build key
+    assert len(slugs) == 3 and onnx_encoders["onnx"].slug == f"{torch_encoder.slug}__onnx.f{FORMAT}"
     folder = home / "models" / "onnx" / torch_encoder.slug
     manifest = json.loads((folder / "scix_onnx.json").read_text())
     assert manifest["pooling"] == "mean" and manifest["normalize"] is True and manifest["max_seq_length"] == 256
+    assert manifest["fused"] is True and manifest["format"] == FORMAT == 2
+    import onnx
+
+    ops = [n.op_type for n in onnx.load(str(folder / "model.onnx"), load_external_data=False).graph.node]
+    assert ops.count("Attention") == 6 and "Softmax" not in ops  # one fused op per layer, none of the pattern left
     stamp = (folder / "model.onnx").stat().st_mtime_ns
     again = Encoder(EmbeddingConfig(backend="onnx"), home)
     again.encode(["x"])
@@ -84,7 +91,7 @@ def test_bad_backends_are_typed_errors(tmp_path, home):
 
 def test_auto_backend_is_the_gated_one_for_the_bundled_model_and_torch_for_others(tmp_path):
     assert EmbeddingConfig().backend == "auto"
-    assert Encoder().config.backend == "onnx-int8" and Encoder().slug.endswith("__onnx-int8")
+    assert Encoder().config.backend == "onnx-int8" and Encoder().slug.endswith(f"__onnx-int8.f{FORMAT}")
     other = Encoder(EmbeddingConfig(model=str(tmp_path)))  # a model without evidence: torch, as before
     assert other.config.backend == "torch" and "__" not in other.slug
     assert Encoder(EmbeddingConfig(backend="onnx")).config.backend == "onnx"  # an explicit choice is kept

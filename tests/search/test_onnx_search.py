@@ -3,7 +3,9 @@ the session's config says."""
 
 import pytest
 
+from scix_core.embeddings.onnx import FORMAT
 from scix_core.search import Searcher
+from scix_core.workspace import read_json, write_json_atomic
 from tests.search.conftest import CORPUS
 
 pytestmark = pytest.mark.model
@@ -14,7 +16,7 @@ def test_default_build_is_int8_and_a_torch_build_is_searched_with_torch(built):
 
     default = Searcher(built.index, built.config)
     assert default.manifest["embedding_backend"] == "onnx-int8"  # `auto` on the bundled model: the gated backend
-    assert default.manifest["model_slug"].endswith("__onnx-int8")
+    assert default.manifest["model_slug"].endswith(f"__onnx-int8.f{FORMAT}")
     cfg = built.config.replace(**{"embedding.backend": "torch"})
     ingest(CORPUS, "fixture-torch", config=cfg, progress=False)
     # a session whose config says auto (int8) still encodes this index's queries with torch
@@ -24,3 +26,20 @@ def test_default_build_is_int8_and_a_torch_build_is_searched_with_torch(built):
     assert searcher.encoder.config.backend == "torch"
     int8_top = default.search("dark matter halos", "semantic", limit=3).ids
     assert result.ids[0] == int8_top[0]  # same model, quantised: the best match does not move on this corpus
+
+
+def test_an_index_encoded_by_another_export_says_so_on_dense_queries(built):
+    """An int8 index from the unfused format-1 export, searched with today's graph: close vectors, not the same
+    space — the dense lane still answers and every query that uses it carries the note (keyword ones do not)."""
+    from scix_core.ingest import ingest
+
+    ingest(CORPUS, "fixture-old-export", config=built.config, progress=False)  # the embedding cache: no encoding
+    build = Searcher("fixture-old-export", built.config).build_dir
+    manifest = read_json(build / "manifest.json")
+    old = manifest["model_slug"].rsplit(".f", 1)[0]  # what a format-1 build recorded
+    write_json_atomic(build / "manifest.json", {**manifest, "model_slug": old})
+    searcher = Searcher("fixture-old-export", built.config)
+    notes = searcher.search("dark matter halos", "hybrid", limit=3).metadata["notes"]
+    assert any(f"vectors are {old}," in n and "--force` re-encodes the corpus" in n for n in notes), notes
+    assert searcher.search("dark matter halos", "semantic", limit=3).ids
+    assert not any("re-encodes" in n for n in searcher.search("dark matter halos", "keyword", limit=3).metadata["notes"])
