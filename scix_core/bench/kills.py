@@ -3,7 +3,9 @@
 One uninterrupted build first (its results are the reference; a second one, without cached vectors, times the
 kill window); then, per
 kill, the embedding cache is deleted or kept (a coin flip, so the embedding phase is there to be hit), a
-rebuild starts in a new process and is killed ``U(0.05, wall)`` seconds later. The phase it died in is read
+rebuild starts in a new process and is killed: every other kill ``U(0.05, wall)`` seconds later, the others the
+moment the build reaches a target phase (store+fts, embed, vectors+index, after the switch — in turn), so short
+phases are hit as often as long ones. The phase it died in is read
 from what it left (no build folder yet: parse; a store only: store+fts; a term matrix: embed; vectors:
 vectors+index; a new ``current``: the PostgreSQL mirror). After each kill the index must answer the reference
 queries — keyword and hybrid — exactly as before (the previous build, or the new one if it had been switched
@@ -30,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 QUERIES = 5
+AFTER_SWITCH = "postgres mirror / after switch"
+TARGETS = ("store+fts", "embed", "vectors+index", AFTER_SWITCH)  # the phases targeted kills aim at, in turn
 
 
 @dataclass(frozen=True)
@@ -62,11 +66,12 @@ def _answers(home: Path, index: str, queries: list[str], env: dict) -> list[tupl
     return [tuple(map(tuple, pair)) for pair in json.loads(done.stdout)]
 
 
-def _phase(root: Path, before: str) -> str:
+def _phase(root: Path, before: str, stale: frozenset[Path] = frozenset()) -> str:
+    """The phase a build left behind; ``stale``: build folders an earlier killed run left (not this run's)."""
     current = (root / "current").resolve().name if (root / "current").exists() else ""
     if current != before:
-        return "postgres mirror / after switch"
-    partial = sorted((root / "builds").glob(".building-*"))
+        return AFTER_SWITCH
+    partial = sorted(set((root / "builds").glob(".building-*")) - stale)
     if not partial:
         return "parse"
     build = partial[-1]
@@ -75,6 +80,16 @@ def _phase(root: Path, before: str) -> str:
     if (build / "terms").exists():
         return "embed"
     return "store+fts" if (build / "papers.sqlite").exists() else "parse"
+
+
+def _await_phase(proc: subprocess.Popen, root: Path, before: str, stale: frozenset[Path], target: str,
+                 deadline: float) -> bool:
+    """Poll the build every 2 ms until it is in ``target``; False if the process ended or the deadline passed."""
+    while proc.poll() is None and time.perf_counter() < deadline:
+        if _phase(root, before, stale) == target:
+            return True
+        time.sleep(0.002)
+    return False
 
 
 def _mirror_key(dsn: str, index: str) -> str | None:
@@ -119,15 +134,29 @@ def run(dataset: Path, kills: int, home: Path, seed: int = 0, limit: int | None 
         if rng.random() < 0.5:
             shutil.rmtree(home / "cache" / "embeddings", ignore_errors=True)
         before = (root / "current").resolve().name
+        # even kills: at a random moment (most land in the longest phase, embedding); odd kills: as soon as the
+        # build reaches a target phase (each in turn), so the short phases (vector upsert, the mirror) are hit too
+        target = TARGETS[(i // 2) % len(TARGETS)] if i % 2 else None
         delay = rng.uniform(0.05, wall)
+        stale = frozenset((root / "builds").glob(".building-*"))
+        started = time.perf_counter()
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            proc.wait(timeout=delay)
-            phase = "finished before the kill"
-        except subprocess.TimeoutExpired:
+        if target:
+            reached = _await_phase(proc, root, before, stale, target, started + 4 * wall + 30)
+            if reached:
+                time.sleep(rng.uniform(0, 0.02))
+        else:
+            try:
+                proc.wait(timeout=delay)
+            except subprocess.TimeoutExpired:
+                pass
+        delay = time.perf_counter() - started
+        if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
             proc.wait()
-            phase = _phase(root, before)
+            phase = _phase(root, before, stale)
+        else:
+            phase = "finished before the kill"
         phases[phase] += 1
         try:
             answers = _answers(home, index, queries, env)
