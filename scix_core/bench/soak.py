@@ -40,7 +40,14 @@ class SoakReport:
         return (f"{self.seconds:.0f} s: {self.queries} queries, {self.recommendations} recommendations, "
                 f"{self.rebuilds} rebuilds, {len(self.errors)} errors; saves acknowledged {self.saves_acknowledged}, "
                 f"found afterwards {self.saves_found}; RSS MB start {rss[0] if rss else 0:.0f}, after warm-up "
-                f"{warm:.0f}, end {rss[-1] if rss else 0:.0f}, max {max(rss, default=0):.0f}")
+                f"{warm:.0f}, end {rss[-1] if rss else 0:.0f}, max {max(rss, default=0):.0f}; by tenth of the run "
+                f"{' '.join(f'{x:.0f}' for x in self.rss_tenths)}")
+
+    @property
+    def rss_tenths(self) -> tuple[float, ...]:
+        """RSS at the end of each tenth of the run: a leak climbs through them, a warm-up settles."""
+        rss = self.rss_mb
+        return tuple(rss[min(len(rss) - 1, (len(rss) * i) // 10)] for i in range(1, 11)) if rss else ()
 
 
 def _rss_mb() -> float:

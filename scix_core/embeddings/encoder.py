@@ -15,6 +15,7 @@ import hashlib
 import os
 import re
 import threading
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
@@ -66,6 +67,20 @@ def resolve_backend(config: EmbeddingConfig) -> EmbeddingConfig:
     return replace(config, backend=GATED.get(config.model, "torch"))
 
 
+@contextmanager
+def no_loading_bar():
+    """transformers' sub-second "Loading weights" bar is noise in logs and reports: off while a model loads."""
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
 def _user_cache() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "scix_core"
 
@@ -103,20 +118,15 @@ class Encoder:
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         from sentence_transformers import SentenceTransformer
-        from transformers.utils import logging as hf_logging
 
         source = resolve_model(self.config.model)
-        bars = hf_logging.is_progress_bar_enabled()
-        hf_logging.disable_progress_bar()  # a sub-second "Loading weights" bar is noise in logs and reports
         try:
-            model = SentenceTransformer(source, device=self.config.device)
+            with no_loading_bar():
+                model = SentenceTransformer(source, device=self.config.device)
         except Exception as exc:  # the library raises OSError, ValueError, HF errors...
             raise ModelUnavailableError(
                 f"cannot load embedding model {self.config.model!r} ({source}): {exc}. "
                 "Models are never downloaded at run time; point embedding.model at a local path.") from exc
-        finally:
-            if bars:
-                hf_logging.enable_progress_bar()
         # the model's own configured maximum (256 for MiniLM), not its position-embedding size
         model.max_seq_length = min(self.config.max_length, model.max_seq_length or self.config.max_length)
         return model

@@ -182,10 +182,13 @@ def _export_cross(model_dir: Path, path: Path, info: dict) -> None:
 
 def _load(auto, model_dir: Path):
     """The checkpoint with eager attention (the pattern the optimizer fuses), else as it comes."""
-    try:
-        return auto.from_pretrained(str(model_dir), attn_implementation="eager").eval()
-    except (ValueError, TypeError):  # a model class without the eager switch
-        return auto.from_pretrained(str(model_dir)).eval()
+    from scix_core.embeddings.encoder import no_loading_bar
+
+    with no_loading_bar():
+        try:
+            return auto.from_pretrained(str(model_dir), attn_implementation="eager").eval()
+        except (ValueError, TypeError):  # a model class without the eager switch
+            return auto.from_pretrained(str(model_dir)).eval()
 
 
 def _fuse(model_dir: Path, path: Path) -> bool:

@@ -111,8 +111,8 @@ class Searcher:
         built = self.manifest.get("model_slug")
         if built and built != encoder.slug and encoder.config.backend != "torch":
             # e.g. an int8 index from an earlier (unfused) export: close, not the same space — say so on every query
-            self.dense_notes = (f"dense: the index's vectors are {built}, queries are encoded by {encoder.slug}; "
-                                f"`scix ingest --index {self.index} --force` re-encodes the corpus to match",)
+            self.dense_notes = ((f"dense: the index's vectors are {built}, queries are encoded by {encoder.slug}; "
+                                 f"`scix ingest --index {self.index} --force` re-encodes the corpus to match"),)
         return DenseLane(store, connect(self.build_dir / "papers.sqlite", readonly=True)), encoder
 
     def _sparse(self):

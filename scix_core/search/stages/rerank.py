@@ -55,6 +55,8 @@ class CrossEncoderReranker:
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                 from sentence_transformers import CrossEncoder
 
+                from scix_core.embeddings.encoder import no_loading_bar
+
                 if not Path(self.model_path).expanduser().exists():
                     raise ModelUnavailableError(
                         f"cross-encoder {self.model_path!r} not found; build one with `scix train-reranker` "
@@ -63,8 +65,9 @@ class CrossEncoderReranker:
                     self._model = self._load_onnx()
                     return self._model
                 try:
-                    self._model = CrossEncoder(str(Path(self.model_path).expanduser()), max_length=self.max_length,
-                                               device=self.device)
+                    with no_loading_bar():
+                        self._model = CrossEncoder(str(Path(self.model_path).expanduser()),
+                                                   max_length=self.max_length, device=self.device)
                 except Exception as exc:  # noqa: BLE001 — the library raises OSError, ValueError, HF errors
                     raise ModelUnavailableError(f"cannot load cross-encoder {self.model_path!r}: {exc}") from exc
         return self._model
