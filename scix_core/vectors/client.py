@@ -6,6 +6,8 @@ local mode, used as a reference in tests; serving at scale goes to a server.
 
 from __future__ import annotations
 
+import warnings
+
 from typing import Sequence
 
 import numpy as np
@@ -49,6 +51,11 @@ class ClientVectorStore:
             raise BackendUnavailableError("qdrant-client is not installed: `pip install qdrant-client`") from None
         self.collection = collection
         self.remote = url is not None  # local mode is exact brute force: no indexes, no search params
+        # against a server that does not answer, the client's version check (a thread its constructor starts)
+        # warns that it could not read the version; the first request fails too and is reported below (typed,
+        # naming the URL): one message, not two. A version *mismatch* warning still shows. Process-wide, as the
+        # thread may warn after this returns.
+        warnings.filterwarnings("ignore", message="Failed to obtain server version", module=r"qdrant_client\.")
         try:
             self.client = QdrantClient(url=url, location=location, path=path, timeout=max(1, round(timeout_s)))
             if dim is not None:

@@ -8,11 +8,14 @@ import http.server
 import socket
 import threading
 import time
+import warnings
 
 import pytest
 
 from scix_core.cli.main import main
+from scix_core.errors import BackendUnavailableError
 from scix_core.search import Searcher
+from scix_core.vectors.client import ClientVectorStore
 
 pytestmark = pytest.mark.model
 
@@ -77,3 +80,16 @@ def test_doctor_names_the_server_and_the_failure(home, hostile, monkeypatch, cap
     out = capsys.readouterr().out
     line = next(ln for ln in out.splitlines() if "vectors" in ln)
     assert "FAIL" in line.upper() and url in line, line
+
+
+def test_one_typed_error_and_not_the_clients_version_warning_beside_it(hostile):
+    """The client's constructor warns "Failed to obtain server version" when the server does not answer; the
+    first request then fails with our typed error naming the URL — that one message is enough."""
+    _, url = hostile
+    before = set(threading.enumerate())
+    with warnings.catch_warnings(record=True) as caught:
+        with pytest.raises(BackendUnavailableError, match=url):
+            ClientVectorStore("papers", url=url, timeout_s=1)
+        for thread in set(threading.enumerate()) - before:  # the client checks the version in a thread of its own
+            thread.join(timeout=10)
+    assert not [w for w in caught if "server version" in str(w.message)], [str(w.message) for w in caught]
