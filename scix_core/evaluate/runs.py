@@ -20,10 +20,10 @@ from typing import Callable
 
 from scix_core.evaluate.score_fusion import SCORE_RUNS
 from scix_core.fusion import rrf
+from scix_core.search.stages.rerank import MAX_LIMIT as RERANK_LIMIT  # reranked runs are scored on that window
 from scix_core.types import Ranking
 
 DEPTH = 100
-RERANK_LIMIT = 20  # the rerank stage runs for limits up to its MAX_LIMIT (20); scored on that window
 LANE_RUNS = ("lexical", "body", "dense")
 RRF_RUNS = {"rrf_k10": 10, "rrf_k30": 30, "rrf_k60": 60, "rrf_k100": 100}
 PIPELINE_RUNS = ("hybrid+boosts", "hybrid+rerank", "hybrid+rewrite", "hybrid-body")

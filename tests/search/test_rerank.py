@@ -94,6 +94,18 @@ def test_a_window_not_above_the_limit_is_refused(built, tiny_reranker):
     assert small.search("dark matter", limit=9, rerank=tiny_reranker).metadata["reranked"] is True
 
 
+def test_a_configured_run_that_reranks_is_scored_on_the_reranked_window(built, tiny_reranker):
+    """`--run NAME:search.rerank=…` reranks (at limit 100 the stage would be bypassed): the same values as
+    ``hybrid+rerank``, query by query."""
+    from scix_core.evaluate import config_runs, evaluate
+
+    runs = config_runs([f"rr:search.rerank={tiny_reranker}"], config=built.config)
+    report = evaluate(built.index, runs=("hybrid", "hybrid+rerank"), config=built.config, reranker=tiny_reranker,
+                      permutations=200, configured=runs)
+    assert report.per_query["rr"] == report.per_query["hybrid+rerank"]
+    assert report.per_query["rr"] != report.per_query["hybrid"]
+
+
 def test_missing_reranker_is_a_typed_error(searcher, tmp_path):
     with pytest.raises(ModelUnavailableError, match="scix train-reranker"):
         searcher.search("dark matter", rerank=str(tmp_path / "nowhere"))
