@@ -20,6 +20,7 @@ from typing import Callable
 
 from scix_core.evaluate.score_fusion import SCORE_RUNS
 from scix_core.fusion import rrf
+from scix_core.search.options import reranks
 from scix_core.search.stages.rerank import MAX_LIMIT as RERANK_LIMIT  # reranked runs are scored on that window
 from scix_core.types import Ranking
 
@@ -97,8 +98,7 @@ def collect(searcher, queries: dict[str, str], names: tuple[str, ...], reranker:
     for name, make in (configured or {}).items():
         engine = make()
         # a run that reranks is scored on the reranked window (the stage is bypassed above MAX_LIMIT results)
-        reranks = engine.config.search.rerank not in ("", "off")
-        variants[name] = (engine, {"limit": RERANK_LIMIT if reranks else DEPTH})
+        variants[name] = (engine, {"limit": RERANK_LIMIT if reranks(engine.config.search.rerank) else DEPTH})
     for name, (engine, options) in variants.items():
         t = time.perf_counter()
         # a configured run's own configuration decides boosts, rerank and rewrite

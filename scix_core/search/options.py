@@ -19,6 +19,11 @@ def parse_lanes(spec: str | list[str] | tuple[str, ...] | None) -> frozenset[str
     return frozenset(names)
 
 
+def reranks(spec: str | None) -> bool:
+    """Whether a ``search.rerank`` value names a reranker ("off", "" and None do not)."""
+    return spec not in ("off", "", None)
+
+
 @dataclass(frozen=True)
 class SearchOptions:
     rerank: str  # "off", a path, or a workspace reranker name

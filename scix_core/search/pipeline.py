@@ -35,7 +35,7 @@ from scix_core.search.filters import SearchFilters
 from scix_core.search.guard import check_broad
 from scix_core.search.lanes import Lane, LaneRequest, lexical_lanes
 from scix_core.search.lanes.dense import DenseLane
-from scix_core.search.options import MAX_ALIAS_LANES, SearchOptions
+from scix_core.search.options import MAX_ALIAS_LANES, SearchOptions, reranks
 from scix_core.search.query import prepare
 from scix_core.search.result import Hit, LaneScore, SearchResult
 from scix_core.search.rewrite import alias_table, get_rewriter, skip_reason
@@ -339,7 +339,7 @@ class Searcher:
             for item in top.items)
 
     def _reranker(self, spec: str):
-        if spec in ("off", "", None):
+        if not reranks(spec):
             return None
         from scix_core.search.stages.rerank import CrossEncoderReranker
 
