@@ -46,11 +46,16 @@ def check_index_name(name: str) -> str:
 
 def write_json_atomic(path: Path, payload: Any) -> None:
     """Write JSON to a temp file in the same folder, fsync, then rename over ``path``."""
+    write_text_atomic(path, json.dumps(payload, indent=2, sort_keys=True, default=str))
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to a temp file in the same folder, fsync, then rename over ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as fh:
-            json.dump(payload, fh, indent=2, sort_keys=True, default=str)
+            fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

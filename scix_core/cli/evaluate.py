@@ -31,6 +31,7 @@ def _eval_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", choices=["sqlite", "bm25", "postgres"], help="lexical backend")
     p.add_argument("--lexical-mode", choices=["and", "or", "auto"], help="lexical lanes' semantics (default search.lexical_mode)")
     p.add_argument("--json", dest="json_path", type=Path, help="write the report as one JSON object")
+    p.add_argument("--runs-dir", type=Path, help="also write every run as a TREC run file DIR/RUN.trec (top 100)")
     p.add_argument("--reuse", action="store_true",
                    help="with --json: skip when that file was written by the same index build, gold set, runs, "
                         "settings and (clean) code commit")
@@ -68,7 +69,7 @@ def eval_cmd(args: argparse.Namespace) -> int:
                           highlight=False)
             return 0
     report = evaluate(args.index, gold, runs, args.baseline, cfg, args.reranker, args.permutations,
-                      progress=not args.quiet, sample=args.sample, configured=configured)
+                      progress=not args.quiet, sample=args.sample, configured=configured, runs_dir=args.runs_dir)
     report.print(console)
     if args.json_path:
         report.write_json(args.json_path, reuse_key=key)

@@ -171,6 +171,7 @@ def _train_encoder_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base-model", help="checkpoint to start from (default embedding.model, the bundled MiniLM)")
     p.add_argument("--permutations", type=int, default=10_000)
     p.add_argument("--json", dest="json_path", help="with --folds: write the evaluation as JSON")
+    p.add_argument("--runs-dir", type=Path, help="with --folds: also write every run as a TREC run file DIR/RUN.trec")
     p.add_argument("--quiet", action="store_true")
 
 
@@ -182,7 +183,7 @@ def train_encoder_cmd(args: argparse.Namespace) -> int:
     recipe = Recipe(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, negatives=args.negatives)
     if args.folds:
         report = cross_validate(args.index, _config(args), args.split, args.folds, recipe, args.base_model,
-                                args.permutations, progress=not args.quiet)
+                                args.permutations, progress=not args.quiet, runs_dir=args.runs_dir)
         report.print(console)
         if args.json_path:
             report.write_json(args.json_path)

@@ -13,7 +13,10 @@ gold set?" honestly: K folds, each model trained on the other folds' queries and
 judged query is scored once by a model that never saw it; dense and hybrid (RRF k=60 with the index's lexical
 lane, exact cosine over the fold model's vectors) against the untrained ones, with the evaluation's paired tests.
 ``convex-trained`` fuses the same two lanes by min-max convex combination, its α chosen per fold on the other
-folds (as ``scix eval``'s ``convex_minmax``), so no query's judgments pick its own weight.
+folds (as ``scix eval``'s ``convex_minmax``), so no query's judgments pick its own weight; ``convex3-trained``
+adds the untrained dense lane as a third (the two encoders err differently), its three weights chosen the same
+way on a 0.1 simplex grid. ``runs_dir`` keeps every run as a TREC run file (top ``DEPTH``, with scores) for
+fusions tried afterwards without training again.
 """
 
 from __future__ import annotations
@@ -170,15 +173,17 @@ def _exact(model, texts: list[str], ids: list[str], queries: Mapping[str, str], 
 
 def cross_validate(index: str, config: Config | None = None, split: str = "train", folds: int = 5,
                    recipe: Recipe = Recipe(), base_model: str | None = None, permutations: int = 10_000,
-                   progress: bool = True):
+                   progress: bool = True, runs_dir: Path | None = None):
     """K-fold cross-validated evaluation of training on ``split``: an :class:`~scix_core.evaluate.report.EvalReport`
-    with runs ``lexical``, ``dense``, ``hybrid`` (untrained) and ``dense-trained``, ``hybrid-trained``."""
+    with runs ``lexical``, ``dense``, ``hybrid`` (untrained) and ``dense-trained``, ``hybrid-trained``,
+    ``convex-trained``, ``convex3-trained``."""
     from scix_core.evaluate.gold import from_index
     from scix_core.evaluate.metrics import METRICS, PRIMARY, means, per_query
     from scix_core.evaluate.provenance import buckets, provenance
     from scix_core.evaluate.report import EvalReport
     from scix_core.evaluate.runs import DEPTH
-    from scix_core.evaluate.score_fusion import cross_validated
+    from scix_core.evaluate.report import write_trec_runs
+    from scix_core.evaluate.score_fusion import cross_validated, weight_grid
     from scix_core.evaluate.significance import compare, gate, holm
     from scix_core.fusion import rrf
     from scix_core.search import Searcher
@@ -221,15 +226,21 @@ def cross_validate(index: str, config: Config | None = None, split: str = "train
     }
     trained_lanes = {q: {"lexical": rankings["lexical"][q], "dense": trained[q]} for q in ids}
     rankings["convex-trained"], alphas = cross_validated(trained_lanes, gold, "minmax", DEPTH, folds, recipe.seed)
+    three = {q: {"lexical": rankings["lexical"][q], "dense-trained": trained[q], "dense": rankings["dense"][q]}
+             for q in ids}
+    rankings["convex3-trained"], weights = cross_validated(three, gold, "minmax", DEPTH, folds, recipe.seed,
+                                                           weight_grid(tuple(three[ids[0]])))
+    if runs_dir is not None:
+        write_trec_runs(rankings, runs_dir)
     values = {run: per_query(gold, r) for run, r in rankings.items()}
+    fused_runs = ("hybrid-trained", "convex-trained", "convex3-trained")
     comparisons = []
     for baseline in ("hybrid", "lexical"):
-        for run in ("hybrid-trained", "convex-trained"):
+        for run in fused_runs:
             comparisons += compare(baseline, run, values, METRICS, permutations)
     comparisons += compare("dense", "dense-trained", values, METRICS, permutations)
     comparisons = holm(comparisons)
-    gates = {run: gate([c for c in comparisons if c.baseline == "hybrid" and c.candidate == run])
-             for run in ("hybrid-trained", "convex-trained")}
+    gates = {run: gate([c for c in comparisons if c.baseline == "hybrid" and c.candidate == run]) for run in fused_runs}
     seconds = round(time.perf_counter() - t0, 1)
     return EvalReport(
         n_queries=len(ids), runs={r: means(v) for r, v in values.items()}, per_query=values,
@@ -238,6 +249,7 @@ def cross_validate(index: str, config: Config | None = None, split: str = "train
         skipped={}, gates=gates,
         setup={"index": index, "gold": gold.name, "baseline": "hybrid", "depth": DEPTH, "primary": PRIMARY,
                "folds": folds, "steps_per_fold": steps, "score_fusion_alpha": {"convex-trained": alphas},
+               "score_fusion_weights": {"convex3-trained": weights},
                "base_model": base, "loss": LOSS, "recipe": recipe.__dict__,
                "dense_trained": "exact cosine over the fold model's vectors", "permutations": permutations,
                "corpus_hash": searcher.manifest.get("corpus_hash")})

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import random
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator
 
 from scix_core.config import Config, load_config
@@ -17,7 +18,7 @@ from scix_core.evaluate.config_runs import ConfigRun, config_runs
 from scix_core.evaluate.gold import Gold, from_dir, from_files, from_index
 from scix_core.evaluate.metrics import METRICS, PRIMARY, means, per_query
 from scix_core.evaluate.provenance import buckets, provenance
-from scix_core.evaluate.report import EvalReport
+from scix_core.evaluate.report import EvalReport, write_trec_runs
 from scix_core.evaluate.runs import ALL_RUNS, DEFAULT_RUNS, DEPTH, collect
 from scix_core.evaluate.score_fusion import SCORE_RUNS, cross_validated
 from scix_core.evaluate.significance import compare, gate, holm
@@ -26,11 +27,12 @@ from scix_core.evaluate.significance import compare, gate, holm
 def evaluate(index: str, gold: Gold | None = None, runs: tuple[str, ...] = DEFAULT_RUNS, baseline: str | None = None,
              config: Config | None = None, reranker: str | None = None, permutations: int = 10_000,
              progress: bool = False, sample: int | None = None, seed: int = 13,
-             configured: tuple[ConfigRun, ...] = ()) -> EvalReport:
+             configured: tuple[ConfigRun, ...] = (), runs_dir: Path | None = None) -> EvalReport:
     """Run ``runs`` and the ``configured`` runs on ``gold`` (default: the index's own qrels) and compare them
     with ``baseline`` (a named or a configured run).
 
     The lexical pool is uncapped for evaluation (``SCIX_LEXICAL_POOL=inf``), as in the reference design.
+    ``runs_dir``: also write every run as a TREC run file there.
     """
     from scix_core.search import Searcher
 
@@ -61,6 +63,8 @@ def evaluate(index: str, gold: Gold | None = None, runs: tuple[str, ...] = DEFAU
     for name in (n for n in runs if n in SCORE_RUNS):
         runset.rankings[name], alphas[name] = cross_validated(runset.lanes, gold, SCORE_RUNS[name], DEPTH)
     values = {run: per_query(gold, ranked) for run, ranked in runset.rankings.items()}
+    if runs_dir is not None:
+        write_trec_runs(runset.rankings, runs_dir)
     ordered = [r for r in (*runs, *own) if r in values]
     base = baseline or ("hybrid" if "hybrid" in values else None)
     comparisons = []

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 
 from scix_core.evaluate.metrics import METRICS
 from scix_core.evaluate.significance import Comparison, GateDecision
+from scix_core.types import Ranking
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,9 @@ class EvalReport:
         for run, alphas in self.setup.get("score_fusion_alpha", {}).items():
             console.print(f"{run}: dense weight α by fold (chosen on the other folds) "
                           f"{', '.join(f'{a:g}' for a in alphas)}", highlight=False)
+        for run, weights in self.setup.get("score_fusion_weights", {}).items():
+            console.print(f"{run}: lane weights by fold (chosen on the other folds) " + "; ".join(
+                " ".join(f"{lane} {w:g}" for lane, w in each.items()) for each in weights), highlight=False)
         if self.comparisons:
             comp = Table(title="paired comparisons (randomisation test, Holm-adjusted over this table; t-test p beside)")
             for col in ("baseline", "candidate", "metric", "Δ", "p", "p_adj", "p (t)", "significant"):
@@ -108,3 +113,21 @@ def saved_key(path: Path | str) -> str | None:
         return json.loads(Path(path).read_text()).get("reuse_key")
     except (OSError, ValueError, AttributeError):
         return None
+
+
+def write_trec_runs(rankings: Mapping[str, Mapping[str, Ranking]], folder: Path | str) -> list[Path]:
+    """Every run as a TREC run file ``FOLDER/RUN.trec`` (``qid Q0 paper rank score run``), for trec_eval, ranx
+    or a fusion tried later without searching again."""
+    from scix_core.workspace import write_text_atomic
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for run, per_query in rankings.items():
+        lines = [f"{q} Q0 {paper} {rank} {score:.6f} {run}"
+                 for q, ranking in per_query.items()
+                 for rank, (paper, score) in enumerate(ranking.scores().items(), 1)]
+        path = folder / f"{run}.trec"
+        write_text_atomic(path, "".join(line + "\n" for line in lines))
+        paths.append(path)
+    return paths

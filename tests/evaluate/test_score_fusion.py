@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from scix_core.evaluate.gold import Gold
-from scix_core.evaluate.score_fusion import ALPHAS, cross_validated, fused
+from scix_core.evaluate.score_fusion import ALPHAS, cross_validated, fused, weight_grid
 from scix_core.types import Ranking
 
 
@@ -42,3 +42,25 @@ def test_fused_weights_and_single_query():
     rankings, alphas = cross_validated({"q": lanes}, gold, "minmax", 10)
     assert alphas == [0.5] and set(rankings) == {"q"}
     assert ALPHAS[0] == 0.0 and ALPHAS[-1] == 1.0
+
+
+def test_weight_grid_is_the_simplex():
+    grid = weight_grid(("lexical", "dense", "dense-trained"))
+    assert len(grid) == 66 and len({tuple(w.values()) for w in grid}) == 66
+    assert all(abs(sum(w.values()) - 1) < 1e-9 and min(w.values()) >= 0 for w in grid)
+    assert {"lexical": 1.0, "dense": 0.0, "dense-trained": 0.0} in grid
+    assert [w["dense"] for w in weight_grid(("lexical", "dense"))] == list(ALPHAS)[::-1]
+
+
+def test_three_lanes_weigh_the_lane_that_is_right():
+    """'r' is last in two lanes and first in the third: every fold gives the third most weight, and a lane of
+    weight 0 is left out of the fusion."""
+    queries = {f"q{i}": "text" for i in range(10)}
+    gold = Gold("g", queries, {q: {"r": 1} for q in queries})
+    bad = _lanes(False)["dense"]
+    lanes = {q: {"lexical": bad, "dense": bad, "dense-trained": _lanes(True)["dense"]} for q in queries}
+    rankings, weights = cross_validated(lanes, gold, "minmax", 10, grid=weight_grid(tuple(lanes["q0"])))
+    assert len(weights) == 5 and all(w["dense-trained"] == max(w.values()) > 0.5 for w in weights)
+    assert all(r.ids[0] == "r" for r in rankings.values())
+    only = fused(lanes["q0"], {"lexical": 1.0, "dense": 0.0, "dense-trained": 0.0}, "minmax", 10)
+    assert only.ids == bad.ids

@@ -73,3 +73,23 @@ def test_hybrid_beats_each_lane_on_scifact_train(scifact):
     ndcg = {r: v["ndcg@10"] for r, v in report.runs.items()}
     assert ndcg["hybrid"] > ndcg["lexical"] and ndcg["hybrid"] > ndcg["dense"], ndcg
     assert 0.60 <= ndcg["dense"] <= 0.72 and ndcg["hybrid"] >= 0.68, (ndcg, report.setup, cfg.search)
+
+
+def test_runs_dir_holds_the_runs_that_were_scored(on_fixture, tmp_path):
+    """The TREC run files score, under ranx, exactly what the report says."""
+    from ranx import Qrels, Run, evaluate as ranx_evaluate
+
+    from scix_core.evaluate.gold import for_index
+
+    out, runs = tmp_path / "eval.json", tmp_path / "runs"
+    assert main(["eval", "--index", "fixture", "--runs", "lexical,hybrid,convex_minmax", "--runs-dir", str(runs),
+                 "--json", str(out), "--quiet", "--permutations", "200"]) == 0
+    doc = json.loads(out.read_text())
+    assert sorted(p.name for p in runs.iterdir()) == ["convex_minmax.trec", "hybrid.trec", "lexical.trec"]
+    gold = for_index("fixture", on_fixture.config)
+    qrels = Qrels({q: {p: g for p, g in gold.qrels[q].items() if g > 0} for q in gold.judged})
+    for name in ("lexical", "hybrid", "convex_minmax"):
+        lines = (runs / f"{name}.trec").read_text().splitlines()
+        assert lines and all(len(line.split()) == 6 and line.split()[5] == name for line in lines)
+        run = Run.from_file(str(runs / f"{name}.trec"), kind="trec")
+        assert ranx_evaluate(qrels, run, "ndcg@10") == pytest.approx(doc["runs"][name]["ndcg@10"], abs=1e-6)

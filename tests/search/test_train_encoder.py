@@ -56,15 +56,21 @@ def test_index_built_with_it_never_scores_its_training_queries(trained):
         evaluate("fx-trained", config=cfg, runs=("dense",), permutations=100)
 
 
-def test_cross_validation_scores_every_query_once(built):
-    report = cross_validate(built.index, built.config, folds=2, recipe=SMALL, permutations=200, progress=False)
-    assert set(report.runs) == {"lexical", "dense", "hybrid", "dense-trained", "hybrid-trained", "convex-trained"}
+def test_cross_validation_scores_every_query_once(built, tmp_path):
+    report = cross_validate(built.index, built.config, folds=2, recipe=SMALL, permutations=200, progress=False,
+                            runs_dir=tmp_path)
+    runs = {"lexical", "dense", "hybrid", "dense-trained", "hybrid-trained", "convex-trained", "convex3-trained"}
+    assert set(report.runs) == runs and {p.stem for p in tmp_path.glob("*.trec")} == runs
     judged = {q for q, judged in CORPUS.qrels["train"].items() if any(g > 0 for g in judged.values())}
     assert set(report.per_query["dense-trained"]["ndcg@10"]) == judged
     assert report.setup["folds"] == 2 and len(report.setup["steps_per_fold"]) == 2
-    assert set(report.gates) == {"hybrid-trained", "convex-trained"}
+    assert set(report.gates) == {"hybrid-trained", "convex-trained", "convex3-trained"}
     alphas = report.setup["score_fusion_alpha"]["convex-trained"]
     assert len(alphas) == 2 and all(0 <= a <= 1 for a in alphas)
+    weights = report.setup["score_fusion_weights"]["convex3-trained"]
+    assert len(weights) == 2 and all(set(w) == {"lexical", "dense-trained", "dense"} for w in weights)
+    assert all(abs(sum(w.values()) - 1) < 1e-9 for w in weights)
     assert set(report.per_query["convex-trained"]["ndcg@10"]) == judged
+    assert set(report.per_query["convex3-trained"]["ndcg@10"]) == judged
     with pytest.raises(ConfigError):
         cross_validate(built.index, built.config, folds=1, recipe=SMALL, progress=False)
