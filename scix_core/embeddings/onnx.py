@@ -27,6 +27,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
@@ -43,10 +44,15 @@ FORMAT = 2  # bump to re-export every cached graph (2: fused graph); part of the
 FUSABLE = {"bert": "bert", "roberta": "bert", "xlm-roberta": "bert", "electra": "bert"}  # config model_type -> optimizer
 
 
+OPENVINO_FORMAT = 1  # the OpenVINO conversion and its calibration (scix_core.embeddings.openvino); bump to redo
+
+
 def onnx_variant(backend: str) -> str:
-    """``backend`` with the export format its graphs have (format 1 graphs were unfused): the embedding cache
-    folder and the build key carry it, so vectors from another export never mix with these."""
-    return backend if FORMAT == 1 else f"{backend}.f{FORMAT}"
+    """``backend`` with the export format its graphs have (format 1 graphs were unfused; OpenVINO models also
+    carry their conversion's format): the embedding cache folder and the build key carry it, so vectors from
+    another export never mix with these."""
+    variant = backend if FORMAT == 1 else f"{backend}.f{FORMAT}"
+    return f"{variant}.o{OPENVINO_FORMAT}" if backend.startswith("openvino") else variant
 
 
 def pipeline(model_dir: Path) -> dict:
@@ -294,9 +300,8 @@ class OnnxModel:
 
         self.info = json.loads((folder / "scix_onnx.json").read_text())
         self.folder, self.backend = folder, backend
-        self.session = _session(folder, backend)
-        self._query_session = None
-        self.inputs = [i.name for i in self.session.get_inputs()]
+        self._sessions: dict[str, object] = {}
+        self._sessions_lock = threading.Lock()
         self.max_seq_length = min(max_length or self.info["max_seq_length"], self.info["max_seq_length"])
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.enable_truncation(self.max_seq_length)
@@ -306,19 +311,27 @@ class OnnxModel:
     def dim(self) -> int:
         return int(self.info["dim"])
 
+    def _open(self, threads: int | None = None):
+        return _session(self.folder, self.backend, threads)
+
+    def _infer(self, session, arrays: dict[str, np.ndarray]) -> np.ndarray:
+        inputs = [i.name for i in session.get_inputs()]
+        return session.run(["embedding"], {n: arrays[n] for n in inputs})[0]
+
     def _session_for(self, n: int):
         """Corpus batches use every core; a query (a batch of one) runs on one thread, so the lexical lanes run
-        beside it instead of waiting for a core (hybrid p50 at 91k papers: 7.5 ms against 10.6 ms)."""
-        if n > 1:
-            return self.session
-        if self._query_session is None:
-            self._query_session = _session(self.folder, self.backend, threads=1)
-        return self._query_session
+        beside it instead of waiting for a core (hybrid p50 at 91k papers: 7.5 ms against 10.6 ms). Each is
+        opened when first needed: a process that only answers queries never opens the other."""
+        kind = "corpus" if n > 1 else "query"
+        with self._sessions_lock:
+            if kind not in self._sessions:
+                self._sessions[kind] = self._open(threads=None if n > 1 else 1)
+            return self._sessions[kind]
 
     def _batch(self, texts: Sequence[str]) -> np.ndarray:
         texts = [t.lower() for t in texts] if self.info.get("do_lower_case") else list(texts)
         arrays = _arrays(self.tokenizer.encode_batch(texts))
-        vecs = self._session_for(len(texts)).run(["embedding"], {n: arrays[n] for n in self.inputs})[0]
+        vecs = self._infer(self._session_for(len(texts)), arrays)
         # L2-normalised like the torch backend's normalize_embeddings=True, whether or not the model normalises
         return vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
 

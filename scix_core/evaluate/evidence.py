@@ -177,7 +177,7 @@ def reranker(index: str, name: str, config: Config | None = None, permutations: 
 
 def backends(index: str, config: Config | None = None, sample: int = 512, query_sample: int = 100,
              permutations: int = 10_000, split: str | None = None, max_queries: int | None = None) -> dict:
-    """Each embedding backend (torch, onnx, onnx-int8) on the index's own model, in one run: dense-only quality
+    """Each embedding backend (torch, onnx, onnx-int8, openvino, openvino-int8) on the index's own model, in one run: dense-only quality
     (exact cosine over the whole corpus encoded by that backend — cached per backend, so a later ``scix ingest``
     with it encodes nothing), recall@10 against torch float32, paired tests against torch, and speed (docs/s on
     the same ``sample`` papers, query p50 ms, encoded fresh). ``chosen``: the fastest backend with no significant
@@ -185,7 +185,7 @@ def backends(index: str, config: Config | None = None, sample: int = 512, query_
     from dataclasses import replace
 
     from scix_core.embeddings import EmbeddingCache, Encoder, index_embedding
-    from scix_core.embeddings.onnx import BACKENDS
+    from scix_core.embeddings.encoder import BACKENDS
     from scix_core.evaluate.gold import from_index
     from scix_core.evaluate.metrics import METRICS, means, per_query
     from scix_core.evaluate.significance import compare, holm

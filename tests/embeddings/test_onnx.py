@@ -106,3 +106,65 @@ def test_an_export_in_the_user_cache_is_reused_by_a_workspace_encoder(tmp_path, 
     again = Encoder(EmbeddingConfig(backend="onnx-int8"), workspace)
     assert np.allclose(again.encode(TEXTS[:2]), onnx_encoders["onnx-int8"].encode(TEXTS[:2]), atol=1e-6)
     assert not (workspace / "models").exists()
+
+
+@pytest.fixture(scope="module")
+def ov_encoders(home, onnx_encoders):
+    """Converted from the module's ONNX export (made by ``onnx_encoders``), into the same folder."""
+    return {b: Encoder(EmbeddingConfig(backend=b), home) for b in ("openvino", "openvino-int8")}
+
+
+def test_openvino_reproduces_torch_and_its_int8_stays_close(torch_encoder, ov_encoders, onnx_encoders):
+    ref = torch_encoder.encode(TEXTS)
+    fp, int8 = (ov_encoders[b].encode(TEXTS) for b in ("openvino", "openvino-int8"))
+    assert fp.shape == int8.shape == (len(TEXTS), 384) and int8.dtype == np.float32
+    assert np.allclose(np.linalg.norm(int8, axis=1), 1, atol=1e-5)
+    assert (fp * ref).sum(1).min() > 0.999  # float32 weights (bfloat16 arithmetic where the CPU has it)
+    cos = (int8 * ref).sum(1)
+    assert cos.min() > 0.95 and cos.mean() > 0.98
+    assert not np.allclose(int8, onnx_encoders["onnx-int8"].encode(TEXTS), atol=1e-3)  # another quantisation
+    for enc, batch in ((ov_encoders["openvino"], fp), (ov_encoders["openvino-int8"], int8)):
+        assert np.allclose(enc.encode([TEXTS[0]])[0], batch[0], atol=2e-3)  # a query alone, as in a batch
+
+
+def test_openvino_models_are_converted_once_with_their_own_slugs(torch_encoder, ov_encoders, home):
+    from scix_core.embeddings.openvino import FILES
+
+    slugs = {e.slug for e in ov_encoders.values()}
+    assert len(slugs) == 2 and ov_encoders["openvino-int8"].slug == f"{torch_encoder.slug}__openvino-int8.f{FORMAT}.o1"
+    folder = home / "models" / "onnx" / torch_encoder.slug
+    stamps = {b: (folder / FILES[b]).stat().st_mtime_ns for b in FILES}
+    assert all((folder / FILES[b]).with_suffix(".bin").is_file() for b in FILES)
+    again = Encoder(EmbeddingConfig(backend="openvino-int8"), home)
+    assert np.allclose(again.encode(TEXTS[:2]), ov_encoders["openvino-int8"].encode(TEXTS[:2]), atol=1e-6)
+    assert {b: (folder / FILES[b]).stat().st_mtime_ns for b in FILES} == stamps, "converted again"
+    assert not [p for p in folder.iterdir() if p.name.startswith(".")], "no temp file left behind"
+
+
+def test_openvino_queries_from_many_threads(ov_encoders):
+    """Threads share one inference request per session: answers equal the one-thread answers."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    enc = Encoder(EmbeddingConfig(backend="openvino-int8"), ov_encoders["openvino-int8"].home)
+    queries = [f"query number {i} about {w}" for i, w in enumerate(["galaxies", "proteins", "graphs", "soil"] * 6)]
+    alone = [enc.model.encode([q])[0] for q in queries]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda q: enc.model.encode([q])[0], queries))
+    assert all(np.allclose(a, b, atol=1e-6) for a, b in zip(alone, together))
+
+
+def test_calibration_passages_are_fixed_and_span_abstract_lengths():
+    from scix_core.embeddings.openvino import calibration_passages
+
+    passages = calibration_passages()
+    assert passages == calibration_passages() and len(passages) == 256 + 64
+    words = [len(p.split()) for p in passages]
+    assert min(words) == 1 and max(words) > 200 and sum(w <= 8 for w in words) >= 64
+
+
+def test_openvino_missing_is_a_typed_error(home, monkeypatch, ov_encoders):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "openvino", None)  # as if the package were not installed
+    with pytest.raises(ModelUnavailableError, match="openvino"):
+        Encoder(EmbeddingConfig(backend="openvino-int8"), home).encode(["x"])
