@@ -57,7 +57,7 @@ def model_slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "__", name)
 
 
-GATED = {BUNDLED: "onnx-int8"}  # the backend `scix evidence backends` chose per model; other models run on torch
+GATED = {BUNDLED: "openvino-int8"}  # the backend `scix evidence backends` chose per model; other models run on torch
 
 
 def resolve_backend(config: EmbeddingConfig) -> EmbeddingConfig:

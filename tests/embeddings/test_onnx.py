@@ -91,7 +91,7 @@ def test_bad_backends_are_typed_errors(tmp_path, home):
 
 def test_auto_backend_is_the_gated_one_for_the_bundled_model_and_torch_for_others(tmp_path):
     assert EmbeddingConfig().backend == "auto"
-    assert Encoder().config.backend == "onnx-int8" and Encoder().slug.endswith(f"__onnx-int8.f{FORMAT}")
+    assert Encoder().config.backend == "openvino-int8" and Encoder().slug.endswith(f"__openvino-int8.f{FORMAT}.o1")
     other = Encoder(EmbeddingConfig(model=str(tmp_path)))  # a model without evidence: torch, as before
     assert other.config.backend == "torch" and "__" not in other.slug
     assert Encoder(EmbeddingConfig(backend="onnx")).config.backend == "onnx"  # an explicit choice is kept

@@ -31,12 +31,12 @@ def test_pool_overlap_is_one_when_the_cap_exceeds_the_matches(built):
 def test_backends_study_measures_each_backend_against_torch(built):
     result = evidence.backends(built.index, built.config, sample=12, query_sample=6, permutations=200)
     rows = result["rows"]
-    assert list(rows) == ["torch", "onnx", "onnx-int8"] and result["baseline"] == "torch"
+    assert list(rows) == ["torch", "onnx", "onnx-int8", "openvino", "openvino-int8"] and result["baseline"] == "torch"
     assert rows["torch"]["recall@10_vs_float32"] == 1.0 and rows["torch"]["speedup_docs"] == 1.0
     assert rows["onnx"]["recall@10_vs_float32"] == 1.0  # float32 on another runtime: the same neighbours
     assert abs(rows["onnx"]["ndcg@10"] - rows["torch"]["ndcg@10"]) < 1e-9
     assert all(r["docs_per_s"] > 0 and r["query_p50_ms"] > 0 for r in rows.values())
-    assert result["chosen"] in rows and "p_adj" in rows["onnx-int8"]
+    assert result["chosen"] in rows and "p_adj" in rows["onnx-int8"] and "p_adj" in rows["openvino-int8"]
     assert result["chosen"] == max((b for b in rows if not rows[b].get("significant")), key=lambda b: rows[b]["docs_per_s"])
 
 
