@@ -108,9 +108,8 @@ class OpenVinoModel(OnnxModel):
         threads = int(os.environ["SCIX_ONNX_THREADS"]) if os.environ.get("SCIX_ONNX_THREADS") else threads
         if threads:
             config["INFERENCE_NUM_THREADS"] = threads
-        # unpinned: a pinned query thread shares its core with the lexical lane running beside it (hybrid p50 at
-        # 91k papers 8.7 against 11.7 ms)
-        config["ENABLE_CPU_PINNING"] = False
+        if threads == 1:  # the query session, unpinned: pinned, its thread shares a core with the lexical lane
+            config["ENABLE_CPU_PINNING"] = False  # running beside it (hybrid p50 at 91k papers 8.7 against 11.7 ms)
         core = ov.Core()
         core.set_property({"CACHE_DIR": str(self.folder / "openvino-cache")})  # a later process loads, not compiles
         compiled = core.compile_model(str(converted(self.folder, self.backend)), "CPU", config)
