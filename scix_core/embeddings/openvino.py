@@ -9,8 +9,9 @@ are calibrated once (NNCF, transformer preset with SmoothQuant), so the attentio
 Calibration data is part of the model, so it must not depend on whichever corpus is being encoded (vectors of two
 indexes would then live in different spaces): it is :data:`CALIBRATION` — 40 sentences of generic scientific
 prose written for this package — joined into ``PASSAGES`` seeded passages of 1–16 sentences (about 20–300
-tokens, the range abstracts have) and a quarter as many of 1–8 words (queries). Changing them changes the vectors: bump ``OPENVINO_FORMAT`` (in
-:mod:`~scix_core.embeddings.onnx`), which is part of the converted files' names and of the embedding cache key.
+tokens, the range abstracts have) and a quarter as many of 1–8 words (queries). Changing them changes the
+vectors: bump ``OPENVINO_FORMAT`` (in :mod:`~scix_core.embeddings.onnx`), which is part of the converted files'
+names and of the embedding cache key.
 """
 
 from __future__ import annotations
