@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     base = [sys.executable, "-m", "scix_core.bench.ingest", "--index", args.index] + (
         ["--limit", str(args.limit)] if args.limit else [])
     for run in ("cold", "warm"):
-        out = subprocess.run(base + ["--child", run], check=True, capture_output=True, text=True).stdout
+        out = subprocess.run(base + ["--child", run], check=True, capture_output=True, text=True, encoding="utf-8", errors="replace").stdout
         res = json.loads(out.strip().splitlines()[-1])
         table = Table("stage", "seconds", "records", "records/s",
                       title=f"{run} run: {res['papers']} papers, {res['encoded']} encoded, {res['reused']} reused, "

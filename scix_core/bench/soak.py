@@ -104,7 +104,7 @@ def run(dataset: Path, home: Path, seconds: float, threads: int = 3, limit: int 
         cmd = [sys.executable, "-m", "scix_core", "ingest", "--path", str(dataset), "--index", index, "--force",
                "--quiet", *(["--limit", str(limit)] if limit else [])]
         while not stop.is_set():
-            done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+            done = subprocess.run(cmd, env=env, capture_output=True, text=True, encoding="utf-8", errors="replace", check=False)
             if done.returncode != 0:
                 with lock:
                     errors.append(f"rebuild: {done.stderr.strip()[-300:]}")

@@ -16,6 +16,9 @@ names and of the embedding cache key.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 import os
 import random
 import tempfile
@@ -33,6 +36,7 @@ FILES = {"openvino": f"model-ov.o{FORMAT}.xml", "openvino-int8": f"model-ov-int8
 CALIBRATION = Path(__file__).with_name("calibration.txt")
 PASSAGES = 256
 SEED = 0
+log = logging.getLogger(__name__)
 
 
 def calibration_passages(n: int = PASSAGES, seed: int = SEED) -> list[str]:
@@ -79,8 +83,6 @@ def converted(folder: Path, backend: str) -> Path:
 
 
 def _quantize(model, folder: Path):
-    import logging
-
     try:
         import nncf
     except ImportError as exc:
@@ -94,8 +96,10 @@ def _quantize(model, folder: Path):
     tokenizer.no_padding()
     names = [i.get_any_name() for i in model.inputs]
     samples = [{n: a[n] for n in names} for a in (_arrays(tokenizer.encode_batch([p])) for p in calibration_passages())]
-    return nncf.quantize(model, nncf.Dataset(samples), model_type=nncf.ModelType.TRANSFORMER,
-                         subset_size=len(samples))
+    log.info("openvino-int8: calibrating %s on %d passages (once per model)", folder.name, len(samples))
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):  # NNCF's progress bars
+        return nncf.quantize(model, nncf.Dataset(samples), model_type=nncf.ModelType.TRANSFORMER,
+                             subset_size=len(samples))
 
 
 class OpenVinoModel(OnnxModel):
