@@ -20,6 +20,8 @@ import time
 from rich.console import Console
 from rich.table import Table
 
+from scix_core.bench import TEXT
+
 
 def _one_run(args: argparse.Namespace, force: bool) -> dict:
     from scix_core.data import resolve_dataset
@@ -46,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     base = [sys.executable, "-m", "scix_core.bench.ingest", "--index", args.index] + (
         ["--limit", str(args.limit)] if args.limit else [])
     for run in ("cold", "warm"):
-        out = subprocess.run(base + ["--child", run], check=True, capture_output=True, text=True, encoding="utf-8", errors="replace").stdout
+        out = subprocess.run(base + ["--child", run], check=True, capture_output=True, **TEXT).stdout
         res = json.loads(out.strip().splitlines()[-1])
         table = Table("stage", "seconds", "records", "records/s",
                       title=f"{run} run: {res['papers']} papers, {res['encoded']} encoded, {res['reused']} reused, "

@@ -31,6 +31,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scix_core.bench import TEXT
+
 QUERIES = 5
 AFTER_SWITCH = "postgres mirror / after switch"
 TARGETS = ("store+fts", "embed", "vectors+index", AFTER_SWITCH)  # the phases targeted kills aim at, in turn
@@ -60,7 +62,7 @@ def _answers(home: Path, index: str, queries: list[str], env: dict) -> list[tupl
             f"s = Searcher({index!r})\nqs = json.loads(sys.stdin.read())\n"
             "print(json.dumps([[list(s.search(q, m, limit=10).ids) for m in ('keyword', 'hybrid')] for q in qs]))")
     done = subprocess.run([sys.executable, "-c", code], input=json.dumps(queries), env=env, capture_output=True,
-                          text=True, encoding="utf-8", errors="replace", timeout=300, check=False)
+                          **TEXT, timeout=300, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"search after a kill failed: {done.stderr[-1500:]}")
     return [tuple(map(tuple, pair)) for pair in json.loads(done.stdout)]
@@ -109,14 +111,14 @@ def run(dataset: Path, kills: int, home: Path, seed: int = 0, limit: int | None 
     if pg_dsn:
         env["SCIX_PG_DSN"] = pg_dsn
     cmd = _command(dataset, index, limit, bool(pg_dsn))
-    first = subprocess.run(cmd, env=env, capture_output=True, text=True, encoding="utf-8", errors="replace", timeout=1800, check=False)
+    first = subprocess.run(cmd, env=env, capture_output=True, **TEXT, timeout=1800, check=False)
     if first.returncode != 0:
         raise RuntimeError(f"the reference build failed: {first.stderr[-1500:]}")
     # the kill moments span a rebuild without cached vectors (the first build also paid one-off costs: the
     # model's ONNX export), so kills land in every phase rather than after most builds have finished
     shutil.rmtree(home / "cache" / "embeddings", ignore_errors=True)
     start = time.perf_counter()
-    subprocess.run(cmd, env=env, capture_output=True, text=True, encoding="utf-8", errors="replace", timeout=1800, check=True)
+    subprocess.run(cmd, env=env, capture_output=True, **TEXT, timeout=1800, check=True)
     wall = time.perf_counter() - start
     root = home / "indexes" / index
     from scix_core.stores.papers import PaperStore
@@ -170,7 +172,7 @@ def run(dataset: Path, kills: int, home: Path, seed: int = 0, limit: int | None 
             failures.append(f"kill {i} ({phase}, {delay:.2f} s): {exc}")
         failed |= {i} if failures and failures[-1].startswith(f"kill {i} ") else set()
         log(f"kill {i + 1}/{kills}: {delay:5.2f} s, {phase}, failures so far {len(failures)}")
-    last = subprocess.run(cmd, env=env, capture_output=True, text=True, encoding="utf-8", errors="replace", timeout=1800, check=False)
+    last = subprocess.run(cmd, env=env, capture_output=True, **TEXT, timeout=1800, check=False)
     if last.returncode != 0:
         failures.append(f"the run after the kills failed: {last.stderr[-1500:]}")
     reused = re.search(r"embeddings: (\d+) encoded, (\d+) reused", last.stdout)

@@ -22,6 +22,8 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
+from scix_core.bench import TEXT
+
 
 @dataclass(frozen=True)
 class SoakReport:
@@ -104,7 +106,7 @@ def run(dataset: Path, home: Path, seconds: float, threads: int = 3, limit: int 
         cmd = [sys.executable, "-m", "scix_core", "ingest", "--path", str(dataset), "--index", index, "--force",
                "--quiet", *(["--limit", str(limit)] if limit else [])]
         while not stop.is_set():
-            done = subprocess.run(cmd, env=env, capture_output=True, text=True, encoding="utf-8", errors="replace", check=False)
+            done = subprocess.run(cmd, env=env, capture_output=True, **TEXT, check=False)
             if done.returncode != 0:
                 with lock:
                     errors.append(f"rebuild: {done.stderr.strip()[-300:]}")

@@ -23,11 +23,12 @@ from typing import Sequence
 import numpy as np
 
 from scix_core.config import EmbeddingConfig
+from scix_core.embeddings.onnx import BACKENDS as ONNX_BACKENDS
 from scix_core.errors import ModelUnavailableError, UnknownNameError
 
 BUNDLED = "bundled-minilm"
-OPENVINO_BACKENDS = ("openvino", "openvino-int8")  # scix_core.embeddings.openvino.BACKENDS, without importing it
-BACKENDS = ("torch", "onnx", "onnx-int8", *OPENVINO_BACKENDS)
+OPENVINO_BACKENDS = ("openvino", "openvino-int8")  # scix_core.embeddings.openvino (imported when one is used)
+BACKENDS = (*ONNX_BACKENDS, *OPENVINO_BACKENDS)
 
 
 def resolve_model(name: str) -> str:

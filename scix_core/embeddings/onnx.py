@@ -312,10 +312,11 @@ class OnnxModel:
         return int(self.info["dim"])
 
     def _open(self, threads: int | None = None):
-        return _session(self.folder, self.backend, threads)
+        session = _session(self.folder, self.backend, threads)
+        return session, [i.name for i in session.get_inputs()]
 
     def _infer(self, session, arrays: dict[str, np.ndarray]) -> np.ndarray:
-        inputs = [i.name for i in session.get_inputs()]
+        session, inputs = session
         return session.run(["embedding"], {n: arrays[n] for n in inputs})[0]
 
     def _session_for(self, n: int):

@@ -180,9 +180,8 @@ def cross_validate(index: str, config: Config | None = None, split: str = "train
     from scix_core.evaluate.gold import from_index
     from scix_core.evaluate.metrics import METRICS, PRIMARY, means, per_query
     from scix_core.evaluate.provenance import buckets, provenance
-    from scix_core.evaluate.report import EvalReport
+    from scix_core.evaluate.report import EvalReport, write_trec_runs
     from scix_core.evaluate.runs import DEPTH
-    from scix_core.evaluate.report import write_trec_runs
     from scix_core.evaluate.score_fusion import cross_validated, weight_grid
     from scix_core.evaluate.significance import compare, gate, holm
     from scix_core.fusion import rrf
