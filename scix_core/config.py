@@ -29,8 +29,9 @@ class EmbeddingConfig:
     max_length: int = 512
     query_cache_size: int = 128
     device: str = "cpu"
-    # "auto": openvino-int8 for the bundled model (the backend `scix evidence backends` chose: 3.76x torch's docs/s,
-    # no significant loss), torch for any other model (no evidence for it); or "torch", "onnx" (float32), "onnx-int8",
+    # "auto": for the bundled model the backend `scix evidence backends` chose on this kind of CPU (openvino-int8
+    # where it has int8 dot-product instructions, VNNI or AMX: 3.76x torch's docs/s; onnx-int8 on AVX2 alone: 1.7x),
+    # torch for any other model (no evidence for it); or "torch", "onnx" (float32), "onnx-int8",
     # "openvino" (float32 weights, bf16 arithmetic where the CPU has it), "openvino-int8"
     backend: str = "auto"
 

@@ -184,7 +184,7 @@ def backends(index: str, config: Config | None = None, sample: int = 512, query_
     quality loss (no metric significantly below torch after Holm) — the rule for ``embedding.backend``."""
     from dataclasses import replace
 
-    from scix_core.embeddings import EmbeddingCache, Encoder, index_embedding
+    from scix_core.embeddings import EmbeddingCache, Encoder, cpu, index_embedding
     from scix_core.embeddings.encoder import BACKENDS
     from scix_core.evaluate.gold import from_index
     from scix_core.evaluate.metrics import METRICS, means, per_query
@@ -237,6 +237,7 @@ def backends(index: str, config: Config | None = None, sample: int = 512, query_
     chosen = max(lossless, key=lambda b: rows[b]["docs_per_s"])
     return {"study": "backends", "index": index, "model": base.model, "gold": gold.name, "queries": len(qids),
             "papers": len(ids), "speed_sample": len(speed_texts), "baseline": "torch", "rows": rows, "chosen": chosen,
+            "cpu": "int8 dot-product (VNNI/AMX)" if cpu.has(cpu.INT8_DOT) else "no int8 dot-product instructions",
             "rule": "fastest backend (docs/s) with no metric significantly below torch (Holm, randomisation test)"}
 
 

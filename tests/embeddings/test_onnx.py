@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from scix_core.config import EmbeddingConfig
-from scix_core.embeddings import Encoder
+from scix_core.embeddings import Encoder, cpu, resolve_backend
 from scix_core.embeddings.onnx import FORMAT
 from scix_core.errors import ModelUnavailableError, UnknownNameError
 
@@ -89,9 +89,17 @@ def test_bad_backends_are_typed_errors(tmp_path, home):
         Encoder(EmbeddingConfig(model=str(odd), backend="onnx-int8"), home).encode(["x"])
 
 
-def test_auto_backend_is_the_gated_one_for_the_bundled_model_and_torch_for_others(tmp_path):
+def test_auto_backend_is_the_gated_one_for_the_bundled_model_and_this_cpu_and_torch_for_others(tmp_path):
     assert EmbeddingConfig().backend == "auto"
-    assert Encoder().config.backend == "openvino-int8" and Encoder().slug.endswith(f"__openvino-int8.f{FORMAT}.o1")
+    # OpenVINO's static int8 where the CPU has int8 dot-product instructions; ONNX Runtime's int8 on AVX2 alone
+    avx2 = frozenset({"sse4_2", "avx", "avx2", "fma"})
+    assert resolve_backend(EmbeddingConfig(), avx2).backend == "onnx-int8"
+    for extra in ("avx512_vnni", "avx_vnni", "amx_int8"):
+        assert resolve_backend(EmbeddingConfig(), avx2 | {extra}).backend == "openvino-int8"
+    here = "openvino-int8" if cpu.has(cpu.INT8_DOT) else "onnx-int8"
+    assert cpu.flags() and "sse2" in cpu.flags()  # this machine's flags were read
+    assert Encoder().config.backend == here and Encoder().slug.endswith(
+        f"__openvino-int8.f{FORMAT}.o1" if here == "openvino-int8" else f"__onnx-int8.f{FORMAT}")
     other = Encoder(EmbeddingConfig(model=str(tmp_path)))  # a model without evidence: torch, as before
     assert other.config.backend == "torch" and "__" not in other.slug
     assert Encoder(EmbeddingConfig(backend="onnx")).config.backend == "onnx"  # an explicit choice is kept

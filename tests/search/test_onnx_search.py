@@ -3,7 +3,9 @@ the session's config says."""
 
 import pytest
 
-from scix_core.embeddings.onnx import FORMAT, OPENVINO_FORMAT
+from scix_core.config import EmbeddingConfig
+from scix_core.embeddings import resolve_backend
+from scix_core.embeddings.onnx import FORMAT, OPENVINO_FORMAT, onnx_variant
 from scix_core.search import Searcher
 from scix_core.workspace import read_json, write_json_atomic
 from tests.search.conftest import CORPUS
@@ -15,8 +17,10 @@ def test_default_build_is_int8_and_a_torch_build_is_searched_with_torch(built):
     from scix_core.ingest import ingest
 
     default = Searcher(built.index, built.config)
-    assert default.manifest["embedding_backend"] == "openvino-int8"  # `auto` on the bundled model: the gated backend
-    assert default.manifest["model_slug"].endswith(f"__openvino-int8.f{FORMAT}.o{OPENVINO_FORMAT}")
+    gated = resolve_backend(EmbeddingConfig()).backend  # `auto` on the bundled model: the gated int8 for this CPU
+    assert gated in ("openvino-int8", "onnx-int8") and default.manifest["embedding_backend"] == gated
+    assert default.manifest["model_slug"].endswith(onnx_variant(gated))
+    assert onnx_variant("openvino-int8") == f"openvino-int8.f{FORMAT}.o{OPENVINO_FORMAT}"
     cfg = built.config.replace(**{"embedding.backend": "torch"})
     ingest(CORPUS, "fixture-torch", config=cfg, progress=False)
     # a session whose config says auto (int8) still encodes this index's queries with torch
