@@ -77,6 +77,7 @@ class SearchConfig:
     max_query_chars: int = 2000
     max_query_tokens: int = 64
     body: bool = True  # run the body lane when the index has full texts
+    passages: bool = True  # the dense lane scores a paper by its best passage too, when the index has passage vectors (scix ingest --passages)
     # post-fusion stages (SPEC §3.3-3.5); each switchable per call
     rerank: str = "off"  # "off", a CrossEncoder path, or a reranker name trained into the workspace
     rerank_window: int = 50

@@ -21,6 +21,7 @@ from scix_core.config import Config, load_config
 from scix_core.data import Dataset, load_dataset
 from scix_core.embeddings import EmbeddingCache, Encoder, corpus_hash, resolve_backend
 from scix_core.embeddings.onnx import onnx_variant
+from scix_core.embeddings.passages import STRIDE, WINDOW, corpus_passages
 from scix_core.stores.papers import build_store
 from scix_core.stores.terms import build_terms
 from scix_core.types import Rejection
@@ -62,7 +63,8 @@ def peak_rss_mb() -> float:
 TERMS_FORMAT = "terms-1"  # builds before the term matrix get a new key, so `scix ingest` rebuilds them
 
 
-def _build_key(dataset: Dataset, texts_hash: str, cfg: Config, embed: bool, sparse: bool = False) -> str:
+def _build_key(dataset: Dataset, texts_hash: str, cfg: Config, embed: bool, sparse: bool = False,
+               passages: bool = False) -> str:
     h = hashlib.sha256()
     for p in dataset.papers:
         h.update(json.dumps(dataclasses.astuple(p), default=str).encode())
@@ -71,7 +73,7 @@ def _build_key(dataset: Dataset, texts_hash: str, cfg: Config, embed: bool, spar
     for part in (texts_hash, cfg.embedding.model + backend if embed else "-", str(cfg.embedding.max_length),
                  cfg.vectors.backend, cfg.vectors.url or "", str(len(dataset.queries)), str(len(dataset.interactions)),
                  json.dumps(dataset.qrels, sort_keys=True), str(len(dataset.citations)), "sparse" if sparse else "",
-                 TERMS_FORMAT):
+                 TERMS_FORMAT, f"passages-{WINDOW}-{STRIDE}" if passages and embed else ""):
         h.update(part.encode())
     return h.hexdigest()[:16]
 
@@ -90,6 +92,34 @@ def _build_sparse(build: Path, dataset: Dataset, texts: list[str]) -> float:
     return round(avg_len, 3)
 
 
+def _upsert(store, papers, vectors, owners: list[int], progress: bool, desc: str) -> None:
+    """Point i is ``vectors[i]`` with the payload of ``papers[owners[i]]``; then the store's indexes are built."""
+    try:
+        with _progress(len(owners), desc, progress) as bar:
+            for start in range(0, len(owners), 4096):
+                rows = owners[start:start + 4096]
+                store.upsert(range(start, start + len(rows)), vectors[start:start + len(rows)],
+                             [payload(papers[r]) for r in rows])
+                bar.update(len(rows))
+        store.finish()
+    finally:
+        store.close()
+
+
+def _build_passages(build: Path, index: str, cfg: Config, dataset: Dataset, cache, encoder, progress: bool
+                    ) -> tuple[int, int, int]:
+    """The passage vectors (:mod:`scix_core.embeddings.passages`) in a store of their own; returns (passages,
+    encoded, reused)."""
+    owners, texts = corpus_passages(dataset.papers)
+    with _progress(len(texts), "passages", progress) as bar:
+        misses, hits = cache.misses, cache.hits
+        vectors = cache.vectors(texts, encoder.encode, on_chunk=bar.update)
+    if texts:
+        store = open_store(cfg.vectors, build, index, dim=int(vectors.shape[1]), part="passages")
+        _upsert(store, dataset.papers, vectors, owners, progress, "passage vectors")
+    return len(texts), cache.misses - misses, cache.hits - hits
+
+
 def _progress(total: int, desc: str, enabled: bool):
     from tqdm.auto import tqdm
 
@@ -98,9 +128,14 @@ def _progress(total: int, desc: str, enabled: bool):
 
 def ingest(source: Path | str | Dataset, index: str, fmt: str | None = None, *, config: Config | None = None,
            limit: int | None = None, embed: bool = True, force: bool = False, progress: bool = True,
-           encoder: Encoder | None = None, sparse: bool = False) -> IngestReport:
-    """Build (or confirm unchanged) the index ``index`` from a dataset path."""
+           encoder: Encoder | None = None, sparse: bool = False, passages: bool = False) -> IngestReport:
+    """Build (or confirm unchanged) the index ``index`` from a dataset path. ``passages``: also encode every
+    paper's passages for the dense lane's MaxP (:mod:`scix_core.embeddings.passages`)."""
     cfg = config or load_config()
+    if passages and not embed:
+        from scix_core.errors import ConfigError
+
+        raise ConfigError("passage vectors need the papers' vectors: --passages cannot go with --no-embed")
     ws = Workspace(cfg.home)
     stages: list[StageTiming] = []
 
@@ -110,7 +145,7 @@ def ingest(source: Path | str | Dataset, index: str, fmt: str | None = None, *, 
     if limit is not None:
         dataset = dataclasses.replace(dataset, papers=dataset.papers[:limit])
     texts = [p.text for p in dataset.papers]
-    key = _build_key(dataset, corpus_hash(texts), cfg, embed, sparse)
+    key = _build_key(dataset, corpus_hash(texts), cfg, embed, sparse, passages)
 
     root = ws.index_root(index)
     if not force and (root / "current" / "manifest.json").exists():
@@ -142,21 +177,19 @@ def ingest(source: Path | str | Dataset, index: str, fmt: str | None = None, *, 
             encoded, reused = cache.misses, cache.hits
             t = time.perf_counter()
             store = open_store(cfg.vectors, build, index, dim=int(vectors.shape[1]))
-            try:
-                with _progress(len(texts), "vectors", progress) as bar:
-                    for start in range(0, len(texts), 4096):
-                        chunk = dataset.papers[start:start + 4096]
-                        store.upsert(range(start, start + len(chunk)), vectors[start:start + len(chunk)], [payload(p) for p in chunk])
-                        bar.update(len(chunk))
-                store.finish()
-            finally:
-                store.close()
+            _upsert(store, dataset.papers, vectors, list(range(len(texts))), progress, "vectors")
             write_local(build, vectors)
             stages.append(StageTiming("vectors+index", time.perf_counter() - t, len(texts)))
             manifest.update(model=cfg.embedding.model, embedding_backend=encoder.config.backend, model_slug=encoder.slug,
                             dim=int(vectors.shape[1]),
                             max_length=encoder.max_length, vector_backend=cfg.vectors.backend,
                             vector_url=cfg.vectors.url, vectors=len(texts), vector_dtype="float16-cache/float32-store")
+            if passages:
+                t = time.perf_counter()
+                count, more, again = _build_passages(build, index, cfg, dataset, cache, encoder, progress)
+                encoded, reused = encoded + more, reused + again
+                manifest.update(passages=count, passage_window=WINDOW, passage_stride=STRIDE)
+                stages.append(StageTiming("passages", time.perf_counter() - t, count))
         if sparse and dataset.papers:
             t = time.perf_counter()
             manifest.update(sparse=True, sparse_avg_len=_build_sparse(build, dataset, texts))

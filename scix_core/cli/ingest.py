@@ -21,6 +21,9 @@ def _ingest_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-embed", action="store_true", help="build the paper store and FTS only")
     p.add_argument("--force", action="store_true", help="rebuild even if the input is unchanged")
     p.add_argument("--sparse", action="store_true", help="also build BM25 sparse vectors (the optional sparse lane)")
+    p.add_argument("--passages", action="store_true",
+                   help="also encode each paper's abstract as overlapping 3-sentence passages: the dense lane scores "
+                        "a paper by its best passage too (MaxP; ~4x the vectors, ~2.7x the encoding)")
     p.add_argument("--vector-backend", choices=["edge", "qdrant"], help="override vectors.backend")
     p.add_argument("--model", help="embedding model: a name from `scix train-encoder`, a local path or a "
                                     "sentence-transformers name (default embedding.model)")
@@ -42,7 +45,8 @@ def ingest_cmd(args: argparse.Namespace) -> int:
         cfg = cfg.replace(**{"embedding.model": encoder_model(cfg, args.model)})
     path = args.path if args.path else resolve_dataset(args.dataset)
     report = ingest(path, args.index, args.fmt, config=cfg, limit=args.limit, embed=not args.no_embed,
-                    force=args.force, progress=not args.quiet, sparse=args.sparse)
+                    force=args.force, progress=not args.quiet, sparse=args.sparse,
+                    passages=args.passages)
     print_ingest(report)
     if args.backend == "postgres":
         from scix_core.stores.postgres import sync_index

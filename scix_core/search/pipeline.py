@@ -113,7 +113,23 @@ class Searcher:
             # e.g. an int8 index from an earlier (unfused) export: close, not the same space — say so on every query
             self.dense_notes = ((f"dense: the index's vectors are {built}, queries are encoded by {encoder.slug}; "
                                  f"`scix ingest --index {self.index} --force` re-encodes the corpus to match"),)
-        return DenseLane(store, connect(self.build_dir / "papers.sqlite", readonly=True)), encoder
+        return DenseLane(store, connect(self.build_dir / "papers.sqlite", readonly=True),
+                         passages=self._passages(vectors)), encoder
+
+    def _passages(self, vectors):
+        """The passage vectors' store when the index has them and ``search.passages`` is on; a store that cannot
+        be opened leaves the lane on the papers' own vectors, with a note on every query."""
+        from scix_core.vectors import open_reader
+
+        if not (self.manifest.get("passages") and self.config.search.passages):
+            return None
+        try:
+            store = open_reader(vectors, self.build_dir, self.index, part="passages")
+        except ScixError as exc:
+            self.dense_notes += (f"dense: passage vectors unavailable, papers' own vectors only: {_reason(exc)}",)
+            return None
+        self._passage_reader = vectors
+        return store
 
     def _sparse(self):
         if not self.manifest.get("sparse"):
@@ -146,10 +162,13 @@ class Searcher:
 
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.store.close()
-        reader, self._reader = getattr(self, "_reader", None), None
-        if reader is not None:
-            release_reader(reader, self.build_dir, self.index,
-                           keep=Workspace(self.config.home).is_current(self.index, self.build_dir))
+        keep = None
+        for attr, part in (("_reader", "vectors"), ("_passage_reader", "passages")):
+            reader = getattr(self, attr, None)
+            setattr(self, attr, None)
+            if reader is not None:
+                keep = Workspace(self.config.home).is_current(self.index, self.build_dir) if keep is None else keep
+                release_reader(reader, self.build_dir, self.index, keep=keep, part=part)
         self.lease.release()
 
     def search(self, query: str, mode: str = "hybrid", filters: SearchFilters | Mapping | None = None,
@@ -205,6 +224,7 @@ class Searcher:
             "rewrite": meta.get("rewrite", {"mode": "off", "status": "off", "text": None}),
             "optional_lanes": sorted(opts.lanes), "fielded": meta.get("fielded", []), "aliases": meta.get("aliases", []),
             "overlapped_stages": concurrent if len(concurrent) > 1 else [],
+            "dense_passages": bool(self.dense and self.dense.passages is not None and "dense" in rankings),
         }
         return SearchResult(query, hits, len(fused), timing, metadata, {**rankings, "fused": fused})
 

@@ -17,18 +17,26 @@ def payload(paper) -> dict:
     return {"paper_id": paper.paper_id, "year": paper.year, "categories": list(paper.categories)}
 
 
-def open_store(config: VectorConfig, build_dir: Path, index: str, dim: int | None = None) -> VectorStore:
-    """Open (``dim=None``) or create the vector store of an index build."""
+PARTS = ("vectors", "passages")  # a build's vector stores: one point per paper; one per passage (``--passages``)
+
+
+def open_store(config: VectorConfig, build_dir: Path, index: str, dim: int | None = None,
+               part: str = "vectors") -> VectorStore:
+    """Open (``dim=None``) or create a vector store of an index build: its papers' (``part="vectors"``) or its
+    passages' (``"passages"``: a shard, collection or local folder of its own)."""
+    if part not in PARTS:
+        raise UnknownNameError("vector store part", part, PARTS)
+    suffix = "" if part == "vectors" else f"-{part}"
     if config.backend == "edge":
         from scix_core.vectors.edge import EdgeVectorStore
 
-        return EdgeVectorStore(build_dir / "vectors", dim, config.hnsw_m, config.hnsw_ef_construct)
+        return EdgeVectorStore(build_dir / part, dim, config.hnsw_m, config.hnsw_ef_construct)
     if config.backend == "qdrant":
         from scix_core.vectors.client import ClientVectorStore
 
         if config.url:
-            return ClientVectorStore(f"scix-{index}", dim, url=config.url, timeout_s=config.timeout_s)
-        return ClientVectorStore(f"scix-{index}", dim, path=str(build_dir / "qdrant-local"))
+            return ClientVectorStore(f"scix-{index}{suffix}", dim, url=config.url, timeout_s=config.timeout_s)
+        return ClientVectorStore(f"scix-{index}{suffix}", dim, path=str(build_dir / f"qdrant-local{suffix}"))
     raise UnknownNameError("vector backend", config.backend, BACKENDS)
 
 
@@ -37,27 +45,27 @@ _READERS_LOCK = threading.Lock()
 _USERS: dict[tuple, int] = {}  # open_reader calls not yet released, per shared store
 
 
-def open_reader(config: VectorConfig, build_dir: Path, index: str) -> VectorStore:
+def open_reader(config: VectorConfig, build_dir: Path, index: str, part: str = "vectors") -> VectorStore:
     """The vector store of a built index, opened once per process and shared.
 
     An embedded shard can be opened only once at a time, and every
     searcher over the same build should reuse it anyway.
     """
-    key = _reader_key(config, build_dir, index)
+    key = _reader_key(config, build_dir, index, part)
     with _READERS_LOCK:
         if not _READERS:
             atexit.register(close_readers)
         if key not in _READERS:
-            _READERS[key] = open_store(config, build_dir, index)
+            _READERS[key] = open_store(config, build_dir, index, part=part)
         _USERS[key] = _USERS.get(key, 0) + 1
         return _READERS[key]
 
 
-def release_reader(config: VectorConfig, build_dir: Path, index: str, keep: bool) -> None:
+def release_reader(config: VectorConfig, build_dir: Path, index: str, keep: bool, part: str = "vectors") -> None:
     """One user of :func:`open_reader`'s store is done with it. The last one closes it unless ``keep`` — the
     caller says whether the build is still current — so a long-lived process that follows rebuilds does not
     keep every superseded build's shard (memory, file handles) open."""
-    key = _reader_key(config, build_dir, index)
+    key = _reader_key(config, build_dir, index, part)
     with _READERS_LOCK:
         users = _USERS.get(key, 0) - 1
         if users > 0:
@@ -68,8 +76,8 @@ def release_reader(config: VectorConfig, build_dir: Path, index: str, keep: bool
             _READERS.pop(key).close()
 
 
-def _reader_key(config: VectorConfig, build_dir: Path, index: str) -> tuple:
-    return (config.backend, config.url, str(Path(build_dir).resolve()), index)
+def _reader_key(config: VectorConfig, build_dir: Path, index: str, part: str) -> tuple:
+    return (config.backend, config.url, str(Path(build_dir).resolve()), index, part)
 
 
 def close_readers() -> None:
@@ -80,5 +88,5 @@ def close_readers() -> None:
             _READERS.popitem()[1].close()
 
 
-__all__ = ["BACKENDS", "VectorFilter", "VectorHit", "VectorStore", "close_readers", "open_reader", "open_store", "payload",
+__all__ = ["BACKENDS", "PARTS", "VectorFilter", "VectorHit", "VectorStore", "close_readers", "open_reader", "open_store", "payload",
            "release_reader"]

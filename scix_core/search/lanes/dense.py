@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 
+from scix_core.embeddings.passages import FANOUT
 from scix_core.search.lanes.base import LaneRequest
 from scix_core.search.where import sqlite_passing
 from scix_core.types import Ranking
@@ -54,12 +55,29 @@ class PayloadFilteredLane:
 
 
 class DenseLane(PayloadFilteredLane):
+    """With ``passages`` (the index's passage vectors, :mod:`scix_core.embeddings.passages`), a paper's score is
+    the best of its own vector's and its passages' cosines (MaxP): the top ``fetch`` papers and the top
+    ``fetch`` × ``FANOUT`` passages, merged by paper."""
+
     name = "dense"
 
-    def __init__(self, store: VectorStore, papers: sqlite3.Connection, name: str = "dense"):
+    def __init__(self, store: VectorStore, papers: sqlite3.Connection, name: str = "dense",
+                 passages: VectorStore | None = None):
         super().__init__(store, papers, name)
+        self.passages = passages
 
     def _query(self, request: LaneRequest, fetch: int) -> list[VectorHit]:
         if request.vector is None:
             raise ValueError("the dense lane needs request.vector (the query embedding)")
-        return self.store.search(request.vector, fetch, request.filters.vector_filter(), exact=request.knobs.exact)
+        flt = request.filters.vector_filter()
+        hits = self.store.search(request.vector, fetch, flt, exact=request.knobs.exact)
+        if self.passages is None:
+            return hits
+        # the search's filters are payload conditions (years, categories, ids), which passages carry too
+        more = self.passages.search(request.vector, fetch * FANOUT, flt, exact=request.knobs.exact)
+        best: dict[str, VectorHit] = {}
+        for hit in (*hits, *more):
+            if hit.paper_id and (hit.paper_id not in best or hit.score > best[hit.paper_id].score):
+                best[hit.paper_id] = hit
+        merged = sorted(best.values(), key=lambda h: (-h.score, h.paper_id))[:fetch]
+        return merged + [h for h in hits if not h.paper_id]  # orphan points stay, to be counted and skipped
