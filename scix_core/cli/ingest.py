@@ -103,7 +103,8 @@ def info_cmd(args: argparse.Namespace) -> int:
     info = {
         "index": args.index, "path": str(folder), "counts": store.counts(),
         "model": manifest.get("model"), "dim": manifest.get("dim"), "vector_backend": manifest.get("vector_backend"),
-        "vectors": manifest.get("vectors", 0), "dataset": manifest.get("dataset"), "format": manifest.get("format"),
+        "vectors": manifest.get("vectors", 0), "passages": manifest.get("passages", 0),
+        "embedding_backend": manifest.get("embedding_backend"), "dataset": manifest.get("dataset"), "format": manifest.get("format"),
         "sources": manifest.get("sources"), "rejected": manifest.get("rejected"), "duplicates": manifest.get("duplicates"),
         "sizes_bytes": {p.name: _size(p) for p in sorted(folder.iterdir())},
     }

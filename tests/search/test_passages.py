@@ -109,3 +109,18 @@ def test_passages_without_vectors_is_a_config_error(tmp_path):
 
     with pytest.raises(ConfigError, match="--no-embed"):
         ingest(CORPUS, "bad", config=load_config().replace(home=tmp_path), progress=False, embed=False, passages=True)
+
+
+def test_info_counts_the_passages(passage_home, monkeypatch, capsys):
+    import json
+
+    from scix_core.cli.main import main
+    from scix_core.workspace import Workspace, read_json
+
+    monkeypatch.setenv("SCIX_HOME", str(passage_home.home))
+    assert main(["info", "--index", "with", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    manifest = read_json(Workspace(passage_home.home).index_dir("with") / "manifest.json")
+    assert info["passages"] == manifest["passages"] > 0 and "passages" in info["sizes_bytes"]
+    assert main(["info", "--index", "without", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["passages"] == 0
