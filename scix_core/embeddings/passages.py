@@ -19,12 +19,30 @@ from scix_core.types import Paper
 WINDOW = 3  # sentences per passage
 STRIDE = 2  # sentences between passage starts (windows overlap by one)
 FANOUT = 4  # passages fetched per paper wanted: papers have ~4 passages, the best one counts
-# a sentence ends at . ! ? followed by space and a capital, digit or bracket ("e.g. the", "3.5 mm" do not end one)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\[])")
+# a sentence ends at . ! ? and white space ("3.5 mm" does not end one), whatever the next letter's case (some
+# collections, Cranfield's, are all lower case) — except after an abbreviation or an initial ("e.g. the", "J. Smith")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_ABBREVIATIONS = frozenset({"e.g.", "i.e.", "al.", "fig.", "figs.", "eq.", "eqs.", "vs.", "cf.", "approx.", "ref.",
+                            "refs.", "no.", "nos.", "sec.", "ca.", "resp.", "vol.", "pp.", "ch.", "dr.", "prof.",
+                            "st.", "mr.", "ms.", "jr.", "sr.", "viz.", "etc.", "ibid.", "op.", "cit.", "ed.", "eds."})
+
+
+def _abbreviated(piece: str) -> bool:
+    last = piece.rsplit(None, 1)[-1].lower().lstrip("([{\"'")
+    return last in _ABBREVIATIONS or (len(last) == 2 and last[0].isalpha() and last[1] == ".")
 
 
 def sentences(text: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE_END.split(text or "") if s.strip()]
+    out: list[str] = []
+    for piece in _SENTENCE_END.split(text or ""):
+        piece = piece.strip()
+        if not piece:
+            continue
+        if out and _abbreviated(out[-1]):
+            out[-1] = f"{out[-1]} {piece}"
+        else:
+            out.append(piece)
+    return out
 
 
 def passages(paper: Paper, window: int = WINDOW, stride: int = STRIDE) -> list[str]:

@@ -37,6 +37,11 @@ def test_passages_are_overlapping_sentence_windows_after_the_title():
     assert (WINDOW, STRIDE) == (3, 2)
     assert passages(paper) == ["T. One. Two e.g. twice. Three!", "T. Three! Four? Five.", "T. Five. Six."]
     assert passages(Paper("y", "T", "One. Two. Three.")) == []  # the paper's own vector reads all of it
+    # lower-case collections (Cranfield) end sentences too; initials and abbreviations do not, decimals never split
+    assert sentences("the flow is laminar. the layer thickens by 3.5 mm. heat transfer (cf. ref. 2) rises.") == [
+        "the flow is laminar.", "the layer thickens by 3.5 mm.", "heat transfer (cf. ref. 2) rises."]
+    assert sentences("As J. Smith et al. showed, it holds. It fails i.e. sometimes.") == [
+        "As J. Smith et al. showed, it holds.", "It fails i.e. sometimes."]
     assert passages(Paper("z", "", "One. Two. Three. Four.")) == ["One. Two. Three.", "Three. Four."]
     owners, texts = corpus_passages([Paper("a", "A", "x"), paper, Paper("b", "B", "1. 2. 3. 4. 5.")])
     assert owners == [1, 1, 1, 2, 2] and texts[3] == "B. 1. 2. 3."
