@@ -129,3 +129,24 @@ def test_info_counts_the_passages(passage_home, monkeypatch, capsys):
     assert info["passages"] == manifest["passages"] > 0 and "passages" in info["sizes_bytes"]
     assert main(["info", "--index", "without", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["passages"] == 0
+
+
+def test_unreadable_passages_leave_the_papers_own_vectors_with_a_note(passage_home, encoder):
+    import shutil
+
+    from scix_core.ingest import ingest
+    from scix_core.workspace import Workspace
+
+    ingest(CORPUS, "broken", config=passage_home, progress=False, encoder=encoder, passages=True)
+    shard = Workspace(passage_home.home).index_dir("broken") / "passages"
+    shutil.rmtree(shard)
+    shard.mkdir()  # an empty folder where the shard was
+    searcher, plain = Searcher("broken", passage_home), Searcher("without", passage_home)
+    try:
+        result, scores = _dense(searcher)
+        assert not result.metadata["dense_passages"]
+        assert any("passage vectors unavailable" in n for n in result.metadata["notes"]), result.metadata["notes"]
+        assert scores == pytest.approx(_dense(plain)[1], abs=1e-6)  # the papers' own vectors still answer
+    finally:
+        searcher.close()
+        plain.close()
