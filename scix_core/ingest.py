@@ -73,7 +73,7 @@ def _build_key(dataset: Dataset, texts_hash: str, cfg: Config, embed: bool, spar
     for part in (texts_hash, cfg.embedding.model + backend if embed else "-", str(cfg.embedding.max_length),
                  cfg.vectors.backend, cfg.vectors.url or "", str(len(dataset.queries)), str(len(dataset.interactions)),
                  json.dumps(dataset.qrels, sort_keys=True), str(len(dataset.citations)), "sparse" if sparse else "",
-                 TERMS_FORMAT, f"passages-{WINDOW}-{STRIDE}" if passages and embed else ""):
+                 TERMS_FORMAT, f"passages-{WINDOW}-{STRIDE}" if passages else ""):
         h.update(part.encode())
     return h.hexdigest()[:16]
 

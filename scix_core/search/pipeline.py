@@ -162,12 +162,13 @@ class Searcher:
 
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.store.close()
-        keep = None
-        for attr, part in (("_reader", "vectors"), ("_passage_reader", "passages")):
-            reader = getattr(self, attr, None)
-            setattr(self, attr, None)
-            if reader is not None:
-                keep = Workspace(self.config.home).is_current(self.index, self.build_dir) if keep is None else keep
+        readers = [(reader, part) for reader, part in ((getattr(self, "_reader", None), "vectors"),
+                                                       (getattr(self, "_passage_reader", None), "passages"))
+                   if reader is not None]
+        self._reader = self._passage_reader = None
+        if readers:
+            keep = Workspace(self.config.home).is_current(self.index, self.build_dir)
+            for reader, part in readers:
                 release_reader(reader, self.build_dir, self.index, keep=keep, part=part)
         self.lease.release()
 
