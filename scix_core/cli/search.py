@@ -171,7 +171,8 @@ def _train_encoder_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base-model", help="checkpoint to start from (default embedding.model, the bundled MiniLM)")
     p.add_argument("--permutations", type=int, default=10_000)
     p.add_argument("--json", dest="json_path", help="with --folds: write the evaluation as JSON")
-    p.add_argument("--runs-dir", type=Path, help="with --folds: also write every run as a TREC run file DIR/RUN.trec")
+    p.add_argument("--runs-dir", type=Path, help="with --folds: also write every run as a TREC run file DIR/RUN.trec, and keep each "
+                   "finished fold there: run again with the same DIR to resume a CV stopped part way")
     p.add_argument("--quiet", action="store_true")
 
 

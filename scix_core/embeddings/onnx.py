@@ -67,16 +67,31 @@ def pipeline(model_dir: Path) -> dict:
         raise ModelUnavailableError(f"the ONNX backend exports Transformer + Pooling [+ Normalize]; {model_dir.name} "
                                     f"has {' + '.join(kinds)}: use embedding.backend = 'torch'")
     pooling = json.loads((model_dir / modules[1]["path"] / "config.json").read_text())
-    modes = [k for k in ("cls_token", "mean_tokens") if pooling.get(f"pooling_mode_{k}")]
-    others = [k for k, v in pooling.items() if k.startswith("pooling_mode_") and v and k[13:] not in modes]
-    if len(modes) != 1 or others:
+    modes = _pooling_modes(pooling)
+    if modes not in (["cls"], ["mean"]):
         raise ModelUnavailableError(f"the ONNX backend exports mean or CLS pooling; {model_dir.name} pools "
-                                    f"{[*modes, *others]}: use embedding.backend = 'torch'")
+                                    f"{modes}: use embedding.backend = 'torch'")
     bert = model_dir / "sentence_bert_config.json"
     settings = json.loads(bert.read_text()) if bert.is_file() else {}
-    return {"pooling": "cls" if modes == ["cls_token"] else "mean", "normalize": kinds[-1] == "Normalize",
-            "max_seq_length": int(settings.get("max_seq_length") or 512),
-            "do_lower_case": bool(settings.get("do_lower_case", False)), "dim": int(pooling["word_embedding_dimension"])}
+    tokenizer = model_dir / "tokenizer_config.json"
+    # sentence-transformers 6 saves the length cap as the tokenizer's model_max_length, not in sentence_bert_config
+    cap = settings.get("max_seq_length") or (json.loads(tokenizer.read_text()).get("model_max_length")
+                                             if tokenizer.is_file() else None)
+    dim = pooling.get("embedding_dimension", pooling.get("word_embedding_dimension"))
+    return {"pooling": modes[0], "normalize": kinds[-1] == "Normalize",
+            "max_seq_length": int(cap) if cap and int(cap) < 100_000 else 512,
+            "do_lower_case": bool(settings.get("do_lower_case", False)), "dim": int(dim)}
+
+
+def _pooling_modes(pooling: dict) -> list[str]:
+    """The pooling modes of a Pooling module's config, in sentence-transformers 6's form (``pooling_mode``: a name
+    or a list) or the earlier one (``pooling_mode_cls_token``, ``pooling_mode_mean_tokens``, … booleans)."""
+    if "pooling_mode" in pooling:
+        mode = pooling["pooling_mode"]
+        return [mode] if isinstance(mode, str) else list(mode)
+    legacy = {"cls_token": "cls", "mean_tokens": "mean", "max_tokens": "max", "mean_sqrt_len_tokens": "mean_sqrt_len_tokens",
+              "weightedmean_tokens": "weightedmean", "lasttoken": "lasttoken"}
+    return [name for key, name in legacy.items() if pooling.get(f"pooling_mode_{key}")] or ["mean"]
 
 
 def _stamp(model_dir: Path) -> str:

@@ -15,14 +15,20 @@ lane, exact cosine over the fold model's vectors) against the untrained ones, wi
 ``convex-trained`` fuses the same two lanes by min-max convex combination, its α chosen per fold on the other
 folds (as ``scix eval``'s ``convex_minmax``), so no query's judgments pick its own weight; ``convex3-trained``
 adds the untrained dense lane as a third (the two encoders err differently), its three weights chosen the same
-way on a 0.1 simplex grid. ``runs_dir`` keeps every run as a TREC run file (top ``DEPTH``, with scores) for
-fusions tried afterwards without training again.
+way on a 0.1 simplex grid. The fold models encode as the index does (its backend: an ONNX/OpenVINO export of
+each fold model when the index was built so), and on an index with passage vectors they score by MaxP over the
+same passages, so ``dense-trained`` is the lane ``scix ingest --model`` would build. ``runs_dir`` keeps every
+run as a TREC run file (top ``DEPTH``, with scores) for fusions tried afterwards without training again, and each
+finished fold (``folds/fold-K.json``, exact scores, keyed by everything the fold depends on): a run stopped part
+way — a CV costs hours on a laptop CPU — resumes from its finished folds when started again with the same
+``runs_dir``.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -32,7 +38,7 @@ import numpy as np
 
 from scix_core import __version__
 from scix_core.config import Config, load_config
-from scix_core.embeddings.encoder import resolve_model
+from scix_core.embeddings.encoder import index_embedding, resolve_model
 from scix_core.errors import ConfigError, ScixError
 from scix_core.types import Ranking
 
@@ -129,6 +135,18 @@ def _corpus(searcher) -> tuple[list[str], dict[str, str]]:
     return [p.paper_id for p in papers], {p.paper_id: p.text for p in papers}
 
 
+def _passages(searcher, cfg: Config, paper_ids: list[str]) -> tuple[list[int], list[str]]:
+    """The corpus's passages (owner's position in ``paper_ids``, text) when the index has passage vectors and
+    ``search.passages`` is on — the fold models then score by MaxP like the index's own dense lane."""
+    from scix_core.embeddings.passages import STRIDE, WINDOW, corpus_passages
+
+    if not (searcher.manifest.get("passages") and cfg.search.passages):
+        return [], []
+    papers = {p.paper_id: p for p in searcher.store.papers()}
+    return corpus_passages([papers[p] for p in paper_ids], searcher.manifest.get("passage_window", WINDOW),
+                           searcher.manifest.get("passage_stride", STRIDE))
+
+
 def train_encoder(index: str, name: str, config: Config | None = None, split: str = "train",
                   recipe: Recipe = Recipe(), base_model: str | None = None, progress: bool = True) -> EncoderTrainReport:
     from scix_core.evaluate.gold import from_index
@@ -157,18 +175,84 @@ def train_encoder(index: str, name: str, config: Config | None = None, split: st
     return EncoderTrainReport(name, ws.model_dir(KIND, name), len(ids), len(examples), steps, time.perf_counter() - t)
 
 
-def _exact(model, texts: list[str], ids: list[str], queries: Mapping[str, str], depth: int, batch: int,
-           progress: bool) -> dict[str, Ranking]:
-    docs = model.encode(texts, batch_size=batch, normalize_embeddings=True, show_progress_bar=progress,
-                        convert_to_numpy=True)
+def _encoder(model, emb, folder: Path, progress: bool = False):
+    """An encode function for a fold model, on the index's backend: torch as trained, or saved into ``folder`` and
+    exported as the index's ONNX/OpenVINO backend encodes (so ``dense-trained`` is what ``scix ingest --model``
+    would build with this config)."""
+    from dataclasses import replace
+
+    from scix_core.embeddings.encoder import Encoder
+
+    if emb.backend == "torch":
+        return lambda texts: model.encode(texts, batch_size=emb.batch_size, normalize_embeddings=True,
+                                          show_progress_bar=progress, convert_to_numpy=True).astype(np.float32)
+    model.save(str(folder / "model"))
+    encoder = Encoder(replace(emb, model=str(folder / "model")), home=folder)
+    return lambda texts: encoder.encode(texts, progress)
+
+
+def _exact(encode, texts: list[str], ids: list[str], queries: Mapping[str, str], depth: int,
+           passages: tuple[list[int], list[str]] = ([], [])) -> dict[str, Ranking]:
+    """Exact cosine top ``depth``; with ``passages`` (owner position, text) a paper scores its best vector, whole
+    or passage (MaxP, as the dense lane does with an index's passage vectors)."""
+    docs = encode(texts)
     qids = list(queries)
-    qv = model.encode([queries[q] for q in qids], batch_size=batch, normalize_embeddings=True, convert_to_numpy=True)
+    qv = encode([queries[q] for q in qids])
     sims = qv @ docs.T
+    owners, ptexts = passages
+    if ptexts:
+        psims = qv @ encode(ptexts).T
+        for j, owner in enumerate(owners):
+            np.maximum(sims[:, owner], psims[:, j], out=sims[:, owner])
     out = {}
     for i, q in enumerate(qids):
         top = np.argsort(-sims[i], kind="stable")[:depth]
         out[q] = Ranking.from_pairs("dense", [(ids[j], float(sims[i, j])) for j in top])
     return out
+
+
+def _fold_key(manifest: dict, split: str, folds: int, recipe: Recipe, base: str, backend: str, passages: int,
+              ranked: Mapping[str, Sequence[str]]) -> str:
+    """What a fold's result depends on: the index build, the split and folds, the recipe, the base model, the
+    encoding backend, the passages, and the rankings hard negatives are mined from."""
+    import hashlib
+    import json
+
+    blob = json.dumps({"build": manifest.get("build_key"), "corpus": manifest.get("corpus_hash"), "split": split,
+                       "folds": folds, "recipe": recipe.__dict__, "base": base, "backend": backend,
+                       "passages": passages, "ranked": {q: list(r) for q, r in sorted(ranked.items())},
+                       "scix_core": __version__}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _fold_path(runs_dir: Path, fold: int) -> Path:
+    return Path(runs_dir) / "folds" / f"fold-{fold}.json"
+
+
+def _load_fold(runs_dir: Path | None, fold: int, key: str) -> tuple[int, dict[str, Ranking]] | None:
+    """A finished fold kept by an earlier run with the same key (exact scores), or None."""
+    import json
+
+    if runs_dir is None:
+        return None
+    try:
+        saved = json.loads(_fold_path(runs_dir, fold).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(saved, dict) or saved.get("key") != key:
+        return None
+    return int(saved["steps"]), {q: Ranking.from_pairs("dense", [(p, float(v)) for p, v in pairs])
+                                 for q, pairs in saved["rankings"].items()}
+
+
+def _save_fold(runs_dir: Path | None, fold: int, key: str, steps: int, rankings: Mapping[str, Ranking]) -> None:
+    from scix_core.workspace import write_json_atomic
+
+    if runs_dir is not None:
+        path = _fold_path(runs_dir, fold)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(path, {"key": key, "fold": fold, "steps": steps,
+                                 "rankings": {q: [[i.paper_id, i.score] for i in r.items] for q, r in rankings.items()}})
 
 
 def cross_validate(index: str, config: Config | None = None, split: str = "train", folds: int = 5,
@@ -203,16 +287,27 @@ def cross_validate(index: str, config: Config | None = None, split: str = "train
     shuffled = random.Random(recipe.seed).sample(ids, len(ids))
     fold_of = {q: i % folds for i, q in enumerate(shuffled)}
     base = base_model or cfg.embedding.model
+    emb = index_embedding(cfg.embedding, searcher.manifest)
+    passages = _passages(searcher, cfg, paper_ids)
     trained: dict[str, Ranking] = {}
     steps = []
+    key = _fold_key(searcher.manifest, split, folds, recipe, base, emb.backend, len(passages[1]), ranked)
     for f in range(folds):
-        train_ids = [q for q in ids if fold_of[q] != f]
-        model, n = fine_tune(base, triples(gold, train_ids, ranked, texts, recipe), recipe, cfg.embedding.device,
-                             progress)
+        done = _load_fold(runs_dir, f, key)
+        if done is not None:
+            n, fold_rankings = done
+        else:
+            train_ids = [q for q in ids if fold_of[q] != f]
+            model, n = fine_tune(base, triples(gold, train_ids, ranked, texts, recipe), recipe, cfg.embedding.device,
+                                 progress)
+            held = {q: gold.queries[q] for q in ids if fold_of[q] == f}
+            with tempfile.TemporaryDirectory(prefix="scix-fold-") as folder:
+                fold_rankings = _exact(_encoder(model, emb, Path(folder), progress), corpus, paper_ids, held, DEPTH,
+                                       passages)
+            del model
+            _save_fold(runs_dir, f, key, n, fold_rankings)
         steps.append(n)
-        held = {q: gold.queries[q] for q in ids if fold_of[q] == f}
-        trained.update(_exact(model, corpus, paper_ids, held, DEPTH, cfg.embedding.batch_size, progress))
-        del model
+        trained.update(fold_rankings)
     lanes = {q: {**{n: results[q].rankings[n] for n in results[q].metadata["lanes_run"]}, "dense-trained": trained[q]}
              for q in ids}
     rankings = {
@@ -250,5 +345,7 @@ def cross_validate(index: str, config: Config | None = None, split: str = "train
                "folds": folds, "steps_per_fold": steps, "score_fusion_alpha": {"convex-trained": alphas},
                "score_fusion_weights": {"convex3-trained": weights},
                "base_model": base, "loss": LOSS, "recipe": recipe.__dict__,
-               "dense_trained": "exact cosine over the fold model's vectors", "permutations": permutations,
+               "dense_trained": f"exact cosine over the fold model's vectors ({emb.backend})"
+                                + (f", MaxP over {len(passages[1])} passages" if passages[1] else ""),
+               "permutations": permutations,
                "corpus_hash": searcher.manifest.get("corpus_hash")})

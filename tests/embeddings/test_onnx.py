@@ -1,12 +1,14 @@
 """The ONNX Runtime backends against the torch model they were exported from (the real bundled MiniLM)."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from scix_core.config import EmbeddingConfig
 from scix_core.embeddings import Encoder, cpu, resolve_backend
+from scix_core.embeddings.encoder import BUNDLED, resolve_model
 from scix_core.embeddings.onnx import FORMAT
 from scix_core.errors import ModelUnavailableError, UnknownNameError
 
@@ -87,6 +89,29 @@ def test_bad_backends_are_typed_errors(tmp_path, home):
         {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"}]))
     with pytest.raises(ModelUnavailableError, match="Dense"):
         Encoder(EmbeddingConfig(model=str(odd), backend="onnx-int8"), home).encode(["x"])
+
+
+def test_a_checkpoint_saved_by_this_sentence_transformers_exports_and_reproduces_torch(tmp_path, torch_encoder):
+    """A model `scix train-encoder` saves is written in the installed sentence-transformers' format (6.x: the pooling
+    mode as one name, the length cap in the tokenizer's config) — it exports like the bundled (older-format) one."""
+    from scix_core.embeddings.onnx import pipeline
+
+    saved = tmp_path / "saved"
+    torch_encoder.model.save(str(saved))
+    bundled = pipeline(Path(resolve_model(BUNDLED)))
+    assert pipeline(saved) == bundled == {"pooling": "mean", "normalize": True, "max_seq_length": 256,
+                                          "do_lower_case": False, "dim": 384}
+    vecs = Encoder(EmbeddingConfig(model=str(saved), backend="onnx"), tmp_path / "home").encode(TEXTS)
+    assert (vecs * torch_encoder.encode(TEXTS)).sum(1).min() > 0.99999
+    pooling = saved / "1_Pooling" / "config.json"
+    for legacy, modes in (({"pooling_mode_cls_token": True}, ["cls"]),
+                          ({"pooling_mode_mean_tokens": True, "pooling_mode_max_tokens": True}, ["mean", "max"])):
+        pooling.write_text(json.dumps({"word_embedding_dimension": 384, **legacy}))
+        if modes == ["cls"]:
+            assert pipeline(saved)["pooling"] == "cls"
+        else:
+            with pytest.raises(ModelUnavailableError, match="mean or CLS"):
+                pipeline(saved)
 
 
 def test_auto_backend_is_the_gated_one_for_the_bundled_model_and_this_cpu_and_torch_for_others(tmp_path):
