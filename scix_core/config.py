@@ -67,6 +67,8 @@ class SearchConfig:
     lexical_mode: str = "auto"  # AND, and OR when AND fills fewer than the lane depth (the gate chose it); "and"; "or"
     depth: int = 60  # per-lane candidates fed to fusion
     rrf_k: int = 60
+    fusion: str = "rrf"  # "rrf" or "convex" (min-max normalised scores, dense weighs convex_alpha; scix_core.search.fusion)
+    convex_alpha: float = 0.5
     limit: int = 10
     title_weight: float = 1.0  # FTS5 bm25() column weights
     abstract_weight: float = 1.0

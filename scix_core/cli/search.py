@@ -11,6 +11,7 @@ from scix_core.cli.common import config_from as _config
 from scix_core.cli.common import console
 from scix_core.cli.main import command
 from scix_core.errors import ConfigError
+from scix_core.search.fusion import from_metadata
 from scix_core.workspace import write_json_atomic
 
 
@@ -69,7 +70,8 @@ def print_explain(result) -> None:
     lanes = list(result.metadata["lanes_run"])
     stages = [n for n in ("fused", "rerank", "boosts") if n in result.rankings]
     ranks = {n: result.rankings[n].ranks() for n in stages}
-    table = Table(title=f"{result.metadata['mode']} search, rrf k={result.metadata['rrf_k']}, {result.total} candidates;"
+    table = Table(title=f"{result.metadata['mode']} search, {from_metadata(result.metadata).describe()}, "
+                        f"{result.total} candidates;"
                         f" columns after the lanes: rank in each stage's output")
     for name, width in (("#", 3), ("paper", 10), *((n, len(n)) for n in lanes), *((f"{n}#", 6) for n in stages),
                         ("score", 6), ("boosts", 6)):

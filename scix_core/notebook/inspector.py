@@ -20,6 +20,7 @@ from scix_core.errors import ConfigError, ScixError
 from scix_core.evaluate.gold import Gold
 from scix_core.notebook import charts
 from scix_core.notebook.frontend import Rendered, View, banner, heading, table
+from scix_core.search.fusion import from_metadata
 from scix_core.search.options import OPTIONAL_LANES
 from scix_core.search.result import SearchResult
 
@@ -32,10 +33,12 @@ def _short(text: str, n: int = TITLE_CHARS) -> str:
 
 
 def contributions(result: SearchResult) -> dict[str, list[float]]:
-    """lane -> per hit its 1/(k + rank) term of the fused score (0 where the lane missed the hit)."""
-    k = result.metadata["rrf_k"]
-    return {lane: [1.0 / (k + h.lanes[lane].rank) if lane in h.lanes else 0.0 for h in result.hits]
-            for lane in result.metadata["lanes_run"]}
+    """lane -> per hit its term of the fused score (0 where the lane missed the hit): 1/(k + rank) under RRF,
+    weight × min-max normalised score under convex fusion."""
+    lanes = {lane: result.rankings[lane] for lane in result.metadata["lanes_run"]}
+    terms = from_metadata(result.metadata).terms(lanes)
+    return {lane: [terms[lane].get(h.paper_id, 0.0) if lane in h.lanes else 0.0 for h in result.hits]
+            for lane in lanes}
 
 
 def _status(result: SearchResult) -> str:
@@ -55,7 +58,7 @@ def _status(result: SearchResult) -> str:
             out.append(banner(f"{stage} bypassed: {status}", "note"))
     if not meta["dropped_lanes"]:
         out.append(banner(
-            f"{meta['mode']} · lanes {', '.join(meta['lanes_run'])} · RRF k={meta['rrf_k']} · "
+            f"{meta['mode']} · lanes {', '.join(meta['lanes_run'])} · {from_metadata(meta).describe()} · "
             f"lexical {meta.get('lexical_backend') or '-'} {meta.get('lexical_mode')} · {result.total} candidates · "
             f"{result.timing_ms['total']:.1f} ms", "ok"))
     return "".join(out)

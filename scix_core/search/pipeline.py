@@ -27,11 +27,11 @@ from typing import Any, Callable, Mapping
 from scix_core.config import Config, load_config
 from scix_core.errors import (BackendUnavailableError, ConfigError, QueryError, ScixError, UnknownNameError,
                               VectorIndexUnavailableError)
-from scix_core.fusion import rrf
 from scix_core.search import knobs
 from scix_core.search.community import CitationCommunities
 from scix_core.search.fielded import merge_filters, parse_fielded
 from scix_core.search.filters import SearchFilters
+from scix_core.search.fusion import fusion_step
 from scix_core.search.guard import check_broad
 from scix_core.search.lanes import Lane, LaneRequest, lexical_lanes
 from scix_core.search.lanes.dense import DenseLane
@@ -182,6 +182,7 @@ class Searcher:
         s = self.config.search
         limit = self._limit(limit)
         opts = SearchOptions.resolve(s, rerank, boosts, rewrite, lanes)
+        fusion = fusion_step(s.fusion, s.rrf_k, s.convex_alpha)  # a bad fusion setting fails before any lane runs
         flt, text, meta = SearchFilters.parse(filters), query, {}
         if "fielded" in opts.lanes and isinstance(query, str):
             fielded = parse_fielded(query)
@@ -197,8 +198,8 @@ class Searcher:
         rankings = self._retrieve(mode, request, max(s.depth, limit), opts, timing, dropped, meta)
 
         lane_order = [n for n in LANE_ORDER if n in rankings]
-        fused, timing["fusion"] = _timed(rrf, [rankings[n] for n in lane_order], s.rrf_k, "fused")
-        context = StageContext(prepared, limit, self.store, len(lane_order) / (s.rrf_k + 1))
+        fused, timing["fusion"] = _timed(fusion.fuse, {n: rankings[n] for n in lane_order})
+        context = StageContext(prepared, limit, self.store, fusion.max_score(lane_order))
         stages = {"rerank": rerank_why or "ran", "boosts": "ran" if opts.boosts else "off"}
         final = fused
         for stage in [st for st in (reranker if rerank_why is None else None,
@@ -215,7 +216,8 @@ class Searcher:
         metadata = {
             "index": self.index, "mode": mode, "lexical_backend": s.lexical_backend if mode != "semantic" else None,
             "lanes_run": lane_order, "dropped_lanes": dropped, "lanes_skipped": self._skipped(mode, opts, meta),
-            "rrf_k": s.rrf_k, "depth": max(s.depth, limit), "limit": limit, "filters": flt.to_dict(),
+            "fusion": s.fusion, "rrf_k": s.rrf_k, "convex_alpha": s.convex_alpha if s.fusion == "convex" else None,
+            "depth": max(s.depth, limit), "limit": limit, "filters": flt.to_dict(),
             "knobs": request.knobs.to_dict(), "lexical_mode": s.lexical_mode, "query_text": prepared.text,
             "lexical_terms": list(meta.get("lexical_terms", prepared.tokens)),
             "notes": [*prepared.notes, *(self.lane_notes if mode != "semantic" else ()),

@@ -45,6 +45,16 @@ def test_inspector_marks_relevant_and_breaks_down_the_fused_score(inspector):
     assert len(rendered.figures) == 2  # fused breakdown + stage timing
 
 
+def test_inspector_breaks_down_a_convex_fused_score(built):
+    qi = QueryInspector(built.index, built.config.replace(**{"search.fusion": "convex"}), gold="train",
+                        query_id="q2", lexical_mode="or")
+    rendered = qi.render()
+    shares = contributions(qi.result)
+    for i, hit in enumerate(qi.result.hits):
+        assert sum(s[i] for s in shares.values()) == pytest.approx(hit.fused_score, rel=1e-9)
+    assert max(shares["dense"]) <= 0.5 + 1e-12 and "convex α=0.5" in rendered.html
+
+
 def test_inspector_lists_missed_relevant_with_lane_ranks(built):
     qi = QueryInspector(built.index, built.config, gold="train", query_id="q1", lexical_mode="or", limit=1)
     rendered = qi.render()
