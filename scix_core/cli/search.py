@@ -26,6 +26,9 @@ def _search_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", choices=["sqlite", "bm25", "postgres"], help="lexical backend (default search.lexical_backend)")
     p.add_argument("--lexical-mode", choices=["auto", "and", "or"],
                    help="lexical semantics: auto (default: AND matches first, then OR), and, or")
+    p.add_argument("--fusion", choices=["rrf", "convex"], help="how the lanes are fused (default search.fusion)")
+    p.add_argument("--alpha", type=float, help="with --fusion convex: the dense lane's weight (default "
+                   "search.convex_alpha = 0.5; every other lane weighs 1 - alpha)")
     p.add_argument("--rerank", metavar="PATH|NAME|off", help="cross-encoder path or trained name (default search.rerank)")
     p.add_argument("--boosts", action=argparse.BooleanOptionalAction, default=None,
                    help="title/citation boosts (default search.boosts)")
@@ -40,7 +43,8 @@ def _search_args(p: argparse.ArgumentParser) -> None:
 def search_cmd(args: argparse.Namespace) -> int:
     from scix_core.search import Searcher
 
-    overrides = {"search.lexical_mode": args.lexical_mode} if args.lexical_mode else {}
+    overrides = {k: v for k, v in (("search.lexical_mode", args.lexical_mode), ("search.fusion", args.fusion),
+                                   ("search.convex_alpha", args.alpha)) if v is not None}
     searcher = Searcher(args.index, _config(args, **overrides), backend=args.backend)
     if args.mode != "keyword":
         searcher.warm()  # load the model first, so the timings are the query's own

@@ -160,6 +160,7 @@ def train_encoder(index: str, name: str, config: Config | None = None, split: st
     ids = gold.judged
     results = hybrid_rankings(searcher, {q: gold.queries[q] for q in ids}, recipe.depth, progress)
     _, texts = _corpus(searcher)
+    searcher.close(keep_vectors=False)  # training takes minutes to hours: free the index for other processes
     examples = triples(gold, ids, {q: r.ids for q, r in results.items()}, texts, recipe)
     base = base_model or cfg.embedding.model
     model, steps = fine_tune(base, examples, recipe, cfg.embedding.device, progress)
@@ -289,6 +290,7 @@ def cross_validate(index: str, config: Config | None = None, split: str = "train
     base = base_model or cfg.embedding.model
     emb = index_embedding(cfg.embedding, searcher.manifest)
     passages = _passages(searcher, cfg, paper_ids)
+    searcher.close(keep_vectors=False)  # the folds take hours on a laptop CPU: free the index for other processes
     trained: dict[str, Ranking] = {}
     steps = []
     key = _fold_key(searcher.manifest, split, folds, recipe, base, emb.backend, len(passages[1]), ranked)

@@ -156,8 +156,10 @@ class Searcher:
                 self.unavailable["dense"] = _reason(exc)
                 self.dense = None
 
-    def close(self) -> None:
-        """Idempotent. The shared vector reader is closed too once no one uses it and the build is superseded."""
+    def close(self, keep_vectors: bool | None = None) -> None:
+        """Idempotent. The shared vector reader is closed too once no one in this process uses it and the build is
+        superseded — or whatever the build, with ``keep_vectors=False`` (a long job done searching frees an
+        embedded shard, which one process at a time can open, for other processes)."""
         from scix_core.vectors import release_reader
 
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -167,7 +169,8 @@ class Searcher:
                    if reader is not None]
         self._reader = self._passage_reader = None
         if readers:
-            keep = Workspace(self.config.home).is_current(self.index, self.build_dir)
+            keep = (Workspace(self.config.home).is_current(self.index, self.build_dir) if keep_vectors is None
+                    else keep_vectors)
             for reader, part in readers:
                 release_reader(reader, self.build_dir, self.index, keep=keep, part=part)
         self.lease.release()

@@ -40,6 +40,17 @@ def test_explain_shows_lane_ranks_and_timings(on_fixture, capsys):
         assert word in out
 
 
+def test_fusion_from_the_command_line(on_fixture, capsys):
+    argv = ["search", "dark matter", "--index", "fixture", "--json", "--fusion", "convex", "--alpha", "0.7"]
+    assert main(argv) == 0
+    meta = json.loads(capsys.readouterr().out)["metadata"]
+    assert meta["fusion"] == "convex" and meta["convex_alpha"] == 0.7
+    assert main(["search", "dark matter", "--index", "fixture", "--explain", "--fusion", "convex"]) == 0
+    assert "convex α=0.5" in capsys.readouterr().out
+    assert main(["search", "dark matter", "--index", "fixture", "--fusion", "convex", "--alpha", "2"]) == 2
+    assert "convex_alpha must be in [0, 1]" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv, code", [
     (["search", "  ", "--index", "fixture"], "invalid_query"),
     (["search", "x", "--index", "fixture", "--year", "2021-2019"], "invalid_filter"),

@@ -104,6 +104,10 @@ def test_cross_validation_scores_every_query_once(with_passages, tmp_path):
     assert all(abs(sum(w.values()) - 1) < 1e-9 for w in weights)
     assert set(report.per_query["convex-trained"]["ndcg@10"]) == judged
     assert set(report.per_query["convex3-trained"]["ndcg@10"]) == judged
+    # done searching, the CV closed the index's vector shards (an embedded shard opens in one process at a time)
+    from scix_core import vectors
+
+    assert not [key for key in vectors._READERS if key[3] == "fx-passages"]
     # run again with the same runs_dir: every fold is read back (not retrained), the figures are the same
     folds = sorted((tmp_path / "folds").glob("fold-*.json"))
     stamps = [f.stat().st_mtime_ns for f in folds]
