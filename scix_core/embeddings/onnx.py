@@ -89,8 +89,9 @@ def _pooling_modes(pooling: dict) -> list[str]:
     if "pooling_mode" in pooling:
         mode = pooling["pooling_mode"]
         return [mode] if isinstance(mode, str) else list(mode)
-    legacy = {"cls_token": "cls", "mean_tokens": "mean", "max_tokens": "max", "mean_sqrt_len_tokens": "mean_sqrt_len_tokens",
-              "weightedmean_tokens": "weightedmean", "lasttoken": "lasttoken"}
+    legacy = {"cls_token": "cls", "mean_tokens": "mean", "max_tokens": "max",
+              "mean_sqrt_len_tokens": "mean_sqrt_len_tokens", "weightedmean_tokens": "weightedmean",
+              "lasttoken": "lasttoken"}
     return [name for key, name in legacy.items() if pooling.get(f"pooling_mode_{key}")] or ["mean"]
 
 

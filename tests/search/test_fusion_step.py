@@ -43,6 +43,7 @@ def test_bad_settings_are_typed_errors():
     with pytest.raises(ConfigError, match="rrf_k"):
         fusion_step("rrf", -1, 0.5)
     assert from_metadata({"rrf_k": 30}) == RrfFusion(30)  # results from before search.fusion were RRF
+    assert from_metadata({"fusion": "convex", "rrf_k": 60, "convex_alpha": 0.0}) == ConvexFusion(0.0)
 
 
 @pytest.mark.model
