@@ -130,21 +130,20 @@ def fine_tune(base: str, examples: list[tuple[str, str, str]], recipe: Recipe, d
     return model, len(loader) * recipe.epochs
 
 
-def _corpus(searcher) -> tuple[list[str], dict[str, str]]:
+def _corpus(searcher) -> tuple[list, dict[str, str]]:
+    """The index's papers, in store order, and paper id -> its text as the index encodes it."""
     papers = list(searcher.store.papers())
-    return [p.paper_id for p in papers], {p.paper_id: p.text for p in papers}
+    return papers, {p.paper_id: p.text for p in papers}
 
 
-def _passages(searcher, cfg: Config, paper_ids: list[str]) -> tuple[list[int], list[str]]:
-    """The corpus's passages (owner's position in ``paper_ids``, text) when the index has passage vectors and
+def _passages(manifest: dict, cfg: Config, papers: list) -> tuple[list[int], list[str]]:
+    """The corpus's passages (owner's position in ``papers``, text) when the index has passage vectors and
     ``search.passages`` is on — the fold models then score by MaxP like the index's own dense lane."""
     from scix_core.embeddings.passages import STRIDE, WINDOW, corpus_passages
 
-    if not (searcher.manifest.get("passages") and cfg.search.passages):
+    if not (manifest.get("passages") and cfg.search.passages):
         return [], []
-    papers = {p.paper_id: p for p in searcher.store.papers()}
-    return corpus_passages([papers[p] for p in paper_ids], searcher.manifest.get("passage_window", WINDOW),
-                           searcher.manifest.get("passage_stride", STRIDE))
+    return corpus_passages(papers, manifest.get("passage_window", WINDOW), manifest.get("passage_stride", STRIDE))
 
 
 def train_encoder(index: str, name: str, config: Config | None = None, split: str = "train",
@@ -202,9 +201,7 @@ def _exact(encode, texts: list[str], ids: list[str], queries: Mapping[str, str],
     sims = qv @ docs.T
     owners, ptexts = passages
     if ptexts:
-        psims = qv @ encode(ptexts).T
-        for j, owner in enumerate(owners):
-            np.maximum(sims[:, owner], psims[:, j], out=sims[:, owner])
+        np.maximum.at(sims.T, owners, (qv @ encode(ptexts).T).T)  # each paper's column: its best vector
     out = {}
     for i, q in enumerate(qids):
         top = np.argsort(-sims[i], kind="stable")[:depth]
@@ -283,13 +280,14 @@ def cross_validate(index: str, config: Config | None = None, split: str = "train
         raise ConfigError(f"{len(ids)} judged queries cannot make {folds} folds")
     results = hybrid_rankings(searcher, {q: gold.queries[q] for q in ids}, DEPTH, progress)
     ranked = {q: r.ids for q, r in results.items()}
-    paper_ids, texts = _corpus(searcher)
-    corpus = [texts[p] for p in paper_ids]
+    papers, texts = _corpus(searcher)
+    paper_ids = [p.paper_id for p in papers]
+    corpus = [p.text for p in papers]
     shuffled = random.Random(recipe.seed).sample(ids, len(ids))
     fold_of = {q: i % folds for i, q in enumerate(shuffled)}
     base = base_model or cfg.embedding.model
     emb = index_embedding(cfg.embedding, searcher.manifest)
-    passages = _passages(searcher, cfg, paper_ids)
+    passages = _passages(searcher.manifest, cfg, papers)
     searcher.close(keep_vectors=False)  # the folds take hours on a laptop CPU: free the index for other processes
     trained: dict[str, Ranking] = {}
     steps = []
