@@ -77,4 +77,5 @@ def fusion_step(fusion: str, rrf_k: int, alpha: float) -> RrfFusion | ConvexFusi
 def from_metadata(metadata: Mapping) -> RrfFusion | ConvexFusion:
     """The step a search result was fused by (results from before ``search.fusion`` are RRF)."""
     alpha = metadata.get("convex_alpha")
-    return fusion_step(metadata.get("fusion", "rrf"), metadata["rrf_k"], 0.5 if alpha is None else alpha)
+    return fusion_step(metadata.get("fusion", "rrf"), metadata["rrf_k"],
+                       ConvexFusion.alpha if alpha is None else alpha)
