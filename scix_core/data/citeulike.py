@@ -4,7 +4,10 @@
 ``citations.dat`` line *i*: ``N item ...`` (undirected links of item *i*);
 ``item-tag.dat`` line *i*: ``N tag ...`` — or ``tag-item.dat`` line *t*:
 ``N item ...`` (the items carrying tag *t*); ``tags.dat`` line *t*: tag text;
-a titles file (``citeutitles.txt`` or ``titles.txt``) line *i*: item title.
+a titles file (``citeutitles.txt`` or ``titles.txt``) line *i*: item title;
+``raw-data.csv`` (the full release: header ``doc.id,title,citeulike.id,raw.title,raw.abstract``, ``doc.id`` =
+*i* + 1): each item's title and abstract as written (LaTeX case braces dropped; a byte that is not UTF-8 read as
+U+FFFD), over the titles file and the bag of words.
 The standard release variant without titles has ``mult.dat`` (LDA-C bag of
 words, line *i*: ``N word_id:count ...``) and ``vocabulary.dat`` (line *w*:
 the word): the paper's abstract is then its words, each once, most frequent
@@ -13,6 +16,9 @@ first (repeating words by count would spend that window on repetitions).
 Measured by ``python -m scix_core.bench.bags`` on SciFact made into bags:
 dense nDCG@10 once 0.501 vs repeated 0.479 (significant), BM25 0.501 vs
 0.548 (significant the other way), hybrid 0.564 vs 0.571 (no difference).
+An item with neither title nor abstract (a release without text files: ``users.dat`` and the tag files only)
+takes its tag names as its abstract (``small-world`` read as ``small world``) — the only words there are about
+it; otherwise every such item would embed as the same empty text. Items that have text never get tags added.
 The last line may lack a newline. The count prefix of each line is checked.
 """
 
@@ -21,7 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from scix_core.data.dataset import Dataset, PaperCollector
-from scix_core.data.textio import read_lines
+from scix_core.data.textio import read_csv_rows, read_lines
 from scix_core.errors import DataFormatError, DataPathError
 from scix_core.types import CitationLink, Interaction, Paper
 
@@ -63,6 +69,26 @@ def read_bags(path: Path, vocabulary: list[str], repeat: bool = False) -> list[s
     return texts
 
 
+def read_raw(path: Path) -> dict[int, tuple[str, str]]:
+    """``raw-data.csv``: item position -> (title, abstract); ``doc.id`` (1-based) places a row, else row order."""
+    out: dict[int, tuple[str, str]] = {}
+    for n, (lineno, row) in enumerate(read_csv_rows(path, errors="replace")):  # a stray byte costs a letter
+        if n == 0 and not {"raw.title", "title", "raw.abstract", "abstract"} & set(row):
+            raise DataFormatError(path, 1, f"no title or abstract column in the header {sorted(row)}")
+        doc = (row.get("doc.id") or "").strip()
+        if doc and not (doc.isdigit() and int(doc) >= 1):
+            raise DataFormatError(path, lineno, f"doc.id {doc!r} is not a positive integer")
+        title = (row.get("raw.title") or row.get("title") or "").replace("{", "").replace("}", "")
+        abstract = (row.get("raw.abstract") or row.get("abstract") or "").replace("{", "").replace("}", "")
+        out[int(doc) - 1 if doc else n] = (" ".join(title.split()), " ".join(abstract.split()))
+    return out
+
+
+def tag_text(tags: tuple[str, ...]) -> str:
+    """Tag names as an abstract: ``("small-world", "gene_expression")`` -> ``"small world, gene expression"``."""
+    return ", ".join(" ".join(t.replace("-", " ").replace("_", " ").split()) for t in tags)
+
+
 def _item_tags(path: Path) -> list[list[str]]:
     """``item-tag.dat`` as is, or ``tag-item.dat`` turned around (item -> tag ids)."""
     if (path / "item-tag.dat").exists():
@@ -89,24 +115,30 @@ def load_citeulike(path: Path) -> Dataset:
         if not (path / "vocabulary.dat").exists():
             raise DataPathError(f"{path} has mult.dat but no vocabulary.dat to read its word ids")
         bags = read_bags(path / "mult.dat", [line.strip() for _, line in read_lines(path / "vocabulary.dat")])
+    raw = read_raw(path / "raw-data.csv") if (path / "raw-data.csv").exists() else {}
     adjacency = read_adjacency(path / "citations.dat") if (path / "citations.dat").exists() else []
     libraries = read_adjacency(users_file)
 
-    n_items = max(len(titles), len(bags), len(item_tags), len(adjacency),
+    n_items = max(len(titles), len(bags), len(item_tags), len(adjacency), 1 + max(raw, default=-1),
                   1 + max((int(i) for lib in libraries for i in lib), default=-1))
     links = sorted({(min(int(i), int(j)), max(int(i), int(j))) for i, row in enumerate(adjacency) for j in row})
     degree = [len(set(row) - {str(i)}) for i, row in enumerate(adjacency)]
-    out = PaperCollector()
-    for i in range(n_items):
-        title = titles[i] if i < len(titles) else ""
-        out.add(Paper(str(i), title, bags[i] if i < len(bags) else "", citation_count=degree[i] if i < len(degree) else 0))
     tags = {str(i): tuple(tag_names[int(t)] if int(t) < len(tag_names) else t for t in row)
             for i, row in enumerate(item_tags) if row}
+    out = PaperCollector()
+    for i in range(n_items):
+        title, abstract = raw.get(i, ("", ""))
+        title = title or (titles[i] if i < len(titles) else "")
+        abstract = abstract or (bags[i] if i < len(bags) else "")
+        if not (title or abstract):
+            abstract = tag_text(tags.get(str(i), ()))
+        out.add(Paper(str(i), title, abstract, citation_count=degree[i] if i < len(degree) else 0))
     interactions = tuple(Interaction(str(u), item, "save", pos)
                          for u, lib in enumerate(libraries) for pos, item in enumerate(lib))
     return Dataset(
         name=path.name, format="citeulike", papers=out.papers, interactions=interactions,
         citations=tuple(CitationLink(str(a), str(b)) for a, b in links), tags=tags,
         rejected=tuple(out.rejected), duplicates=out.duplicates,
-        sources=tuple(str(p) for p in (users_file, title_file, path / "mult.dat" if bags else None) if p),
+        sources=tuple(str(p) for p in (users_file, path / "raw-data.csv" if raw else None, title_file,
+                                       path / "mult.dat" if bags else None) if p),
     )

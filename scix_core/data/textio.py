@@ -50,14 +50,17 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, object]]:
             yield lineno, ValueError(f"invalid JSON: {exc.msg} at column {exc.colno}")
 
 
-def read_csv_rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
-    """Yield ``(line_number, row)`` from an RFC-4180 CSV with a header (fields may span lines)."""
+def read_csv_rows(path: Path, errors: str = "strict") -> Iterator[tuple[int, dict[str, str]]]:
+    """Yield ``(line_number, row)`` from an RFC-4180 CSV with a header (fields may span lines). ``errors``: how
+    bytes that are not UTF-8 are read (``"strict"``: a typed error naming the line; ``"replace"``: U+FFFD)."""
     require_file(path)
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # abstracts and bodies can be long
-    with open(path, newline="", encoding="utf-8") as fh:
+    with open(path, newline="", encoding="utf-8", errors=errors) as fh:
         reader = csv.DictReader(fh)
         try:
             for row in reader:
                 yield reader.line_num, row
         except csv.Error as exc:
             raise DataFormatError(path, reader.line_num, f"malformed CSV: {exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise DataFormatError(path, reader.line_num + 1, f"not UTF-8 text ({exc.reason})") from exc

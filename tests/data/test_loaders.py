@@ -130,3 +130,54 @@ def test_citeulike_bad_bag_of_words_names_file_and_line(tmp_path):
     (tmp_path / "c" / "vocabulary.dat").unlink()
     with pytest.raises(DataPathError, match="vocabulary.dat"):
         load_dataset(tmp_path / "c")
+
+
+def test_citeulike_without_text_files_reads_tag_names_as_text(tmp_path):
+    shutil.copytree(FIXTURES / "citeulike", tmp_path / "c")
+    (tmp_path / "c" / "citeutitles.txt").unlink()
+    (tmp_path / "c" / "tags.dat").write_text("small-world\ngene_expression")
+    ds = load_dataset(tmp_path / "c")
+    assert [(p.title, p.abstract) for p in ds.papers] == [
+        ("", "small world, gene expression"), ("", ""), ("", "gene expression")]  # item 1 has no tag: no text
+    assert ds.tags["0"] == ("small-world", "gene_expression")  # the tags themselves unchanged
+    with_titles = load_dataset(FIXTURES / "citeulike")
+    assert [p.abstract for p in with_titles.papers] == ["", "", ""]  # an item with text never gets its tags
+
+
+RAW = ('doc.id,title,citeulike.id,raw.title,raw.abstract\n'
+       '3,metabolic networks,42,"{M}etabolic networks, revisited","Line one,\nline {two}."\n'
+       '1,small worlds,7,Small worlds,"An abstract\xa0with a non-breaking space."\n')
+
+
+def test_citeulike_raw_data_csv_gives_titles_and_abstracts(tmp_path):
+    shutil.copytree(FIXTURES / "citeulike", tmp_path / "c")
+    (tmp_path / "c" / "raw-data.csv").write_text(RAW, encoding="utf-8")
+    ds = load_dataset(tmp_path / "c")
+    assert [(p.title, p.abstract) for p in ds.papers] == [
+        ("Small worlds", "An abstract with a non-breaking space."),  # doc.id 1 -> item 0
+        ("Community structure", ""),  # no row: the titles file's title
+        ("Metabolic networks, revisited", "Line one, line two.")]  # braces dropped, the line break is a space
+    assert str(tmp_path / "c" / "raw-data.csv") in ds.sources
+
+
+def test_citeulike_raw_data_csv_errors_and_stray_bytes(tmp_path):
+    shutil.copytree(FIXTURES / "citeulike", tmp_path / "c")
+    raw = tmp_path / "c" / "raw-data.csv"
+    raw.write_bytes(RAW.encode().replace(b"Line one", b"Line \xe9one"))  # latin-1 e-acute: not UTF-8
+    assert load_dataset(tmp_path / "c").papers[2].abstract == "Line \ufffdone, line two."
+    raw.write_text(RAW.replace("\n1,small", "\nzero,small"))
+    with pytest.raises(DataFormatError, match=r"raw-data.csv:4: doc.id 'zero'"):
+        load_dataset(tmp_path / "c")
+    raw.write_text("id,name\n1,x\n")
+    with pytest.raises(DataFormatError, match="no title or abstract column"):
+        load_dataset(tmp_path / "c")
+
+
+def test_csv_that_is_not_utf8_is_a_typed_error_naming_the_line(tmp_path):
+    from scix_core.data.textio import read_csv_rows
+
+    path = tmp_path / "x.csv"
+    path.write_bytes(b"a,b\n1,ok\n2,caf\xe9\n")
+    with pytest.raises(DataFormatError) as err:
+        list(read_csv_rows(path))
+    assert "not UTF-8" in str(err.value) and err.value.path.endswith("x.csv")
