@@ -54,6 +54,7 @@ class IngestReport:
     reused: int = 0
     peak_rss_mb: float = 0.0
     manifest: dict = field(default_factory=dict)
+    textless: int = 0  # papers kept with neither title nor abstract: no lane can find them by content
 
 
 def peak_rss_mb() -> float:
@@ -152,7 +153,8 @@ def ingest(source: Path | str | Dataset, index: str, fmt: str | None = None, *, 
         old = read_json(root / "current" / "manifest.json")
         if old.get("build_key") == key:
             return IngestReport(index, (root / "current").resolve(), "unchanged", len(dataset.papers), dataset.rejected,
-                                dataset.duplicates, tuple(stages), peak_rss_mb=peak_rss_mb(), manifest=old)
+                                dataset.duplicates, tuple(stages), peak_rss_mb=peak_rss_mb(), manifest=old,
+                                textless=texts.count(""))
 
     manifest = {
         "index": index, "build_key": key, "scix_core": __version__, "dataset": dataset.name, "format": dataset.format,
@@ -197,4 +199,4 @@ def ingest(source: Path | str | Dataset, index: str, fmt: str | None = None, *, 
         manifest["stages"] = {s.stage: round(s.seconds, 3) for s in stages}
         write_json_atomic(build / "manifest.json", manifest)
     return IngestReport(index, (root / "current").resolve(), "built", len(dataset.papers), dataset.rejected,
-                        dataset.duplicates, tuple(stages), encoded, reused, peak_rss_mb(), manifest)
+                        dataset.duplicates, tuple(stages), encoded, reused, peak_rss_mb(), manifest, texts.count(""))

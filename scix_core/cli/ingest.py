@@ -65,6 +65,9 @@ def print_ingest(report) -> None:
         console.print(f"  rejected {rej}", markup=False, highlight=False)
     if len(report.rejected) > 20:
         console.print(f"  ... and {len(report.rejected) - 20} more")
+    if report.textless:
+        console.print(f"[yellow]{report.textless} papers have neither title nor abstract[/]: kept (their saves and "
+                      "citations count), but no lane can find them by content and their vectors are all alike")
     if report.stages:
         table = Table("stage", "seconds", "records", "records/s")
         for s in report.stages:

@@ -16,7 +16,7 @@ from tests.conftest import FIXTURES
 def test_ingest_then_info_json(home, capsys):
     assert main(["ingest", "--path", str(FIXTURES / "smart"), "--index", "sm", "--no-embed", "--quiet"]) == 0
     out = capsys.readouterr().out
-    assert "taken 3 papers" in out and "rejected 0" in out
+    assert "taken 3 papers" in out and "rejected 0" in out and "neither title nor abstract" not in out
     assert main(["info", "--index", "sm", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["counts"]["papers"] == 3 and info["counts"]["queries"] == 3 and info["format"] == "smart"
@@ -27,6 +27,15 @@ def test_ingest_reports_rejections_with_file_and_line(home, capsys):
     assert main(["ingest", "--path", str(FIXTURES / "beir"), "--index", "b", "--no-embed", "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "rejected 1" in out and "corpus.jsonl:3" in out and "duplicate ids dropped 1" in out
+
+
+def test_ingest_says_how_many_papers_have_no_text(home, capsys, tmp_path):
+    import shutil
+
+    shutil.copytree(FIXTURES / "citeulike", tmp_path / "c")
+    (tmp_path / "c" / "citeutitles.txt").unlink()  # items 0 and 2 keep their tags as text; item 1 has none
+    assert main(["ingest", "--path", str(tmp_path / "c"), "--index", "c", "--no-embed", "--quiet"]) == 0
+    assert "1 papers have neither title nor abstract" in capsys.readouterr().out
 
 
 def test_typed_errors_exit_cleanly(home, capsys, tmp_path):
