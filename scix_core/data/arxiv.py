@@ -9,13 +9,10 @@ from pathlib import Path
 
 from scix_core.data.arxiv_ids import arxiv_categories, published_from_id, repair_float_id
 from scix_core.data.dataset import Dataset, PaperCollector
+from scix_core.data.textio import one_line as _clean
 from scix_core.data.textio import read_csv_rows, read_jsonl
 from scix_core.errors import DataPathError
 from scix_core.types import Paper
-
-
-def _clean(text: object) -> str:
-    return " ".join(str(text or "").split())
 
 
 def _listing_files(path: Path) -> list[Path]:

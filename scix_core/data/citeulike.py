@@ -27,7 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from scix_core.data.dataset import Dataset, PaperCollector
-from scix_core.data.textio import read_csv_rows, read_lines
+from scix_core.data.textio import one_line, read_csv_rows, read_lines
 from scix_core.errors import DataFormatError, DataPathError
 from scix_core.types import CitationLink, Interaction, Paper
 
@@ -78,15 +78,15 @@ def read_raw(path: Path) -> dict[int, tuple[str, str]]:
         doc = (row.get("doc.id") or "").strip()
         if doc and not (doc.isdigit() and int(doc) >= 1):
             raise DataFormatError(path, lineno, f"doc.id {doc!r} is not a positive integer")
-        title = (row.get("raw.title") or row.get("title") or "").replace("{", "").replace("}", "")
-        abstract = (row.get("raw.abstract") or row.get("abstract") or "").replace("{", "").replace("}", "")
-        out[int(doc) - 1 if doc else n] = (" ".join(title.split()), " ".join(abstract.split()))
+        title, abstract = (one_line((row.get(f"raw.{col}") or row.get(col) or "").replace("{", "").replace("}", ""))
+                           for col in ("title", "abstract"))
+        out[int(doc) - 1 if doc else n] = (title, abstract)
     return out
 
 
 def tag_text(tags: tuple[str, ...]) -> str:
     """Tag names as an abstract: ``("small-world", "gene_expression")`` -> ``"small world, gene expression"``."""
-    return ", ".join(" ".join(t.replace("-", " ").replace("_", " ").split()) for t in tags)
+    return ", ".join(one_line(t.replace("-", " ").replace("_", " ")) for t in tags)
 
 
 def _item_tags(path: Path) -> list[list[str]]:

@@ -13,6 +13,11 @@ from typing import Iterator
 from scix_core.errors import DataFormatError, DataPathError
 
 
+def one_line(text: object) -> str:
+    """``text`` with every run of white space (line breaks, tabs, NBSP) as one space, trimmed; None -> ""."""
+    return " ".join(str(text or "").split())
+
+
 def require_file(path: Path) -> Path:
     if not path.exists():
         raise DataPathError(f"no such file: {path}")
