@@ -127,16 +127,21 @@ class RecommendConfig:
     oversample: int = 3  # per-cluster kNN limit = quota x oversample
     shortterm_supplement: int = 20  # _ST_SUPPLEMENT
     cosave_candidates: int = 50  # papers other users saved alongside, added to the candidates (0: content only)
+    community_tiers: bool = True  # Tiers 3 and 2 add co-saved papers when the index has other users (False: SPEC)
+    collab: str = "rp3beta"  # the co-save score: "rp3beta" (graph walk, collab_alpha/beta) or "cosine" (item-kNN)
+    collab_alpha: float = 0.8
+    collab_beta: float = 0.4
     weight_longterm: float = 0.40
     weight_shortterm: float = 0.25
     weight_cosine: float = 0.65
-    weight_cosave: float = 0.5  # + this · co-save score in the heuristic (0: the reference design's formula exactly)
+    weight_cosave: float = 0.7  # + this · co-save score in the heuristic (0: the reference design's formula exactly)
     scorer: str = "heuristic"  # or "lightgbm"
     heuristic: str = "profile"  # "profile": 0.40·long + 0.25·short (the reference design); "cosine": 0.65·cosine
     scorer_model: str = "default"  # models/scorers/NAME in the workspace, or a path to a LightGBM model file
     suppress_dismissals: int = 3
     suppress_days: float = 14.0
-    mmr_lambda: float = 0.6
+    mmr_lambda: float = 0.8  # the reference design's 0.6 with mmr_quota_bonus 0 (scix_core/data/reference.toml)
+    mmr_quota_bonus: float = 0.1  # + this to the MMR gain of a candidate whose cluster is below its slot share
     n_explore: int = 2
     explore_pool: int = 200
     log: bool = True  # log every recommendation served (the LightGBM scorer's training data)
@@ -212,9 +217,24 @@ def _apply(cfg: Any, overrides: dict[str, Any]) -> Any:
     return dataclasses.replace(cfg, **flat)
 
 
+PRESETS = Path(__file__).parent / "data"  # named configs shipped with the package: ``--config reference``
+
+
+def preset_names() -> list[str]:
+    return sorted(p.stem for p in PRESETS.glob("*.toml") if p.stem != "sources")
+
+
 def load_config(path: Path | str | None = None, **overrides: Any) -> Config:
-    """Defaults, then the TOML file, then ``SCIX_*`` variables, then ``overrides``."""
+    """Defaults, then the TOML file, then ``SCIX_*`` variables, then ``overrides``.
+
+    ``path`` may also name a preset shipped in ``scix_core/data`` (``"reference"``: the reference design's
+    recommender); an explicit path that does not exist is an error, not the defaults.
+    """
     cfg = Config()
+    if path is not None and not Path(path).exists():
+        if str(path) not in preset_names():
+            raise ConfigError(f"config file {str(path)!r} does not exist (presets: {', '.join(preset_names())})")
+        path = PRESETS / f"{path}.toml"
     path = Path(path) if path else Path(os.environ.get("SCIX_CONFIG", PROJECT_ROOT / "scix.toml"))
     if path.exists():
         try:

@@ -62,7 +62,7 @@ def _make_user(rec: Recommender, name: str, papers: list[str], categories=()) ->
 def run(args: argparse.Namespace) -> None:
     cfg = load_config()
     with tempfile.TemporaryDirectory(prefix="scix-bench-recs-") as tmp:
-        rec = Recommender(args.index, cfg, state=UserState(Path(tmp) / "users.sqlite"))
+        rec = Recommender(args.index, cfg, state=UserState(Path(tmp) / "users.sqlite"), build_community=False)
         if rec.side.vectors is None:
             raise SystemExit(f"index {args.index!r} has no vectors: {rec.side.unavailable}")
         console.print(f"index {args.index}: {len(rec.side.catalog):,} papers, {rec.side.vectors.dim}-d vectors "

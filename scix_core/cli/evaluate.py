@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-
 from scix_core.cli.common import config_from as _config, console
 from scix_core.cli.main import command
+from scix_core.errors import ConfigError
+
 
 def _eval_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--index", required=True)
@@ -151,6 +152,10 @@ def _eval_recs_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--holdout", type=float, default=0.2, help="share of each user's saves held out (default 0.2)")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--min-saves", type=int, default=5, help="evaluate users with at least this many saves")
+    p.add_argument("--train-size", type=int, help="N random training saves per user, the rest held out (users with "
+                                                   "more than N saves; Dacrema et al.'s P = N) instead of --holdout")
+    p.add_argument("--cutoffs", default="10", help="comma list of cutoffs for recall, nDCG and hit rate (default 10); "
+                                                   "the gate decides on the first")
     p.add_argument("--runs", help="comma list (default: tiers, Tier-1 variants, peers); 'all' adds the MMR λ sweep")
     p.add_argument("--baseline", default="content-knn", help="compare every run with this one and apply the gate")
     p.add_argument("--no-per-tier", action="store_true", help="skip the tables of users truncated to 1, 3, 5 saves")
@@ -169,9 +174,14 @@ def eval_recs_cmd(args: argparse.Namespace) -> int:
         runs = rec_runs.ALL_RUNS
     else:
         runs = tuple(r.strip() for r in args.runs.split(",")) if args.runs else rec_runs.DEFAULT_RUNS
+    try:
+        cutoffs = tuple(int(k) for k in args.cutoffs.split(","))
+    except ValueError:
+        raise ConfigError(f"--cutoffs must be a comma list of integers, not {args.cutoffs!r}") from None
     report = evaluate_recs(args.index, _config(args), users=args.users, holdout=args.holdout, seed=args.seed, runs=runs,
                            baseline=args.baseline or None, min_saves=args.min_saves, per_tier=not args.no_per_tier,
-                           permutations=args.permutations, progress=not args.quiet)
+                           permutations=args.permutations, progress=not args.quiet, train_size=args.train_size,
+                           cutoffs=cutoffs)
     report.print(console)
     if args.json_path:
         report.write_json(args.json_path)

@@ -46,13 +46,16 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from scix_core.errors import UnknownNameError
+from scix_core.evaluate import tuning
+from scix_core.recommend import collab
 
 LAMBDAS = tuple(round(x, 1) for x in np.linspace(0.0, 1.0, 11))
 TIER1 = ("tier1", "tier1-nommr", "tier1-rrf", "tier1-quota", *(f"mmr_{lam:.1f}" for lam in LAMBDAS))
 LGBM = "tier1-lgbm"
 VARIANTS = {"tier1-cosine": "cosine", "tier1-profile": "profile", "tier1-content": "content", LGBM: "lgbm"}
 TIERS = ("tier0", "tier3", "tier2")
-PEERS = ("most-popular", "content-knn", "item-knn", "als", "bpr")
+COLLAB = tuple(collab.MODELS)  # rp3beta, item-knn, ease, ials, text-knn, hybrid-knn: tuned on a validation split
+PEERS = ("most-popular", "content-knn", *COLLAB, "als", "bpr")
 ALL_RUNS = (*TIERS, *TIER1, *VARIANTS, *PEERS)
 DEFAULT_RUNS = ("tier0", "tier3", "tier2", "tier1", "tier1-nommr", "tier1-rrf", "tier1-quota", *VARIANTS, *PEERS)
 
@@ -88,7 +91,7 @@ class Tier1Family:
         return run_stages(base, ranking_stages(self.scorers[variant], {}))[0]
 
     def finish(self, state, run: str) -> list[str]:
-        from scix_core.recommend.stages.mmr import mmr
+        from scix_core.recommend.stages.mmr import mmr, slot_targets
 
         pool = state.kept
         if run == "tier1-nommr":
@@ -108,9 +111,12 @@ class Tier1Family:
             slots = allocate([c.quota for c in clusters], self.k, 1)
             picked = [x for c, n in zip(clusters, slots) for x in [y for y in pool if y.cluster_id == c.cluster_id][:n]]
             return [x.paper_id for x in sorted(picked, key=lambda x: -x.score)]
-        lam = float(run.split("_")[1]) if run.startswith("mmr_") else self.rec.config.recommend.mmr_lambda
+        cfg = self.rec.config.recommend
+        lam = float(run.split("_")[1]) if run.startswith("mmr_") else cfg.mmr_lambda
         vecs = self.rec.side.vectors.get([c.row for c in pool])
-        return [pool[i].paper_id for i in mmr(np.array([c.score for c in pool]), vecs, self.k, lam)]
+        groups, targets = slot_targets(state, pool, self.k)
+        return [pool[i].paper_id for i in mmr(np.array([c.score for c in pool]), vecs, self.k, lam, groups, targets,
+                                              cfg.mmr_quota_bonus)]
 
 
 def variant(run: str) -> str:
@@ -136,42 +142,71 @@ def forced_tier(rec, run: str) -> Callable:
 
 
 class Peers:
-    """Baselines fitted once on the training interactions of every user (held-out saves removed)."""
+    """Baselines fitted once on the training interactions of every user (held-out saves removed).
 
-    def __init__(self, rec, train: Mapping[str, Sequence[str]], factors: int = 64, seed: int = 7):
-        self.rec, self.train, self.factors, self.seed = rec, train, factors, seed
+    The collaborative and text peers (``COLLAB``) are tuned first on a validation split carved from the
+    evaluated users' training saves (``scix_core.evaluate.tuning``; up to ``validation_users`` of them), then
+    refitted on the whole training matrix; :attr:`tuned` holds each choice and its validation table.
+    """
+
+    def __init__(self, rec, train: Mapping[str, Sequence[str]], factors: int = 64, seed: int = 7,
+                 evaluated: Sequence[str] = (), k: int = 10, cache_dir=None, validation_users: int = 1000):
+        self.rec, self.train, self.factors, self.seed, self.k = rec, train, factors, seed, k
         self.users = {u: i for i, u in enumerate(train)}
         self._models: dict[str, object] = {}
+        self.tuned: dict[str, tuning.Tuned] = {}
         counts = Counter(p for papers in train.values() for p in papers)
         self.popular = [p for p, _ in counts.most_common()]
+        pool = list(evaluated) or list(train)
+        if len(pool) > validation_users:
+            pool = [pool[i] for i in sorted(np.random.default_rng(seed).choice(len(pool), validation_users, replace=False))]
+        self.validation_users, self.cache_dir = tuple(pool), cache_dir
+        self._texts: list[str] | None = None
 
     def matrix(self):
         if "_matrix" not in self.__dict__:
-            self._matrix = self._build_matrix()
+            cat = self.rec.side.catalog
+            self._matrix = tuning.matrix(self.train, cat.row, len(cat))
         return self._matrix
 
-    def _build_matrix(self):
-        from scipy.sparse import csr_matrix
+    def texts(self) -> list[str]:
+        if self._texts is None:
+            from scix_core.recommend.collab.text import load_texts
 
-        row = self.rec.side.catalog.row
-        r, c = zip(*((self.users[u], row[p]) for u, papers in self.train.items() for p in set(papers)))
-        return csr_matrix((np.ones(len(r), dtype=np.float32), (r, c)), shape=(len(self.users), len(row)))
+            self._texts = load_texts(self.rec.build_dir)
+        return self._texts
+
+    def _build(self, name: str, params: dict):
+        extra = {"seed": self.seed} if name == "ials" else {}
+        return collab.make(name, texts=self.texts() if name in collab.TEXT_MODELS else None, **params, **extra)
+
+    def tune(self, name: str) -> tuning.Tuned:
+        if name not in self.tuned:
+            cat = self.rec.side.catalog
+            grid = collab.GRIDS[name]
+            fit, val = tuning.carve(self.train, self.validation_users, 0.2, self.seed)
+            cache = None
+            if self.cache_dir is not None:
+                key = tuning.cache_key({"build": self.rec.build_dir.name, "peer": name, "grid": grid, "k": self.k,
+                                        "seed": self.seed, "fit": sorted(fit.items()), "val": sorted(
+                                            (u, sorted(v)) for u, v in val.items())})
+                cache = self.cache_dir / f"{name}-{key}.json"
+            self.tuned[name] = tuning.tune(name, grid, lambda p: self._build(name, p), fit, val, cat.row, len(cat),
+                                           self.k, cache)
+        return self.tuned[name]
 
     def model(self, name: str):
         if name not in self._models:
+            if name in COLLAB:
+                self._models[name] = self._build(name, self.tune(name).params).fit(self.matrix())
+                return self._models[name]
             import threadpoolctl
             from implicit.als import AlternatingLeastSquares
             from implicit.bpr import BayesianPersonalizedRanking
 
-            from implicit.nearest_neighbours import CosineRecommender
-            from implicit.utils import ParameterWarning
-
             with threadpoolctl.threadpool_limits(1, "blas"), warnings.catch_warnings():  # implicit's own advice
                 warnings.simplefilter("ignore", RuntimeWarning)
-                warnings.simplefilter("ignore", ParameterWarning)  # implicit's own coo -> csr inside CosineRecommender
-                if name == "item-knn":
-                    model = CosineRecommender(K=1000)
-                elif name == "als":
+                if name == "als":
                     model = AlternatingLeastSquares(factors=self.factors, alpha=40.0, regularization=0.1,
                                                     random_state=self.seed)
                 else:
@@ -185,20 +220,26 @@ class Peers:
         if name == "most-popular":
             return [p for p in self.popular if p not in seen][:k]
         side = self.rec.side
+        cat = side.catalog
         if name == "content-knn":
             mean = side.vectors.get(side.rows(ctx.saved)).mean(axis=0)
             hits = side.store.search(mean / (np.linalg.norm(mean) or 1.0), k, ctx.exclusion(side))
             return [h.paper_id for h in hits if h.paper_id not in seen][:k]
         model = self.model(name)
-        user = self.users[ctx.user_id]
-        if name == "item-knn":  # item-based: the user's saves as they are now (the per-tier tables truncate them)
-            from scipy.sparse import csr_matrix
-
-            rows = np.unique(side.rows(ctx.saved))
-            items = csr_matrix((np.ones(len(rows), dtype=np.float32), (np.zeros(len(rows), dtype=np.int64), rows)),
-                               shape=(1, len(side.catalog)))
-        else:
-            items = self.matrix()[user:user + 1]
-        ids, _ = model.recommend(user, items, N=k, filter_already_liked_items=True)
-        cat = side.catalog
+        if name in COLLAB:  # item-based: the user's saves as they are now (the per-tier tables truncate them)
+            return top_rows(model.scores(side.rows(p for p in ctx.saved if p in cat.row)), side.rows(
+                p for p in seen if p in cat.row), cat.ids, k)
+        ids, _ = model.recommend(self.users[ctx.user_id], self.matrix()[self.users[ctx.user_id]:self.users[ctx.user_id] + 1],
+                                 N=k, filter_already_liked_items=True)
         return [cat.ids[i] for i in ids if cat.ids[i] not in seen][:k]
+
+
+def top_rows(scores: np.ndarray, exclude: np.ndarray, ids: Sequence[str], k: int) -> list[str]:
+    """The ``k`` best-scored ids with a positive score, never an excluded row; ties by row."""
+    scores = np.asarray(scores, dtype=np.float64).copy()
+    scores[np.asarray(exclude, dtype=np.int64)] = -np.inf
+    n = min(k, int(np.count_nonzero(scores > 0)))
+    if n <= 0:
+        return []
+    rows = np.argpartition(-scores, n - 1)[:n]
+    return [ids[int(r)] for r in rows[np.lexsort((rows, -scores[rows]))]]

@@ -41,10 +41,25 @@ from scix_core.evaluate.significance import PERMUTATIONS, compare, gate, holm
 from scix_core.recommend.scorers.heuristic import HeuristicScorer
 
 K = 10
-METRICS = ("recall@10", "ndcg@10", "hit@10", "ild@10", "cluster_coverage")
-PRIMARY = "recall@10"
+CUTOFFS = (K,)
 TRUNCATIONS = (1, 3, 5, None)
-PER_TIER_RUNS = ("cascade", "content-knn", "item-knn")  # beside the default cascade: content and co-save peers
+
+
+def metric_names(cutoffs: Sequence[int] = CUTOFFS) -> tuple[str, ...]:
+    """recall, nDCG and hit rate at every cutoff, then diversity at the first and interest-cluster coverage."""
+    return (*(f"{m}@{k}" for k in cutoffs for m in ("recall", "ndcg", "hit")), f"ild@{cutoffs[0]}",
+            "cluster_coverage")
+
+
+METRICS = metric_names()
+PRIMARY = "recall@10"
+
+
+def check_cutoffs(cutoffs: Sequence[int]) -> tuple[int, ...]:
+    cutoffs = tuple(dict.fromkeys(int(k) for k in cutoffs))
+    if not cutoffs or any(k < 1 or k > 1000 for k in cutoffs):
+        raise ConfigError(f"--cutoffs must be integers in 1..1000, not {cutoffs!r}")
+    return cutoffs
 
 
 @dataclass(frozen=True)
@@ -55,16 +70,22 @@ class UserSplit:
 
 
 def split_libraries(libraries: Mapping[str, Sequence[str]], holdout: float, seed: int, min_saves: int,
-                    real_times: bool = False) -> list[UserSplit]:
-    """A hold-out per user, seeded by (seed, user) so a sample never changes anyone's split."""
+                    real_times: bool = False, train_size: int | None = None) -> list[UserSplit]:
+    """A hold-out per user, seeded by (seed, user) so a sample never changes anyone's split.
+
+    ``train_size`` N (Dacrema et al.'s "P = N"): users with more than N saves keep N training saves, drawn at
+    random (the earliest N where the source has real times), and every other save is held out.
+    """
     if not 0 < holdout < 1:
         raise ConfigError(f"--holdout must be in (0, 1), not {holdout}")
+    if train_size is not None and train_size < 1:
+        raise ConfigError(f"--train-size must be a positive number of saves, not {train_size}")
     out = []
     for user, papers in libraries.items():
         papers = list(dict.fromkeys(papers))
-        if len(papers) < max(2, min_saves):
+        if len(papers) < max(2, min_saves) or (train_size is not None and len(papers) <= train_size):
             continue
-        n_test = max(1, int(round(holdout * len(papers))))
+        n_test = max(1, int(round(holdout * len(papers)))) if train_size is None else len(papers) - train_size
         if real_times:
             test = set(papers[-n_test:])
         else:
@@ -81,15 +102,18 @@ def sample(splits: list[UserSplit], users: int | None, seed: int) -> list[UserSp
     return [s for i, s in enumerate(splits) if i in keep]
 
 
-def ranking_metrics(recommended: Mapping[str, Sequence[str]], splits: Sequence[UserSplit]) -> dict[str, dict[str, float]]:
-    """recall@10, nDCG@10, hit@10 per user through ranx (binary relevance = held out)."""
+def ranking_metrics(recommended: Mapping[str, Sequence[str]], splits: Sequence[UserSplit],
+                    cutoffs: Sequence[int] = CUTOFFS) -> dict[str, dict[str, float]]:
+    """recall, nDCG and hit rate at each cutoff per user through ranx (binary relevance = held out)."""
     from scix_core.evaluate.metrics import _ranx
 
     Qrels, Run, evaluate = _ranx()
+    depth = max(cutoffs)
     qrels = Qrels({s.user: {p: 1 for p in s.test} for s in splits})
-    run = Run({s.user: {p: float(K - r) for r, p in enumerate(recommended.get(s.user, [])[:K])} or {"__none__": 0.0}
-               for s in splits})
-    names = {"recall@10": "recall@10", "ndcg@10": "ndcg@10", "hit@10": "hit_rate@10"}
+    run = Run({s.user: {p: float(depth - r) for r, p in enumerate(recommended.get(s.user, [])[:depth])}
+               or {"__none__": 0.0} for s in splits})
+    names = {f"{m}@{k}": f"{theirs}@{k}" for k in cutoffs
+             for m, theirs in (("recall", "recall"), ("ndcg", "ndcg"), ("hit", "hit_rate"))}
     with warnings.catch_warnings():  # numba's uint64 -> int64 cast notice inside ranx's hit_rate
         warnings.simplefilter("ignore")
         values = evaluate(qrels, run, list(names.values()), return_mean=False, make_comparable=True)
@@ -139,16 +163,27 @@ class RecEvalReport:
 
         write_json_atomic(Path(path), self.to_dict(per_user=True))
 
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return metric_names(tuple(self.setup.get("cutoffs", CUTOFFS)))
+
+    @property
+    def primary(self) -> str:
+        return self.metrics[0]
+
     def print(self, console) -> None:
         from rich.table import Table
 
         base = self.setup.get("baseline")
-        table = Table("run", *METRICS, "catalogue", *(("Δ recall vs " + base, "p_adj", "gate") if base else ()),
-                      title=f"{self.index}: {self.n_users} users, hold-out {self.setup['holdout']:.0%} "
-                            f"({self.setup['split']}), seed {self.setup['seed']}")
-        by = {c.candidate: c for c in self.comparisons if c.metric == PRIMARY and c.baseline == base}
+        metrics, primary = self.metrics, self.primary
+        protocol = (f"{self.setup['train_size']} training saves a user" if self.setup.get("train_size")
+                    else f"hold-out {self.setup['holdout']:.0%}")
+        table = Table("run", *metrics, "catalogue", *((f"Δ {primary} vs " + base, "p_adj", "gate") if base else ()),
+                      title=f"{self.index}: {self.n_users} users, {protocol} ({self.setup['split']}), "
+                            f"seed {self.setup['seed']}")
+        by = {c.candidate: c for c in self.comparisons if c.metric == primary and c.baseline == base}
         for run, avg in self.runs.items():
-            cells = [f"{avg[m]:.4f}" for m in METRICS] + [f"{self.catalogue_coverage[run]:.4f}"]
+            cells = [f"{avg[m]:.4f}" for m in metrics] + [f"{self.catalogue_coverage[run]:.4f}"]
             if base:
                 c = by.get(run)
                 cells += [f"{c.delta:+.4f}", f"{c.p_adj:.4f}", "SHIP" if self.gates[run].ship else "no"] if c else ["—"] * 3
@@ -159,10 +194,13 @@ class RecEvalReport:
                 console.print(f"gate {name}: {'SHIP' if decision.ship else 'NO-SHIP'} — {'; '.join(decision.reasons)}",
                               highlight=False)
         for trunc, block in self.per_tier.items():
-            t = Table("run", *METRICS, title=f"training saves truncated to {trunc}: tiers run {block['tiers']}")
+            t = Table("run", *metrics, title=f"training saves truncated to {trunc}: tiers run {block['tiers']}")
             for run, avg in block["runs"].items():
-                t.add_row(run, *(f"{avg[m]:.4f}" for m in METRICS))
+                t.add_row(run, *(f"{avg[m]:.4f}" for m in metrics))
             console.print(t)
+        for peer, tuned in self.setup.get("tuned", {}).items():
+            console.print(f"{peer}: {tuned['params']} (validation recall@{self.setup['cutoffs'][0]} on training saves"
+                          f"{', cached' if tuned['cached'] else ''})", highlight=False)
 
 
 def _replay(rec, train: Mapping[str, Sequence[str]], splits: Sequence[UserSplit], truncate: int | None = None) -> None:
@@ -175,11 +213,13 @@ def _replay(rec, train: Mapping[str, Sequence[str]], splits: Sequence[UserSplit]
         replay(rec, user, papers[:truncate] if truncate and user in evaluated else papers)
 
 
-def _score(rec, recommended: dict[str, list[str]], splits: Sequence[UserSplit], centroids: dict[str, np.ndarray]):
-    values = ranking_metrics(recommended, splits)
+def _score(rec, recommended: dict[str, list[str]], splits: Sequence[UserSplit], centroids: dict[str, np.ndarray],
+           cutoffs: Sequence[int] = CUTOFFS):
+    values = ranking_metrics(recommended, splits, cutoffs)
     side = rec.side
-    vectors = {s.user: side.vectors.get(side.rows(recommended[s.user][:K])) for s in splits}
-    values["ild@10"] = {s.user: diversity(vectors[s.user]) for s in splits}
+    first = cutoffs[0]
+    vectors = {s.user: side.vectors.get(side.rows(recommended[s.user][:first])) for s in splits}
+    values[f"ild@{first}"] = {s.user: diversity(vectors[s.user]) for s in splits}
     values["cluster_coverage"] = {s.user: cluster_coverage(vectors[s.user], centroids[s.user]) for s in splits}
     return values
 
@@ -208,10 +248,10 @@ def _scorers(rec, lgbm_scorer=None) -> dict[str, object]:
 
 
 def _run_all(rec, runs: Sequence[str], splits: Sequence[UserSplit], peers: rec_runs.Peers, seconds: dict[str, float],
-             progress: bool, lgbm_scorer=None) -> tuple[dict[str, dict[str, list[str]]], dict[str, np.ndarray]]:
+             progress: bool, lgbm_scorer=None, depth: int = K) -> tuple[dict[str, dict[str, list[str]]], dict[str, np.ndarray]]:
     from tqdm.auto import tqdm
 
-    family = rec_runs.Tier1Family(rec, K, _scorers(rec, lgbm_scorer))
+    family = rec_runs.Tier1Family(rec, depth, _scorers(rec, lgbm_scorer))
     tier1 = [r for r in runs if r in rec_runs.TIER1 or r in rec_runs.VARIANTS]
     out: dict[str, dict[str, list[str]]] = {r: {} for r in runs}
     centroids = {}
@@ -235,9 +275,9 @@ def _run_all(rec, runs: Sequence[str], splits: Sequence[UserSplit], peers: rec_r
                     ranked[v] = timed(f"tier1 scoring ({v})", lambda: family.ranked(base, v))
                 ids = timed(run, lambda: family.finish(ranked[v], run))
             elif run in rec_runs.TIERS:
-                ids = timed(run, lambda: rec_runs.forced_tier(rec, run)(ctx, K))
+                ids = timed(run, lambda: rec_runs.forced_tier(rec, run)(ctx, depth))
             else:
-                ids = timed(run, lambda: peers.recommend(run, ctx, K))
+                ids = timed(run, lambda: peers.recommend(run, ctx, depth))
             out[run][s.user] = ids
     return out, centroids
 
@@ -259,81 +299,96 @@ def _lgbm_scorer(rec, train: Mapping[str, Sequence[str]], splits: Sequence[UserS
 def evaluate_recs(index: str, config: Config | None = None, *, users: int | None = None, holdout: float = 0.2,
                   seed: int = 42, runs: Sequence[str] = rec_runs.DEFAULT_RUNS, baseline: str | None = "content-knn",
                   min_saves: int = 5, per_tier: bool = True, permutations: int = PERMUTATIONS,
-                  progress: bool = True) -> RecEvalReport:
+                  progress: bool = True, train_size: int | None = None,
+                  cutoffs: Sequence[int] = CUTOFFS) -> RecEvalReport:
     from scix_core.recommend import Recommender, UserState
     from scix_core.recommend.library import library_saves, library_times
 
     cfg = config or load_config()
+    cutoffs = check_cutoffs(cutoffs)
+    metrics, primary, depth = metric_names(cutoffs), f"recall@{cutoffs[0]}", max(cutoffs)
     runs = rec_runs.check_runs(runs)
     if baseline and baseline not in runs:
         runs = (*runs, rec_runs.check_runs([baseline])[0])
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="scix-eval-recs-") as tmp:
-        probe = Recommender(index, cfg, persist_clusters=False, state=UserState(Path(tmp) / "probe.sqlite"))
+        probe = Recommender(index, cfg, persist_clusters=False, state=UserState(Path(tmp) / "probe.sqlite"), build_community=False)
         if probe.side.vectors is None:
             raise ConfigError(f"index {index!r} cannot be evaluated: {probe.side.unavailable}")
         libraries = library_saves(probe.build_dir)
         real_times = library_times(probe.build_dir) is not None
         if not libraries:
             raise ConfigError(f"index {index!r} holds no user libraries (ingest a citeulike-format folder)")
-        splits = sample(split_libraries(libraries, holdout, seed, min_saves, real_times), users, seed)
+        eligible = split_libraries(libraries, holdout, seed, min_saves, real_times, train_size)
+        splits = sample(eligible, users, seed)
         if not splits:
-            raise ConfigError(f"no user of index {index!r} has {min_saves} or more saves")
+            raise ConfigError(f"no user of index {index!r} has {min_saves} or more saves"
+                              + (f" and more than {train_size}" if train_size else ""))
         evaluated = {s.user: s for s in splits}
         train = {u: (evaluated[u].train if u in evaluated else tuple(p)) for u, p in libraries.items()}
         seconds: dict[str, float] = {}
-        rec = Recommender(index, cfg, persist_clusters=False, state=UserState(Path(tmp) / "main.sqlite"))
+        rec = Recommender(index, cfg, persist_clusters=False, state=UserState(Path(tmp) / "main.sqlite"), build_community=False)
         _replay(rec, train, splits)
-        peers = rec_runs.Peers(rec, train, seed=seed)
+        peers = rec_runs.Peers(rec, train, seed=seed, evaluated=[s.user for s in splits], k=cutoffs[0],
+                               cache_dir=cfg.home / "cache" / "rec-tuning" / index)
+        for name in [r for r in runs if r in rec_runs.COLLAB]:
+            t = time.perf_counter()
+            peers.model(name)  # tuned on the training saves, then fitted
+            seconds[f"{name} tuning + fit"] = seconds.get(f"{name} tuning + fit", 0.0) + time.perf_counter() - t
         lgbm_scorer, lgbm_audit = _lgbm_scorer(rec, train, splits, seconds) if rec_runs.LGBM in runs else (None, None)
-        recommended, centroids = _run_all(rec, runs, splits, peers, seconds, progress, lgbm_scorer)
-        per_user = {run: _score(rec, recommended[run], splits, centroids) for run in runs}
+        recommended, centroids = _run_all(rec, runs, splits, peers, seconds, progress, lgbm_scorer, depth)
+        per_user = {run: _score(rec, recommended[run], splits, centroids, cutoffs) for run in runs}
         catalogue = {run: len({p for ids in recommended[run].values() for p in ids}) / len(rec.side.catalog)
                      for run in runs}
         tiers: dict = {}
         if per_tier:
-            tiers = _per_tier(index, cfg, train, splits, peers, centroids, Path(tmp), progress)
+            tiers = _per_tier(index, cfg, train, splits, peers, centroids, Path(tmp), cutoffs,
+                              ("content-knn", *[r for r in runs if r in rec_runs.COLLAB]))
     comparisons, gates = (), {}
     if baseline:
         table = holm([c for run in runs if run != baseline
-                      for c in compare(baseline, run, per_user, METRICS, permutations)])
+                      for c in compare(baseline, run, per_user, metrics, permutations)])
         comparisons = tuple(table)
-        gates = {run: gate([c for c in table if c.candidate == run], PRIMARY) for run in runs if run != baseline}
+        gates = {run: gate([c for c in table if c.candidate == run], primary) for run in runs if run != baseline}
     same = f"tier1-{cfg.recommend.heuristic}" if cfg.recommend.scorer == "heuristic" else None  # = tier1
     variants = [r for r in runs if r in rec_runs.VARIANTS and r != same]
     if variants and "tier1" in runs and baseline != "tier1":
         # does another scorer ship over the default? their own gates, on their own Holm table
-        own = holm([c for r in variants for c in compare("tier1", r, per_user, METRICS, permutations)])
+        own = holm([c for r in variants for c in compare("tier1", r, per_user, metrics, permutations)])
         comparisons = (*comparisons, *own)
         for r in variants:
-            gates[f"{r} over tier1"] = gate([c for c in own if c.candidate == r], PRIMARY)
+            gates[f"{r} over tier1"] = gate([c for c in own if c.candidate == r], primary)
     seconds["total"] = time.perf_counter() - t0
-    setup = {"holdout": holdout, "seed": seed, "min_saves": min_saves, "baseline": baseline, "k": K,
-             "lgbm_audit": lgbm_audit,
+    setup = {"holdout": holdout, "train_size": train_size, "seed": seed, "min_saves": min_saves,
+             "baseline": baseline, "k": cutoffs[0], "cutoffs": list(cutoffs), "lgbm_audit": lgbm_audit,
              "split": "latest per user (real times)" if real_times else "seeded random per user",
-             "users_eligible": len(split_libraries(libraries, holdout, seed, min_saves, real_times)),
+             "users_eligible": len(eligible), "tuned": {n: t.to_dict() for n, t in peers.tuned.items()},
+             "collab": cfg.recommend.collab,
              "scorer": cfg.recommend.scorer, "mmr_lambda": cfg.recommend.mmr_lambda}
     return RecEvalReport(index, len(splits), {r: means(per_user[r]) for r in runs}, per_user, catalogue, comparisons,
                          gates, tiers, {k: round(v, 3) for k, v in seconds.items()}, setup)
 
 
-def _per_tier(index: str, cfg: Config, train, splits, peers, centroids, tmp: Path, progress: bool) -> dict:
+def _per_tier(index: str, cfg: Config, train, splits, peers, centroids, tmp: Path, cutoffs: Sequence[int],
+              peer_runs: Sequence[str] = ("content-knn",)) -> dict:
+    """The default cascade and the peers with each evaluated user's training saves truncated to 1, 3, 5, all."""
     from scix_core.recommend import Recommender, UserState
 
     out = {}
+    depth = max(cutoffs)
     for trunc in TRUNCATIONS:
         name = str(trunc) if trunc else "all"
-        rec = Recommender(index, cfg, persist_clusters=False, state=UserState(tmp / f"trunc-{name}.sqlite"))
+        rec = Recommender(index, cfg, persist_clusters=False, state=UserState(tmp / f"trunc-{name}.sqlite"), build_community=False)
         _replay(rec, train, splits, trunc)
-        lists: dict[str, dict[str, list[str]]] = {run: {} for run in PER_TIER_RUNS}
+        lists: dict[str, dict[str, list[str]]] = {run: {} for run in ("cascade", *peer_runs)}
         ran: dict[int, int] = {}
         for s in splits:
-            result = rec.recommend(s.user, K, log=False)
+            result = rec.recommend(s.user, depth, log=False)
             ran[result.tier] = ran.get(result.tier, 0) + 1
-            lists["cascade"][s.user] = [i.paper_id for i in result.items if not i.exploration][:K]
+            lists["cascade"][s.user] = [i.paper_id for i in result.items if not i.exploration][:depth]
             ctx = rec.context(s.user)
-            for peer in PER_TIER_RUNS[1:]:
-                lists[peer][s.user] = peers.recommend(peer, ctx, K)
+            for peer in peer_runs:
+                lists[peer][s.user] = peers.recommend(peer, ctx, depth)
         out[name] = {"tiers": {f"tier{t}": n for t, n in sorted(ran.items())},
-                     "runs": {run: means(_score(rec, ids, splits, centroids)) for run, ids in lists.items()}}
+                     "runs": {run: means(_score(rec, ids, splits, centroids, cutoffs)) for run, ids in lists.items()}}
     return out

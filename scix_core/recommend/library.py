@@ -52,6 +52,11 @@ def library_times(build_dir) -> dict[str, list[dt.datetime]] | None:
     return out
 
 
+def library_pairs(build_dir) -> list[tuple[str, str]]:
+    """Every (user, paper) save of the libraries the index was built from; none when it has none."""
+    return [(user, paper) for user, paper, _ in _rows(build_dir)]
+
+
 def library_saves(build_dir) -> dict[str, list[str]]:
     """user -> saved paper ids: in time order where the source has timestamps, else in file order."""
     rows = _rows(build_dir)

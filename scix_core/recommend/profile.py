@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from scix_core.recommend.blend import active, blend
 from scix_core.recommend.context import IndexSide, UserContext, hits_minus
 from scix_core.recommend.result import RecItem, StageRecord
 from scix_core.recommend.state import Event, Profile, utc_text
@@ -67,8 +68,18 @@ class ProfileTier:
     def run(self, side: IndexSide, ctx: UserContext, limit: int) -> TierRun:
         t = time.perf_counter()
         long = unit(ctx.profiles["long"].vector)
-        hits = hits_minus(side.store.search(long, limit, ctx.exclusion(side), exact=knobs.qdrant_exact()), ctx.seen)
-        items = tuple(RecItem(h.paper_id, "", rank, h.score, 2, "profile-knn", scores=(("longterm_sim", h.score),),
-                              codes=side.catalog.codes[h.point_id])
-                      for rank, h in enumerate(hits, start=1))
-        return TierRun(items, (StageRecord("profile-knn", (time.perf_counter() - t) * 1000, {"saves": len(ctx.saved), "candidates": len(items)}),))
+        community = active(side, ctx)
+        hits = hits_minus(side.store.search(long, limit * side.config.oversample if community else limit,
+                                            ctx.exclusion(side), exact=knobs.qdrant_exact()), ctx.seen)
+        if community:
+            pool = blend(side, ctx, hits, lambda rows: side.vectors.get(rows) @ long, limit, "profile-knn")
+            items = tuple(RecItem(b.paper_id, "", rank, b.score, 2, b.source, scores=(
+                ("longterm_sim", b.similarity), ("cosave", b.cosave)), codes=side.catalog.codes[b.row])
+                for rank, b in enumerate(pool, start=1))
+        else:
+            items = tuple(RecItem(h.paper_id, "", rank, h.score, 2, "profile-knn", scores=(("longterm_sim", h.score),),
+                                  codes=side.catalog.codes[h.point_id])
+                          for rank, h in enumerate(hits, start=1))
+        summary = {"saves": len(ctx.saved), "candidates": len(items), "community": community,
+                   "co_saved": sum(1 for i in items if i.source == "co-saved")}
+        return TierRun(items, (StageRecord("profile-knn", (time.perf_counter() - t) * 1000, summary),))

@@ -19,8 +19,9 @@ from typing import Sequence
 from scix_core.config import Config, load_config
 from scix_core.errors import ConfigError, InteractionError, ScixError, UnknownPaperError
 from scix_core.recommend.catalog import shared_catalog
-from scix_core.recommend.community import Community
+from scix_core.recommend.community import Community, collab_model
 from scix_core.recommend.context import IndexSide, UserContext
+from scix_core.recommend.library import library_pairs
 from scix_core.recommend.pipeline import ClusterTier
 from scix_core.recommend.profile import ProfileTier, compute_profiles, profiles_current
 from scix_core.recommend.recommend_api import RecommendTier
@@ -53,12 +54,17 @@ def _check_config(cfg) -> None:
         raise ConfigError("recommend.total_slots and oversample must be positive, min_slots non-negative")
     if min(r.longterm_half_life, r.shortterm_half_life, r.recency_half_life_saves) <= 0:
         raise ConfigError("recommend half-lives must be positive")
+    if min(r.collab_alpha, r.collab_beta, r.mmr_quota_bonus, r.weight_cosave) < 0:
+        raise ConfigError("recommend.collab_alpha, collab_beta, mmr_quota_bonus and weight_cosave must be >= 0")
+    collab_model(r.collab)  # an unknown name lists the valid ones
 
 
 class Recommender:
     def __init__(self, index: str, config: Config | None = None, *, persist_clusters: bool = True,
-                 state: UserState | None = None):
-        """``state``: another user-state store than the workspace's (benchmarks, offline evaluation)."""
+                 state: UserState | None = None, build_community: bool = True):
+        """``state``: another user-state store than the workspace's (benchmarks, offline evaluation).
+        ``build_community``: the user libraries the index was built from count as other users' saves (the
+        offline evaluation turns it off: it replays only the training saves)."""
         cfg = config or load_config()
         _check_config(cfg)
         self.config, self.index = cfg, index
@@ -69,7 +75,10 @@ class Recommender:
         self.state = state or UserState.for_home(cfg.home)
         self.scorer, self._health = load_scorer(cfg.recommend, cfg.home, index)
         self.side = self._side()
-        self.community = Community(self.state, index, self.side.catalog)
+        r = cfg.recommend
+        self.community = Community(self.state, index, self.side.catalog,
+                                   collab_model(r.collab, r.collab_alpha, r.collab_beta),
+                                   (lambda: library_pairs(self.build_dir)) if build_community else None)
         self.tiers = {0: TrendingTier(), 3: RecommendTier(), 2: ProfileTier(),
                       1: ClusterTier(self.state, self.scorer, self._health, persist_clusters)}
         self._papers = PaperStore(self.build_dir / "papers.sqlite")

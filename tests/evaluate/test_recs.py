@@ -102,3 +102,61 @@ def test_eval_recs_cli_json_and_no_training_save_is_a_hit(home, capsys, tmp_path
     assert saved["n_users"] == 2 and saved["per_user"]["tier3"]["recall@10"]
     assert main(["eval-recs", "--index", "cu", "--min-saves", "50", "--quiet"]) == 2
     assert "no user of index 'cu' has 50 or more saves" in capsys.readouterr().err
+
+
+def test_train_size_keeps_n_saves_and_holds_out_the_rest():
+    libs = {"a": [f"p{i}" for i in range(12)], "b": [f"q{i}" for i in range(10)], "c": [f"r{i}" for i in range(30)]}
+    splits = {s.user: s for s in split_libraries(libs, 0.2, seed=3, min_saves=5, train_size=10)}
+    assert set(splits) == {"a", "c"}  # b has exactly 10: nothing would be held out
+    assert len(splits["a"].train) == 10 and len(splits["a"].test) == 2
+    assert len(splits["c"].train) == 10 and set(splits["c"].train) | splits["c"].test == set(libs["c"])
+    assert split_libraries(libs, 0.2, seed=3, min_saves=5, train_size=10, real_times=True)[0].test == {"p10", "p11"}
+    with pytest.raises(ConfigError, match="train-size"):
+        split_libraries(libs, 0.2, seed=3, min_saves=5, train_size=0)
+
+
+def test_metrics_at_every_cutoff_by_hand():
+    from scix_core.evaluate.recs import check_cutoffs, metric_names
+
+    splits = [UserSplit("u", ("t",), frozenset({"a", "b"}))]
+    ranked = [f"x{i}" for i in range(11)] + ["a"]  # "a" at rank 12: a hit at @50, not at @10
+    values = ranking_metrics({"u": ranked}, splits, (10, 50))
+    assert values["recall@10"] == {"u": 0.0} and values["recall@50"] == {"u": 0.5} and values["hit@50"] == {"u": 1.0}
+    assert values["ndcg@50"]["u"] == pytest.approx((1 / np.log2(13)) / (1 + 1 / np.log2(3)))
+    assert metric_names((50, 100))[:4] == ("recall@50", "ndcg@50", "hit@50", "recall@100")
+    assert metric_names((50, 100))[-2:] == ("ild@50", "cluster_coverage")
+    with pytest.raises(ConfigError, match="cutoffs"):
+        check_cutoffs([0])
+
+
+def test_validation_split_is_carved_from_training_saves_only():
+    from scipy.sparse import csr_matrix
+
+    from scix_core.evaluate import tuning
+
+    libs = {f"u{i}": [f"p{(i + j) % 12}" for j in range(6)] for i in range(8)}
+    splits = split_libraries(libs, 0.2, seed=1, min_saves=5)
+    train = {s.user: s.train for s in splits}
+    held = {(s.user, p) for s in splits for p in s.test}
+    fit, val = tuning.carve(train, list(train), 0.2, seed=1)
+    for user in train:
+        assert val[user] and set(fit[user]) | val[user] == set(train[user]) and not set(fit[user]) & val[user]
+    assert tuning.carve(train, list(train), 0.2, seed=1) == (fit, val)  # seeded
+    row = {f"p{i}": i for i in range(12)}
+    seen = []
+
+    class Spy:  # records what it is fitted on; scores by popularity
+        def fit(self, x: csr_matrix):
+            seen.append(x)
+            self.pop = np.asarray(x.sum(axis=0)).ravel().astype(np.float32)
+            return self
+
+        def scores(self, rows):
+            return self.pop.copy()
+
+    got = tuning.tune("spy", [{"a": 1}, {"a": 2}], lambda p: Spy(), fit, val, row, 12, k=3)
+    assert got.params == {"a": 1} and len(got.table) == 2  # a tie keeps the first setting
+    users = list(fit)
+    for x in seen:  # neither the held-out evaluation saves nor the validation saves were ever fitted on
+        pairs = {(users[u], f"p{i}") for u, i in zip(*x.nonzero())}
+        assert not pairs & held and not pairs & {(u, p) for u, ps in val.items() for p in ps}

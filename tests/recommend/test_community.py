@@ -11,7 +11,7 @@ import pytest
 
 from scix_core.recommend import Recommender, UserState
 from scix_core.recommend.catalog import Catalog
-from scix_core.recommend.community import Community
+from scix_core.recommend.community import Community, collab_model
 
 T0 = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
 LIBRARIES = {"a": ["p1", "p2"], "b": ["p1", "p3"], "c": ["p2", "p3", "p4"], "me": ["p1"]}
@@ -42,7 +42,7 @@ def _by_hand(libraries, mine) -> dict[str, float]:
 
 def test_cosave_scores_by_hand(tmp_path):
     catalog = _catalog()
-    community = Community(_state(tmp_path), "idx", catalog)
+    community = Community(_state(tmp_path), "idx", catalog, collab_model("cosine"))
     got = community.cosaves(np.array([catalog.row["p1"]]))
     expected = _by_hand(LIBRARIES, ["p1"])  # p2: 1/√6, p3: 1/√6, p4: 0
     best = max(expected.values())
@@ -56,7 +56,7 @@ def test_cosave_scores_by_hand(tmp_path):
 def test_the_matrix_follows_the_store_and_other_indexes_never_count(tmp_path):
     catalog = _catalog()
     state = _state(tmp_path)
-    community = Community(state, "idx", catalog)
+    community = Community(state, "idx", catalog, collab_model("cosine"))
     assert community.cosaves(np.array([catalog.row["p4"]])).scores[catalog.row["p5"]] == 0.0
     state.import_library("idx", "d", ["p4", "p5"], T0, [])
     state.import_library("other", "e", ["p4", "p0"], T0, [])  # another index's saves
@@ -65,6 +65,23 @@ def test_the_matrix_follows_the_store_and_other_indexes_never_count(tmp_path):
     expected = _by_hand(libraries, ["p4"])
     best = max(expected.values())
     assert after.scores[catalog.row["p5"]] == pytest.approx(expected["p5"] / best) and after.scores[0] == 0.0
+
+
+def test_rp3beta_is_the_default_and_the_build_libraries_count_once(tmp_path):
+    catalog = _catalog()
+    rp3 = Community(_state(tmp_path), "idx", catalog)  # default: RP3beta, α 0.8, β 0.4
+    # from p1 (savers a, b, me: n = 3; each 2 saves but me 1): p2 via a, p3 via b, weight (1/3)^.8 (1/2)^.8 / 2^.4 each
+    got = rp3.cosaves(np.array([catalog.row["p1"]]))
+    assert got.scores[catalog.row["p2"]] == pytest.approx(1.0) and got.scores[catalog.row["p3"]] == pytest.approx(1.0)
+    assert got.scores[catalog.row["p4"]] == 0.0
+    # the libraries an index was built from are its community without an import; an imported copy counts once
+    pairs = [(u, p) for u, ps in LIBRARIES.items() for p in ps]
+    built = Community(UserState(tmp_path / "empty.sqlite"), "idx", catalog, collab_model("cosine"), lambda: pairs)
+    expected = Community(_state(tmp_path / "a"), "idx", catalog, collab_model("cosine"))
+    both = Community(_state(tmp_path / "b"), "idx", catalog, collab_model("cosine"), lambda: pairs)
+    for c in (built, both):
+        np.testing.assert_allclose(c.cosaves(np.array([1])).scores, expected.cosaves(np.array([1])).scores)
+        assert c.saves == expected.saves == sum(len(ps) for ps in LIBRARIES.values())
 
 
 def test_nobody_else_means_no_signal(tmp_path):
@@ -111,3 +128,31 @@ def test_alone_on_an_index_tier1_is_content_only_and_says_why(rec_indexes, tmp_p
     result = rec.recommend("me", limit=3, log=False)
     assert result.stage("co-saved").summary == {"added": 0, "reason": "no other user saved any of these papers"}
     assert "cosave" in result.stage("score").summary["constant_features"]
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("tier_saves", [["p01"], ["p01", "p07", "p03"]])
+def test_tiers_3_and_2_add_what_others_saved_alongside(rec_indexes, tmp_path, tier_saves):
+    """One save (Tier 3) or three (Tier 2): others who saved them also saved p05, far in content; it joins the list
+    with 0.65 · similarity + weight_cosave · cosave, and community_tiers = false is the content-only tier."""
+    state = UserState(tmp_path / "s.sqlite")
+    for i in range(3):
+        state.import_library(rec_indexes.edge, f"other-{i}", [*tier_saves, "p05"], T0, [])
+    rec = Recommender(rec_indexes.edge, rec_indexes.config, state=state, build_community=False)
+    rec.create_user("me", [])
+    for paper in tier_saves:
+        rec.interact("me", paper, "save")
+    result = rec.recommend("me", limit=4, log=False)
+    assert result.tier == (3 if len(tier_saves) == 1 else 2)
+    assert result.ids[0] == "p05"  # the 12-paper fixture: every paper is a content hit too, p05 near the bottom
+    scores = dict(result.items[0].scores)
+    sim = scores.get("best_score", scores.get("longterm_sim"))
+    assert scores["cosave"] == pytest.approx(1.0)
+    assert result.items[0].score == pytest.approx(0.65 * sim + rec.config.recommend.weight_cosave * 1.0)
+    for item in result.items[1:]:  # nobody saved anything else next to mine: content alone
+        assert dict(item.scores)["cosave"] == 0.0 and item.score == pytest.approx(0.65 * item.scores[0][1])
+    assert [i.score for i in result.items] == sorted((i.score for i in result.items), reverse=True)
+    assert result.stages[0].summary["community"] is True
+    plain = Recommender(rec_indexes.edge, rec_indexes.config.replace(**{"recommend.community_tiers": False}),
+                        state=state, build_community=False).recommend("me", limit=4, log=False)
+    assert "p05" not in plain.ids and all(i.source != "co-saved" for i in plain.items)

@@ -80,7 +80,7 @@ def test_tier1_pipeline_records_every_stage_and_returns_limit_plus_exploration(r
         scores = dict(item.scores)
         assert item.source in ("cluster-knn", "supplement", "co-saved") and item.cluster_id in {c.cluster_id for c in clusters}
         assert scores["heuristic"] == pytest.approx(0.40 * scores["longterm_sim"] + 0.25 * scores["shortterm_sim"]
-                                                    + 0.5 * scores["cosave"])  # other tests' users co-save here
+                                                    + rec.config.recommend.weight_cosave * scores["cosave"])  # others' saves
     assert result.scorer["scoring_with"] == "heuristic" and rec.health()["last_scored_with"] == "heuristic"
     frame = result.to_frame()
     assert list(frame["paper_id"]) == list(result.ids) and "longterm_sim" in frame
@@ -102,7 +102,7 @@ def test_cluster_ids_survive_a_recluster(rec_indexes, user):
 
 
 def test_profiles_are_persisted_and_equal_the_ewma_of_the_saves(rec_indexes, user):
-    rec = Recommender(rec_indexes.edge, rec_indexes.config)
+    rec = Recommender(rec_indexes.edge, rec_indexes.config.replace(**{"recommend.community_tiers": False}))
     rec.create_user(user, [])
     for paper in ["p03", "p04", "p09"]:
         rec.interact(user, paper, "save")
@@ -118,8 +118,8 @@ def test_profiles_are_persisted_and_equal_the_ewma_of_the_saves(rec_indexes, use
 
 def test_tier3_edge_and_client_return_the_same_ids(rec_indexes, user):
     results = []
-    for index in (rec_indexes.edge, rec_indexes.client):
-        rec = Recommender(index, rec_indexes.config)
+    for index in (rec_indexes.edge, rec_indexes.client):  # content only: the two indexes' communities differ
+        rec = Recommender(index, rec_indexes.config.replace(**{"recommend.community_tiers": False}))
         rec.create_user(user, [])
         rec.interact(user, "p03", "save")
         rec.interact(user, "p01", "save")

@@ -72,10 +72,10 @@ def test_without_ewma_the_heuristic_is_065_cosine(rec_indexes):
     values[:, :3] = [[0.9, 0.8, 0.5], [0.1, 0.2, 0.7]]
     values[:, FEATURES.index("cosave")] = [0.0, 0.4]
     table = FeatureTable(FEATURES, values, False)
-    assert HeuristicScorer(RecommendConfig()).score(table) == pytest.approx([0.65 * 0.5, 0.65 * 0.7 + 0.5 * 0.4])
+    assert HeuristicScorer(RecommendConfig()).score(table) == pytest.approx([0.65 * 0.5, 0.65 * 0.7 + 0.7 * 0.4])
     with_ewma = FeatureTable(table.names, table.values, True)
     assert HeuristicScorer(RecommendConfig()).score(with_ewma) == pytest.approx(
-        [0.4 * 0.9 + 0.25 * 0.8, 0.4 * 0.1 + 0.25 * 0.2 + 0.5 * 0.4])
+        [0.4 * 0.9 + 0.25 * 0.8, 0.4 * 0.1 + 0.25 * 0.2 + 0.7 * 0.4])
     spec = RecommendConfig(weight_cosave=0.0)  # the reference design's formula exactly
     assert HeuristicScorer(spec).score(with_ewma) == pytest.approx([0.4 * 0.9 + 0.25 * 0.8, 0.4 * 0.1 + 0.25 * 0.2])
 
@@ -145,6 +145,6 @@ def test_the_cosine_heuristic_is_configuration(rec_indexes, user):
     _saved_user(rec, user)
     for c in rec.recommend(user, limit=3).stage("score").output:
         scores = dict(c.scores)
-        assert scores["heuristic"] == pytest.approx(0.65 * scores["cosine"] + 0.5 * scores["cosave"])
+        assert scores["heuristic"] == pytest.approx(0.65 * scores["cosine"] + 0.7 * scores["cosave"])
     with pytest.raises(UnknownNameError, match="cosine, profile"):
         Recommender(rec_indexes.edge, rec_indexes.config.replace(**{"recommend.heuristic": "magic"}))

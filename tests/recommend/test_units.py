@@ -87,6 +87,18 @@ def test_mmr_trades_relevance_for_novelty():
     assert mmr(np.array([0.3, 0.3]), unit_rows([1, 0], [0, 1]), 2, 0.6) == [0, 1]  # equal scores: no division by 0
 
 
+def test_mmr_quota_bonus_gives_an_under_served_cluster_a_slot_softly():
+    vecs = unit_rows([1, 0], [1, 0], [0, 1], [0, 1])
+    rel = np.array([1.0, 0.9, 0.5, 0.2])  # scaled: 1, 0.875, 0.375, 0
+    groups, targets = np.array([0, 0, 1, 1]), np.array([1, 1])  # one slot each
+    assert mmr(rel, vecs, 2, 1.0) == [0, 1]  # relevance alone: both from cluster 0
+    # bonus 0.6: pick 1 -> 0 (all under target); then cluster 0 is full: 0.875 vs 0.375 + 0.6 = 0.975 -> 2
+    assert mmr(rel, vecs, 2, 1.0, groups, targets, 0.6) == [0, 2]
+    # bonus 0.4: 0.375 + 0.4 = 0.775 < 0.875: a far less relevant candidate still loses its slot
+    assert mmr(rel, vecs, 2, 1.0, groups, targets, 0.4) == [0, 1]
+    assert mmr(rel, vecs, 2, 1.0, groups, targets, 0.0) == mmr(rel, vecs, 2, 1.0)  # 0: plain MMR
+
+
 def test_ewma_by_hand():
     # half-life 1 save: alpha = 1/2. [1,0] then [0,1] -> [.5,.5]; then [0,1] again -> [.25,.75]
     assert ewma(np.array([[1.0, 0], [0, 1]]), 1.0) == pytest.approx([0.5, 0.5])

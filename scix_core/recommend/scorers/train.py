@@ -66,7 +66,7 @@ def protocol_examples(rec, libraries: Mapping[str, Sequence[str]], holdout: floa
     chosen = sample([s for u, s in splits.items() if u in wanted and len(s.train) >= cfg.tier1_min_saves],
                     max_users, seed)
     with tempfile.TemporaryDirectory(prefix="scix-train-scorer-") as tmp:
-        private = Recommender(rec.index, rec.config, persist_clusters=False, state=UserState(Path(tmp) / "s.sqlite"))
+        private = Recommender(rec.index, rec.config, persist_clusters=False, state=UserState(Path(tmp) / "s.sqlite"), build_community=False)
         for user, papers in known.items():
             replay(private, user, splits[user].train if user in splits else papers)
         pipeline = [*candidate_stages(), *ranking_stages(HeuristicScorer(cfg), {})]

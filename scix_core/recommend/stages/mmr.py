@@ -5,6 +5,15 @@ candidates' real vectors. Relevance is min-max scaled to [0, 1] over the
 pool first (all 1 when every score is equal), so λ trades the same units
 whatever the scorer's range. λ below ~0.5 degrades relevance visibly; above
 ~0.8 the feed collapses toward one interest (reference design).
+
+MMR over the pooled scores still lets the dominant interest take most of
+the slots. ``recommend.mmr_quota_bonus`` β (0: the reference design's MMR
+exactly) adds β to the gain of every candidate whose interest cluster has
+fewer picks than its share of the final slots — the clusters' quotas
+re-allocated over ``limit`` by largest remainder, at least one each while
+slots last (:func:`slot_targets`) — so the quotas of stage 4 shape the
+final list too, softly: a candidate far less relevant than the rest still
+loses its slot.
 """
 
 from __future__ import annotations
@@ -14,10 +23,21 @@ from dataclasses import replace
 import numpy as np
 
 from scix_core.recommend.stages.base import Tier1State
+from scix_core.recommend.stages.quota import allocate
 
 
-def mmr(relevance: np.ndarray, vectors: np.ndarray, k: int, lam: float) -> list[int]:
-    """Indices into the pool in pick order."""
+def slot_targets(state: Tier1State, pool, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(group index per pool candidate, -1 for none; each group's share of ``k`` slots by its cluster's quota)."""
+    clusters = [c for c in state.clusters if any(x.cluster_id == c.cluster_id for x in pool)]
+    index = {c.cluster_id: i for i, c in enumerate(clusters)}
+    targets = allocate([c.quota for c in clusters], k, 1) if clusters else []
+    return (np.array([index.get(x.cluster_id, -1) for x in pool], dtype=np.int64),
+            np.array(targets, dtype=np.int64))
+
+
+def mmr(relevance: np.ndarray, vectors: np.ndarray, k: int, lam: float, groups: np.ndarray | None = None,
+        targets: np.ndarray | None = None, bonus: float = 0.0) -> list[int]:
+    """Indices into the pool in pick order; ``bonus`` for a candidate whose group is below its target."""
     n = len(relevance)
     if n == 0 or k <= 0:
         return []
@@ -28,12 +48,22 @@ def mmr(relevance: np.ndarray, vectors: np.ndarray, k: int, lam: float) -> list[
     picked: list[int] = []
     closest = np.full(n, -np.inf)  # max similarity to anything picked so far
     available = np.ones(n, dtype=bool)
+    quota = bonus > 0 and groups is not None and targets is not None and len(targets) > 0
+    if quota:
+        counts = np.zeros(len(targets), dtype=np.int64)
+        member = groups >= 0
     for _ in range(min(k, n)):
         gain = lam * rel - (1 - lam) * closest if picked else lam * rel
+        if quota:
+            under = np.zeros(n, dtype=bool)
+            under[member] = counts[groups[member]] < targets[groups[member]]
+            gain = gain + bonus * under
         gain = np.where(available, gain, -np.inf)
         best = int(np.argmax(gain))
         picked.append(best)
         available[best] = False
+        if quota and groups[best] >= 0:
+            counts[groups[best]] += 1
         closest = np.maximum(closest, sims[best])
     return picked
 
@@ -43,12 +73,16 @@ class Mmr:
 
     def run(self, state: Tier1State) -> tuple[Tier1State, dict]:
         pool = state.kept
-        lam = state.side.config.mmr_lambda
+        lam, bonus = state.side.config.mmr_lambda, state.side.config.mmr_quota_bonus
         vecs = state.side.vectors.get([c.row for c in pool])
-        picks = mmr(np.array([c.score for c in pool]), vecs, state.limit, lam)
+        groups, targets = slot_targets(state, pool, state.limit)
+        picks = mmr(np.array([c.score for c in pool]), vecs, state.limit, lam, groups, targets, bonus)
         selected = tuple(pool[i] for i in picks)
         moves = tuple((pool[i].paper_id, i + 1, pos) for pos, i in enumerate(picks, start=1))
-        summary = {"lambda": lam, "pool": len(pool), "picked": len(selected),
+        summary = {"lambda": lam, "quota_bonus": bonus, "slot_targets": {
+                       c.cluster_id: int(t) for c, t in zip([c for c in state.clusters if any(
+                           x.cluster_id == c.cluster_id for x in pool)], targets)},
+                   "pool": len(pool), "picked": len(selected),
                    "moved": sum(1 for _, rel, pos in moves if rel != pos), "moves": [list(m) for m in moves],
                    "clusters_picked": sorted({c.cluster_id for c in selected if c.cluster_id is not None})}
         return replace(state, selected=selected, mmr_moves=moves), summary

@@ -1,0 +1,60 @@
+"""The community in Tiers 3 and 2: content hits and co-saved papers, one weighted score.
+
+The reference design's Tiers 3 and 2 are content-only (Qdrant recommend on
+the saved vectors; kNN on the EWMA profile). On an index whose other users
+saved papers (``ctx.cosaves``), what they saved next to a user's one or
+three papers predicts the held-out ones better than what reads like them
+(``scix eval-recs`` per-tier tables, docs/results.md). With
+``recommend.community_tiers`` on, a tier's content hits (fetched
+``oversample`` × the limit) and the ``cosave_candidates`` best co-saved
+papers form one pool, scored
+
+    weight_cosine · similarity + weight_cosave · cosave
+
+(the similarity is the tier's own: best cosine to a saved paper for Tier
+3, cosine to the long-term profile for Tier 2, computed locally for the
+co-saved papers too; cosave in [0, 1]); the best ``limit`` are returned,
+each with both features. Without other users, or switched off, the tier is
+the reference design's exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from scix_core.recommend.context import IndexSide, UserContext
+from scix_core.vectors.base import VectorHit
+
+
+@dataclass(frozen=True)
+class Blended:
+    row: int
+    paper_id: str
+    score: float
+    similarity: float
+    cosave: float
+    source: str  # the tier's own source, or "co-saved"
+
+
+def active(side: IndexSide, ctx: UserContext) -> bool:
+    return side.config.community_tiers and ctx.cosaves is not None
+
+
+def blend(side: IndexSide, ctx: UserContext, hits: list[VectorHit], similarity: Callable[[np.ndarray], np.ndarray],
+          limit: int, source: str) -> list[Blended]:
+    """``hits`` (the tier's content results) ∪ the top co-saved papers, scored and cut to ``limit``."""
+    cfg, cat, cos = side.config, side.catalog, ctx.cosaves
+    content = {h.point_id: float(h.score) for h in hits}
+    seen = side.rows(p for p in ctx.seen if p in cat.row)
+    extra = [int(r) for r in cos.top(cfg.cosave_candidates, seen) if int(r) not in content]
+    extra_sims = similarity(np.array(extra, dtype=np.int64)) if extra else np.zeros(0)
+    rows = [*content, *extra]
+    sims = np.array([*content.values(), *extra_sims.tolist()], dtype=np.float64)
+    collab = cos.scores[np.array(rows, dtype=np.int64)].astype(np.float64) if rows else np.zeros(0)
+    score = cfg.weight_cosine * sims + cfg.weight_cosave * collab
+    order = np.lexsort((np.array(rows), -score))[:limit]
+    return [Blended(rows[i], cat.ids[rows[i]], float(score[i]), float(sims[i]), float(collab[i]),
+                    source if rows[i] in content else "co-saved") for i in order]

@@ -1,0 +1,78 @@
+"""Collaborative and text item scorers over the index's save matrix: the peers of ``scix eval-recs`` and the
+community signal of the tiers.
+
+Every model is a small object with ``fit(matrix)`` (users × catalogue rows,
+binary CSR) and ``scores(rows)``: the saved catalogue rows of one user →
+one float32 score per catalogue row. The user's own rows are not zeroed
+here; callers exclude what the user has seen. Hyper-parameters are plain
+constructor fields; ``MODELS`` maps a name to its class and ``GRIDS`` to
+the small grid ``scix eval-recs`` tunes on a validation split of the
+training saves (``scix_core.evaluate.tuning``).
+
+* ``rp3beta`` — the graph walk item → user → item of Paudel et al. (2017),
+  transition probabilities raised to α, the landing item's popularity
+  divided out to the power β; computed as two sparse products per user, so
+  the item–item matrix is never built and a new save counts at once.
+* ``item-knn`` — item–item cosine with shrinkage (Sarwar et al. 2001;
+  Dacrema et al. 2021's ItemKNNCF), each item's ``neighbours`` best kept.
+* ``ease`` — EASE^R (Steck 2019): a closed-form dense item–item model; fits
+  only where the dense Gram matrix fits (:func:`ease.check_fits`).
+* ``ials`` — implicit's ALS (Hu, Koren & Volinsky 2008), the user's factors
+  recomputed from their saves.
+* ``text-knn`` — TF-IDF cosine over the item's text (title, abstract, bag
+  of words or tag names, whatever the loader gave it).
+* ``hybrid-knn`` — item–item cosine over the saves stacked beside weighted
+  text features (Dacrema et al.'s CFCBF).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from scix_core.errors import UnknownNameError
+from scix_core.recommend.collab.ease import Ease
+from scix_core.recommend.collab.ials import Ials
+from scix_core.recommend.collab.knn import ItemKnn
+from scix_core.recommend.collab.text import HybridKnn, TextKnn
+from scix_core.recommend.collab.walk import RP3Beta
+
+
+class ItemScorer(Protocol):
+    name: str
+
+    def fit(self, matrix) -> "ItemScorer": ...
+
+    def scores(self, rows: np.ndarray) -> np.ndarray: ...
+
+
+MODELS = {"rp3beta": RP3Beta, "item-knn": ItemKnn, "ease": Ease, "ials": Ials, "text-knn": TextKnn,
+          "hybrid-knn": HybridKnn}
+TEXT_MODELS = ("text-knn", "hybrid-knn")  # built with the catalogue's texts: ``cls(texts=..., **params)``
+
+GRIDS: dict[str, list[dict]] = {
+    "rp3beta": [{"alpha": a, "beta": b} for a in (0.6, 0.8, 1.0) for b in (0.0, 0.2, 0.4)],
+    "item-knn": [{"shrink": s, "neighbours": n} for s in (0.0, 10.0, 50.0) for n in (200, 500, 1000)],
+    "ease": [{"lam": lam} for lam in (50.0, 100.0, 200.0, 400.0)],
+    "ials": [{"factors": f, "alpha": a, "regularization": r} for f in (128, 256) for a in (20.0, 60.0)
+             for r in (0.1, 1.0)],
+    "text-knn": [{"sublinear": s, "min_df": d} for s in (True, False) for d in (1, 2)],
+    "hybrid-knn": [{"text_weight": w} for w in (0.1, 0.3, 1.0, 3.0)],
+}
+
+
+def make(name: str, texts=None, **params) -> ItemScorer:
+    """A model by name; an unknown name lists the valid ones."""
+    if name not in MODELS:
+        raise UnknownNameError("item scorer", name, tuple(MODELS))
+    if name in TEXT_MODELS:
+        return MODELS[name](texts=texts, **params)
+    return MODELS[name](**params)
+
+
+def query(rows: np.ndarray, n_items: int, weights: np.ndarray | None = None) -> np.ndarray:
+    """The user's saved rows as a dense float32 indicator (or ``weights``) over the catalogue."""
+    q = np.zeros(n_items, dtype=np.float32)
+    q[np.asarray(rows, dtype=np.int64)] = 1.0 if weights is None else weights[np.asarray(rows, dtype=np.int64)]
+    return q

@@ -1,0 +1,104 @@
+"""The collaborative and text item scorers on a 5 × 5 save matrix worked by hand (seconds, no data)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.sparse import csr_matrix
+
+from scix_core.errors import ConfigError, UnknownNameError
+from scix_core.recommend import collab
+from scix_core.recommend.collab.ease import Ease, check_fits
+from scix_core.recommend.collab.knn import ItemKnn, top_per_row
+from scix_core.recommend.collab.text import HybridKnn, TextKnn
+from scix_core.recommend.collab.walk import RP3Beta
+from scix_core.recommend.community import collab_model
+
+# users × items: u0 {0,1}, u1 {0,1,2}, u2 {1,2}, u3 {3,4}, u4 {0,3}
+# savers per item n = (3, 3, 2, 2, 1); saves per user = (2, 3, 2, 2, 2)
+LIBS = [[0, 1], [0, 1, 2], [1, 2], [3, 4], [0, 3]]
+X = csr_matrix((np.ones(11, dtype=np.float32), ([u for u, l in enumerate(LIBS) for _ in l], [i for l in LIBS for i in l])),
+               shape=(5, 5))
+TEXTS = ["dark matter halo", "dark matter", "protein folding", "matter of protein", "galaxy"]
+
+
+def test_rp3beta_by_hand():
+    # α = 1, β = 0 from item 0: (1/3) · Σ over its savers u0 (1/2), u1 (1/3), u4 (1/2) of their other saves
+    s = RP3Beta(alpha=1.0, beta=0.0).fit(X).scores(np.array([0]))
+    assert s[1] == pytest.approx((1 / 3) * (1 / 2 + 1 / 3))
+    assert s[2] == pytest.approx((1 / 3) * (1 / 3))
+    assert s[3] == pytest.approx((1 / 3) * (1 / 2))
+    assert s[4] == 0.0
+    # β = 0.5 divides each landing item by √n
+    p = RP3Beta(alpha=1.0, beta=0.5).fit(X).scores(np.array([0]))
+    assert p[1] == pytest.approx(s[1] / np.sqrt(3)) and p[3] == pytest.approx(s[3] / np.sqrt(2))
+
+
+def test_cosine_walk_is_item_knn_without_shrinkage():
+    # cos(0, 1) = co 2 / √(3·3); cos(0, 2) = 1 / √(3·2); cos(0, 3) = 1 / √(3·2)
+    s = collab_model("cosine").fit(X).scores(np.array([0]))
+    assert s[1] == pytest.approx(2 / 3) and s[2] == pytest.approx(1 / np.sqrt(6)) and s[3] == pytest.approx(1 / np.sqrt(6))
+    with pytest.raises(UnknownNameError, match="rp3beta"):
+        collab_model("svd")
+
+
+def test_item_knn_shrinks_and_keeps_each_items_best_neighbours():
+    # shrink 1: sim(0,1) = 2 / (3 + 1); sim(0,2) = sim(0,3) = 1 / (√6 + 1); 2 neighbours: the tie keeps item 2
+    s = ItemKnn(shrink=1.0, neighbours=2).fit(X).scores(np.array([0]))
+    assert s[1] == pytest.approx(0.5) and s[2] == pytest.approx(1 / (np.sqrt(6) + 1)) and s[3] == 0.0
+    kept = top_per_row(csr_matrix(np.array([[0, 3, 1, 3], [2, 0, 0, 0]], dtype=np.float32)), 2).toarray()
+    assert kept.tolist() == [[0, 3, 0, 3], [2, 0, 0, 0]]
+
+
+def test_ease_matches_the_closed_form():
+    lam = 2.0
+    g = (X.T @ X).toarray().astype(np.float64) + lam * np.eye(5)
+    p = np.linalg.inv(g)
+    b = -p / np.diag(p)[None, :]
+    np.fill_diagonal(b, 0.0)
+    got = Ease(lam=lam).fit(X).scores(np.array([0, 3]))
+    np.testing.assert_allclose(got, b[[0, 3]].sum(axis=0), rtol=1e-4, atol=1e-6)
+
+
+def test_ease_refuses_a_catalogue_it_cannot_hold():
+    assert check_fits(1000) == 1000 * 1000 * 8
+    with pytest.raises(ConfigError, match="rp3beta or item-knn"):
+        check_fits(50_000)  # over max_items
+    with pytest.raises(ConfigError, match="GiB"):
+        Ease(max_items=4).fit(X)
+
+
+def test_ials_user_factors_solve_the_normal_equations():
+    model = collab.make("ials", factors=4, alpha=5.0, regularization=0.1, iterations=5).fit(X)
+    rows = np.array([0, 1])
+    y = np.asarray(model._model.item_factors, dtype=np.float64)
+    # (YᵀY + α Y_Sᵀ Y_S + λI) u = (1 + α) Σ_S y — then the scores are Y u
+    u = np.linalg.solve(y.T @ y + 5.0 * y[rows].T @ y[rows] + 0.1 * np.eye(4), 6.0 * y[rows].sum(axis=0))
+    np.testing.assert_allclose(model.scores(rows), y @ u, rtol=1e-4, atol=1e-5)
+    # implicit's own recalculate_user (a few conjugate-gradient steps) lands next to it
+    theirs = model._model.recalculate_user(0, csr_matrix((np.ones(2, dtype=np.float32), ([0, 0], rows)), shape=(1, 5)))
+    np.testing.assert_allclose(model.scores(rows), y @ np.asarray(theirs).ravel(), atol=0.02)
+
+
+def test_text_knn_and_the_hybrid():
+    s = TextKnn(texts=TEXTS).fit(X).scores(np.array([0]))
+    assert s[1] > s[3] > 0 and s[2] == 0.0 and s[4] == 0.0  # "dark matter" > "matter of protein" > nothing shared
+    # text weight 0: the hybrid is cosine over the saves alone
+    np.testing.assert_allclose(HybridKnn(texts=TEXTS, text_weight=0.0).fit(X).scores(np.array([0]))[1:],
+                               collab_model("cosine").fit(X).scores(np.array([0]))[1:], rtol=1e-5, atol=1e-6)
+    with pytest.raises(ConfigError, match="texts"):
+        TextKnn(texts=TEXTS[:2]).fit(X)
+    with pytest.raises(ConfigError, match="empty"):
+        TextKnn(texts=[""] * 5).fit(X)
+
+
+@pytest.mark.parametrize("name", list(collab.MODELS))
+def test_every_model_keeps_the_contract(name):
+    """Fit once, score any saved set: one finite float32 per item, the same twice; unknown names listed."""
+    model = collab.make(name, texts=TEXTS, **collab.GRIDS[name][0]).fit(X)
+    a, b = model.scores(np.array([0, 3])), model.scores(np.array([0, 3]))
+    assert a.shape == (5,) and a.dtype == np.float32 and np.isfinite(a).all()
+    np.testing.assert_array_equal(a, b)
+    assert model.scores(np.array([], dtype=np.int64)).shape == (5,)
+    with pytest.raises(UnknownNameError, match="rp3beta"):
+        collab.make("slim")
