@@ -128,6 +128,7 @@ class RecommendConfig:
     shortterm_supplement: int = 20  # _ST_SUPPLEMENT
     cosave_candidates: int = 50  # papers other users saved alongside, added to the candidates (0: content only)
     community_tiers: bool = True  # Tiers 3 and 2 add co-saved papers when the index has other users (False: SPEC)
+    community_weight: float = 1.0  # Tiers 3 and 2: weight_cosine · similarity + this · co-save score
     collab: str = "rp3beta"  # the co-save score: "rp3beta" (graph walk, collab_alpha/beta) or "cosine" (item-kNN)
     collab_alpha: float = 0.8
     collab_beta: float = 0.4

@@ -25,6 +25,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 from scipy.sparse import csr_matrix
 
+from scix_core.errors import ConfigError
 from scix_core.workspace import read_json, write_json_atomic
 
 
@@ -32,7 +33,7 @@ from scix_core.workspace import read_json, write_json_atomic
 class Tuned:
     peer: str
     params: dict
-    table: tuple[tuple[str, float], ...]  # (params as JSON, validation recall@k), grid order
+    table: tuple[tuple[str, float | None], ...]  # (params as JSON, validation recall@k or None: did not fit)
     seconds: float
     cached: bool = False
 
@@ -84,17 +85,28 @@ def cache_key(parts: Mapping) -> str:
 def tune(peer: str, grid: Sequence[dict], build: Callable[[dict], object], fit: Mapping[str, Sequence[str]],
          val: Mapping[str, frozenset[str]], row: Mapping[str, int], n_items: int, k: int,
          cache: Path | None = None) -> Tuned:
-    """The grid's best setting by validation recall@k (``build(params)`` makes an unfitted model)."""
+    """The grid's best setting by validation recall@k (``build(params)`` makes an unfitted model).
+
+    A setting the model refuses (a ``ConfigError``: no terms left after ``min_df`` on a tiny corpus, say) is
+    recorded with no value and skipped; when every setting is refused the last refusal is raised."""
     if cache is not None and cache.exists():
         got = read_json(cache)
         return Tuned(peer, got["params"], tuple((json.dumps(v["params"], sort_keys=True), v["recall"])
                                                 for v in got["validation"]), got["seconds"], cached=True)
     t = time.perf_counter()
     x = matrix(fit, row, n_items)
-    table = []
+    table: list[tuple[str, float | None]] = []
+    refused: ConfigError | None = None
     for params in grid:
-        table.append((json.dumps(params, sort_keys=True), recall_at(build(params).fit(x), fit, val, row, k)))
-    best = max(range(len(table)), key=lambda i: (table[i][1], -i))
+        try:
+            value = recall_at(build(params).fit(x), fit, val, row, k)
+        except ConfigError as exc:
+            refused, value = exc, None
+        table.append((json.dumps(params, sort_keys=True), value))
+    usable = [i for i, (_, v) in enumerate(table) if v is not None]
+    if not usable:
+        raise refused
+    best = max(usable, key=lambda i: (table[i][1], -i))
     tuned = Tuned(peer, dict(grid[best]), tuple(table), time.perf_counter() - t)
     if cache is not None:
         write_json_atomic(cache, tuned.to_dict())

@@ -1,13 +1,16 @@
 """Recommendation evaluation view: the ``scix eval-recs`` tables and plots.
 
-Per run: recall@10, nDCG@10, hit-rate, diversity, cluster and catalogue
-coverage, Δ recall against the baseline with Holm-adjusted p and the gate;
-the per-tier tables (training saves truncated to 1, 3, 5, all); the MMR λ
-sweep as a recall-versus-diversity curve; the LightGBM feature audit.
-From a saved ``--json`` report, or evaluated now on a sample of users.
+Per run: recall, nDCG and hit rate at every cutoff, diversity, cluster
+and catalogue coverage, Δ recall at the first cutoff against the baseline
+with Holm-adjusted p and the gate; the per-tier tables (training saves
+truncated to 1, 3, 5, all); the MMR λ sweep as a recall-versus-diversity
+curve; each tuned peer's chosen setting and validation table; the LightGBM
+feature audit. From a saved ``--json`` report, or evaluated now on a sample
+of users (either protocol: hold-out share, or ``train_size`` saves a user).
 
     RecEvalView(report="reports/eval-recs-citeulike-a.json")
-    RecEvalView(index="citeulike-a", users=200, runs="tier1,content-knn,als,mmr_0.0,mmr_0.6,mmr_1.0")
+    RecEvalView(index="citeulike-a", users=200, runs="tier1,content-knn,rp3beta,mmr_0.0,mmr_0.6,mmr_1.0")
+    RecEvalView(index="citeulike-a", users=200, runs="tier1,rp3beta", train_size=10, cutoffs="50,100")
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from scix_core.notebook.frontend import Rendered, View, banner, heading, table
 
 
 def _load(report: str | Path | None, index: str | None, users: int | None, runs, min_saves: int,
-          config: Config) -> dict:
+          config: Config, train_size: int | None = None, cutoffs: str | Sequence[int] = "10") -> dict:
     if report:
         return json.loads(Path(report).read_text())
     from scix_core.evaluate import rec_runs
@@ -30,19 +33,21 @@ def _load(report: str | Path | None, index: str | None, users: int | None, runs,
 
     names = rec_runs.DEFAULT_RUNS if not runs else tuple(r.strip() for r in runs.split(",")) if isinstance(runs, str) \
         else tuple(runs)
+    cuts = tuple(int(k) for k in cutoffs.split(",")) if isinstance(cutoffs, str) else tuple(cutoffs)
     return evaluate_recs(index, config, users=users, runs=names, min_saves=min_saves, permutations=2000,
-                         progress=False).to_dict()
+                         progress=False, train_size=train_size, cutoffs=cuts).to_dict()
 
 
-def sweep_figure(runs: dict):
-    points = sorted((float(r.split("_")[1]), m["recall@10"], m["ild@10"]) for r, m in runs.items() if r.startswith("mmr_"))
+def sweep_figure(runs: dict, k: int = 10):
+    points = sorted((float(r.split("_")[1]), m[f"recall@{k}"], m[f"ild@{k}"]) for r, m in runs.items()
+                    if r.startswith("mmr_"))
     fig = charts._figure(6.0, 4.2)
     ax = fig.subplots()
     ax.plot([p[2] for p in points], [p[1] for p in points], marker="o")
     for lam, recall, ild in points:
         ax.annotate(f"λ={lam:.1f}", (ild, recall), fontsize=7, textcoords="offset points", xytext=(4, 2))
-    ax.set_xlabel("intra-list diversity @10")
-    ax.set_ylabel("recall@10")
+    ax.set_xlabel(f"intra-list diversity @{k}")
+    ax.set_ylabel(f"recall@{k}")
     ax.set_title("MMR λ sweep: relevance against diversity", fontsize=10)
     return fig
 
@@ -50,9 +55,13 @@ def sweep_figure(runs: dict):
 def render_rec_eval(report: dict) -> Rendered:
     setup = report["setup"]
     base = setup.get("baseline")
-    parts = [heading(f"{report['index']}: {report['n_users']} users, hold-out {setup['holdout']:.0%} "
-                     f"({setup['split']}), seed {setup['seed']}, baseline {base}")]
-    by = {c["candidate"]: c for c in report["comparisons"] if c["metric"] == "recall@10" and c["baseline"] == base}
+    k = setup.get("cutoffs", [10])[0]
+    primary = f"recall@{k}"
+    protocol = (f"{setup['train_size']} training saves a user" if setup.get("train_size")
+                else f"hold-out {setup['holdout']:.0%}")
+    parts = [heading(f"{report['index']}: {report['n_users']} users, {protocol} ({setup['split']}), "
+                     f"seed {setup['seed']}, baseline {base}")]
+    by = {c["candidate"]: c for c in report["comparisons"] if c["metric"] == primary and c["baseline"] == base}
     rows = []
     for run, means in report["runs"].items():
         c, g = by.get(run), report["gates"].get(run)
@@ -67,6 +76,12 @@ def render_rec_eval(report: dict) -> Rendered:
         if " over " in name:
             parts.append(banner(f"gate {name}: {decision['decision'].upper()} — {'; '.join(decision['reasons'])}",
                                 "ok" if decision["decision"] == "ship" else "note"))
+    tuned = setup.get("tuned") or {}
+    if tuned:
+        parts.append(heading(f"Peers tuned on a validation split of the training saves (recall@{k})"))
+        parts.append(table([{"peer": peer, "chosen": json.dumps(t["params"], sort_keys=True),
+                             "validation": max(v["recall"] for v in t["validation"] if v["recall"] is not None), "grid": len(t["validation"]),
+                             "cached": t["cached"]} for peer, t in tuned.items()], "scix-rec-tuned"))
     audit = setup.get("lgbm_audit")
     if audit:
         parts.append(heading("LightGBM feature audit (tier1-lgbm)"))
@@ -74,18 +89,19 @@ def render_rec_eval(report: dict) -> Rendered:
         parts += [banner(e) for e in audit["errors"]]
     runs = list(report["runs"])
     verdicts = {c["candidate"]: ("better" if c["delta"] > 0 else "worse") if c["significant"] else "n.s."
-                for c in report["comparisons"] if c["metric"] == "recall@10" and c["baseline"] == base}
-    figures = [charts.metric_by_run(runs, [report["runs"][r]["recall@10"] for r in runs], "recall@10", base,
+                for c in report["comparisons"] if c["metric"] == primary and c["baseline"] == base}
+    figures = [charts.metric_by_run(runs, [report["runs"][r][primary] for r in runs], primary, base,
                                     {**verdicts, **({base: "baseline"} if base else {})})]
     if any(r.startswith("mmr_") for r in runs):
-        figures.append(sweep_figure(report["runs"]))
+        figures.append(sweep_figure(report["runs"], k))
     return Rendered("".join(parts), tuple(figures))
 
 
 class RecEvalView(View):
     def __init__(self, report: str | Path | None = None, *, index: str | None = None, users: int | None = 200,
-                 runs: str | Sequence[str] | None = None, min_saves: int = 5, config: Config | None = None):
-        self.report = _load(report, index, users, runs, min_saves, config or load_config())
+                 runs: str | Sequence[str] | None = None, min_saves: int = 5, config: Config | None = None,
+                 train_size: int | None = None, cutoffs: str | Sequence[int] = "10"):
+        self.report = _load(report, index, users, runs, min_saves, config or load_config(), train_size, cutoffs)
 
     def render(self) -> Rendered:
         return render_rec_eval(self.report)

@@ -9,7 +9,7 @@ three papers predicts the held-out ones better than what reads like them
 ``oversample`` × the limit) and the ``cosave_candidates`` best co-saved
 papers form one pool, scored
 
-    weight_cosine · similarity + weight_cosave · cosave
+    weight_cosine · similarity + community_weight · cosave
 
 (the similarity is the tier's own: best cosine to a saved paper for Tier
 3, cosine to the long-term profile for Tier 2, computed locally for the
@@ -54,7 +54,7 @@ def blend(side: IndexSide, ctx: UserContext, hits: list[VectorHit], similarity: 
     rows = [*content, *extra]
     sims = np.array([*content.values(), *extra_sims.tolist()], dtype=np.float64)
     collab = cos.scores[np.array(rows, dtype=np.int64)].astype(np.float64) if rows else np.zeros(0)
-    score = cfg.weight_cosine * sims + cfg.weight_cosave * collab
+    score = cfg.weight_cosine * sims + cfg.community_weight * collab
     order = np.lexsort((np.array(rows), -score))[:limit]
     return [Blended(rows[i], cat.ids[rows[i]], float(score[i]), float(sims[i]), float(collab[i]),
                     source if rows[i] in content else "co-saved") for i in order]

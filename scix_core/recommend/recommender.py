@@ -54,8 +54,9 @@ def _check_config(cfg) -> None:
         raise ConfigError("recommend.total_slots and oversample must be positive, min_slots non-negative")
     if min(r.longterm_half_life, r.shortterm_half_life, r.recency_half_life_saves) <= 0:
         raise ConfigError("recommend half-lives must be positive")
-    if min(r.collab_alpha, r.collab_beta, r.mmr_quota_bonus, r.weight_cosave) < 0:
-        raise ConfigError("recommend.collab_alpha, collab_beta, mmr_quota_bonus and weight_cosave must be >= 0")
+    if min(r.collab_alpha, r.collab_beta, r.mmr_quota_bonus, r.weight_cosave, r.community_weight) < 0:
+        raise ConfigError("recommend.collab_alpha, collab_beta, mmr_quota_bonus, weight_cosave and community_weight "
+                          "must be >= 0")
     collab_model(r.collab)  # an unknown name lists the valid ones
 
 

@@ -102,6 +102,19 @@ def test_eval_recs_cli_json_and_no_training_save_is_a_hit(home, capsys, tmp_path
     assert saved["n_users"] == 2 and saved["per_user"]["tier3"]["recall@10"]
     assert main(["eval-recs", "--index", "cu", "--min-saves", "50", "--quiet"]) == 2
     assert "no user of index 'cu' has 50 or more saves" in capsys.readouterr().err
+    # P = 2: only the user with 3 saves qualifies (one user: every p is 1); two cutoffs; the tuned choices in the JSON
+    assert main(["eval-recs", "--index", "cu", "--min-saves", "2", "--train-size", "2", "--cutoffs", "1,2", "--runs",
+                 "tier3,rp3beta,text-knn", "--baseline", "tier3", "--permutations", "100", "--no-per-tier", "--json",
+                 str(out), "--quiet"]) == 0
+    assert "1 users, 2 training saves a user" in capsys.readouterr().out
+    saved = json.loads(out.read_text())
+    assert saved["setup"]["cutoffs"] == [1, 2] and saved["setup"]["train_size"] == 2
+    assert {"recall@1", "recall@2", "ndcg@2", "hit@1", "ild@1"} <= set(saved["runs"]["rp3beta"])
+    assert set(saved["setup"]["tuned"]) == {"rp3beta", "text-knn"}
+    assert saved["setup"]["tuned"]["rp3beta"]["params"] in [v["params"] for v in saved["setup"]["tuned"]["rp3beta"][
+        "validation"]]
+    assert {c["metric"] for c in saved["comparisons"]} >= {"recall@1", "recall@2"}
+    assert main(["eval-recs", "--index", "cu", "--cutoffs", "10,x", "--quiet"]) == 2
 
 
 def test_train_size_keeps_n_saves_and_holds_out_the_rest():
