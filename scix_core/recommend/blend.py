@@ -26,6 +26,7 @@ from typing import Callable
 import numpy as np
 
 from scix_core.recommend.context import IndexSide, UserContext
+from scix_core.recommend.result import RecItem
 from scix_core.vectors.base import VectorHit
 
 
@@ -41,6 +42,27 @@ class Blended:
 
 def active(side: IndexSide, ctx: UserContext) -> bool:
     return side.config.community_tiers and ctx.cosaves is not None
+
+
+def depth(side: IndexSide, ctx: UserContext, limit: int) -> int:
+    """How many content hits a tier fetches: ``oversample`` × the limit when co-saved papers will compete."""
+    return limit * side.config.oversample if active(side, ctx) else limit
+
+
+def tier_items(side: IndexSide, ctx: UserContext, hits: list[VectorHit], similarity: Callable[[np.ndarray], np.ndarray],
+               limit: int, tier: int, source: str, feature: str) -> tuple[tuple[RecItem, ...], dict]:
+    """A tier's items — its content hits as they are, or blended with the community — and summary facts.
+    ``feature`` names the tier's similarity in each item's scores (``best_score``, ``longterm_sim``)."""
+    codes = side.catalog.codes
+    if not active(side, ctx):
+        items = tuple(RecItem(h.paper_id, "", rank, h.score, tier, source, scores=((feature, h.score),),
+                              codes=codes[h.point_id]) for rank, h in enumerate(hits, start=1))
+        return items, {"community": False, "co_saved": 0}
+    items = tuple(RecItem(b.paper_id, "", rank, b.score, tier, b.source, scores=((feature, b.similarity),
+                                                                                ("cosave", b.cosave)),
+                          codes=codes[b.row]) for rank, b in enumerate(blend(side, ctx, hits, similarity, limit, source),
+                                                                       start=1))
+    return items, {"community": True, "co_saved": sum(1 for i in items if i.source == "co-saved")}
 
 
 def blend(side: IndexSide, ctx: UserContext, hits: list[VectorHit], similarity: Callable[[np.ndarray], np.ndarray],

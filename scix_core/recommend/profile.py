@@ -17,9 +17,9 @@ import time
 
 import numpy as np
 
-from scix_core.recommend.blend import active, blend
+from scix_core.recommend.blend import depth, tier_items
 from scix_core.recommend.context import IndexSide, UserContext, hits_minus
-from scix_core.recommend.result import RecItem, StageRecord
+from scix_core.recommend.result import StageRecord
 from scix_core.recommend.state import Event, Profile, utc_text
 from scix_core.recommend.tiers import TierRun
 from scix_core.search import knobs
@@ -68,18 +68,9 @@ class ProfileTier:
     def run(self, side: IndexSide, ctx: UserContext, limit: int) -> TierRun:
         t = time.perf_counter()
         long = unit(ctx.profiles["long"].vector)
-        community = active(side, ctx)
-        hits = hits_minus(side.store.search(long, limit * side.config.oversample if community else limit,
-                                            ctx.exclusion(side), exact=knobs.qdrant_exact()), ctx.seen)
-        if community:
-            pool = blend(side, ctx, hits, lambda rows: side.vectors.get(rows) @ long, limit, "profile-knn")
-            items = tuple(RecItem(b.paper_id, "", rank, b.score, 2, b.source, scores=(
-                ("longterm_sim", b.similarity), ("cosave", b.cosave)), codes=side.catalog.codes[b.row])
-                for rank, b in enumerate(pool, start=1))
-        else:
-            items = tuple(RecItem(h.paper_id, "", rank, h.score, 2, "profile-knn", scores=(("longterm_sim", h.score),),
-                                  codes=side.catalog.codes[h.point_id])
-                          for rank, h in enumerate(hits, start=1))
-        summary = {"saves": len(ctx.saved), "candidates": len(items), "community": community,
-                   "co_saved": sum(1 for i in items if i.source == "co-saved")}
+        hits = hits_minus(side.store.search(long, depth(side, ctx, limit), ctx.exclusion(side),
+                                            exact=knobs.qdrant_exact()), ctx.seen)
+        items, facts = tier_items(side, ctx, hits, lambda rows: side.vectors.get(rows) @ long, limit, 2, "profile-knn",
+                                  "longterm_sim")
+        summary = {"saves": len(ctx.saved), "candidates": len(items), **facts}
         return TierRun(items, (StageRecord("profile-knn", (time.perf_counter() - t) * 1000, summary),))
