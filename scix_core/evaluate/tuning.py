@@ -73,7 +73,7 @@ def recall_at(model, fit: Mapping[str, Sequence[str]], val: Mapping[str, frozens
         rows = np.array([row[p] for p in fit[user] if p in row], dtype=np.int64)
         scores = model.scores(rows).astype(np.float64)
         scores[rows] = -np.inf
-        top = np.argpartition(-scores, k)[:k]
+        top = np.argpartition(-scores, k)[:k] if k < len(scores) else np.arange(len(scores))
         out.append(len({int(t) for t in top} & {row[p] for p in held if p in row}) / len(held))
     return float(np.mean(out)) if out else 0.0
 

@@ -69,10 +69,11 @@ def test_rec_eval_view_renders_a_saved_report(home, tmp_path):
     assert main(["ingest", "--path", str(FIXTURES / "citeulike"), "--index", "cu", "--quiet"]) == 0
     out = tmp_path / "eval-recs.json"
     assert main(["eval-recs", "--index", "cu", "--min-saves", "2", "--holdout", "0.3", "--runs",
-                 "tier3,mmr_0.0,mmr_1.0,content-knn,most-popular", "--permutations", "100", "--json", str(out),
+                 "tier3,mmr_0.0,mmr_1.0,content-knn,most-popular,rp3beta", "--permutations", "100", "--json", str(out),
                  "--quiet"]) == 0
     rendered = RecEvalView(out).render()
     assert "scix-rec-eval" in rendered.html and "truncated to 1" in rendered.html and "content-knn" in rendered.html
+    assert "scix-rec-tuned" in rendered.html and "Peers tuned on a validation split" in rendered.html
     assert len(rendered.figures) == 2  # recall by run, and the λ sweep curve
     assert json.loads(out.read_text())["n_users"] == 2
 
