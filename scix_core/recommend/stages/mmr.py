@@ -44,7 +44,7 @@ def mmr(relevance: np.ndarray, vectors: np.ndarray, k: int, lam: float, groups: 
     rel = np.asarray(relevance, dtype=np.float64)
     span = rel.max() - rel.min()
     rel = (rel - rel.min()) / span if span > 0 else np.ones(n)
-    sims = np.asarray(vectors, dtype=np.float64) @ np.asarray(vectors, dtype=np.float64).T
+    vecs = np.asarray(vectors, dtype=np.float32)  # only the picked rows of the similarity matrix are ever needed
     picked: list[int] = []
     closest = np.full(n, -np.inf)  # max similarity to anything picked so far
     available = np.ones(n, dtype=bool)
@@ -64,7 +64,7 @@ def mmr(relevance: np.ndarray, vectors: np.ndarray, k: int, lam: float, groups: 
         available[best] = False
         if quota and groups[best] >= 0:
             counts[groups[best]] += 1
-        closest = np.maximum(closest, sims[best])
+        closest = np.maximum(closest, (vecs @ vecs[best]).astype(np.float64))
     return picked
 
 

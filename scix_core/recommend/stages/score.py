@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from scix_core.recommend.scorers import features
 from scix_core.recommend.stages.base import Tier1State
 
@@ -17,9 +19,10 @@ class Score:
     def run(self, state: Tier1State) -> tuple[Tier1State, dict]:
         table = features(state, state.candidates)
         scores = self.scorer.score(table)
-        scored = tuple(
-            replace(c, score=float(s), scores=(*((n, float(v)) for n, v in zip(table.names, row)), (self.scorer.name, float(s))))
-            for c, s, row in zip(state.candidates, scores, table.values))
+        names = table.names
+        scored = tuple(replace(c, score=s, scores=(*zip(names, row), (self.scorer.name, s)))
+                       for c, s, row in zip(state.candidates, np.asarray(scores, dtype=np.float64).tolist(),
+                                            table.values.tolist()))
         scored = tuple(sorted(scored, key=lambda c: (-c.score, c.row)))
         health = {**self.health, "scoring_with": self.scorer.name, "has_ewma": table.has_ewma}
         summary = {"scorer": self.scorer.name, "has_ewma": table.has_ewma, "candidates": len(scored),
