@@ -44,21 +44,37 @@ def paired(baseline: Mapping[str, float], candidate: Mapping[str, float]) -> tup
 
 
 def randomisation_p(a: np.ndarray, b: np.ndarray, permutations: int = PERMUTATIONS, seed: int = 42) -> float:
-    """Two-sided paired randomisation test of the mean difference (scipy's ``permutation_test``,
-    ``permutation_type="samples"``: each query's pair is swapped at random). scipy compares the
-    permuted statistics with a float tolerance, so runs that differ on a handful of queries are not
-    called significant by rounding noise (a plain ``>=`` on float means does exactly that)."""
-    from scipy.stats import permutation_test
+    """Two-sided paired randomisation test of the mean difference (Fisher; Smucker, Allan & Carterette 2007).
 
-    if np.allclose(a, b) or len(a) < 2:  # one pair cannot be told from chance
+    Under the null each query's pair is as likely swapped, i.e. each difference d = b − a as likely negated:
+    the null distribution is mean(s ⊙ d) over random sign vectors s — every one of them when 2ⁿ ≤
+    ``permutations`` (exact), else ``permutations`` seeded draws with the +1 adjustment. The p-value follows
+    scipy's ``permutation_test`` (``permutation_type="samples"``) exactly: 2 · min(P(null ≤ obs), P(null ≥ obs)),
+    statistics compared with a relative tolerance of 100 ε so that runs differing on a handful of queries are
+    not called significant by rounding noise; a test checks the two agree. scipy draws the swaps with an
+    argsort per resample — 5 s a comparison at 5,551 users, where this one matrix product of ±1 takes 0.5 s.
+    """
+    d = np.asarray(b, dtype=np.float64) - np.asarray(a, dtype=np.float64)
+    n = len(d)
+    if np.allclose(a, b) or n < 2:  # one pair cannot be told from chance
         return 1.0
-
-    def mean_difference(x, y, axis):
-        return np.mean(x - y, axis=axis)
-
-    result = permutation_test((b, a), mean_difference, permutation_type="samples", n_resamples=permutations,
-                              alternative="two-sided", vectorized=True, random_state=seed)
-    return float(result.pvalue)
+    observed = d.mean()
+    gamma = abs(np.finfo(np.float64).eps * 100 * observed)
+    exact = n < 63 and 2 ** n <= permutations
+    if exact:
+        signs = 1 - 2 * ((np.arange(2 ** n)[:, None] >> np.arange(n)[None, :]) & 1)
+        batches = [signs.astype(np.float64)]
+    else:
+        rng = np.random.default_rng(seed)
+        batches = (rng.integers(0, 2, size=(min(1000, permutations - start), n), dtype=np.int8) * 2 - 1
+                   for start in range(0, permutations, 1000))
+    less = greater = 0
+    for s in batches:
+        null = (s @ d) / n
+        less += int(np.count_nonzero(null <= observed + gamma))
+        greater += int(np.count_nonzero(null >= observed - gamma))
+    total, adjust = (2 ** n, 0) if exact else (permutations, 1)
+    return float(min(1.0, 2 * min((less + adjust) / (total + adjust), (greater + adjust) / (total + adjust))))
 
 
 def t_test_p(a: np.ndarray, b: np.ndarray) -> float:
