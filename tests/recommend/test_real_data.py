@@ -101,8 +101,8 @@ def test_tier3_congruent_on_real_libraries(citeulike, monkeypatch, exact):
     """qdrant-edge and qdrant-client (exact reference) recommend the same ids; with HNSW (the default) nearly."""
     monkeypatch.setenv("SCIX_QDRANT_EXACT", "1" if exact else "0")
     results = {}
-    for index in ("cul", "cul-client"):
-        rec = Recommender(index, citeulike)
+    for index in ("cul", "cul-client"):  # the vector stores compared: content only (the states' users differ)
+        rec = Recommender(index, citeulike.replace(**{"recommend.community_tiers": False}))
         for source in ("3", "4", "5"):
             library = _library(citeulike, source)
             user = f"congruence-{source}-{exact}"
