@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import warnings
 from collections import Counter
+from itertools import islice
 from dataclasses import replace
 from typing import Callable, Mapping, Sequence
 
@@ -217,8 +218,8 @@ class Peers:
 
     def recommend(self, name: str, ctx, k: int) -> list[str]:
         seen = ctx.seen
-        if name == "most-popular":
-            return [p for p in self.popular if p not in seen][:k]
+        if name == "most-popular":  # stops at the k-th unseen paper instead of filtering the whole catalogue
+            return list(islice((p for p in self.popular if p not in seen), k))
         side = self.rec.side
         cat = side.catalog
         if name == "content-knn":

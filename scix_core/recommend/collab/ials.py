@@ -38,6 +38,7 @@ class Ials:
         y = np.asarray(model.item_factors, dtype=np.float64)
         self._model = model
         self._fitted = (y, y.T @ y + self.regularization * np.eye(y.shape[1]))
+        self._y32 = np.ascontiguousarray(y, dtype=np.float32)  # the scores' product in float32: half the memory traffic
         return self
 
     def scores(self, rows: np.ndarray) -> np.ndarray:
@@ -47,4 +48,4 @@ class Ials:
             return np.zeros(len(y), dtype=np.float32)
         ys = y[rows]
         user = np.linalg.solve(gram + self.alpha * ys.T @ ys, (1.0 + self.alpha) * ys.sum(axis=0))
-        return (y @ user).astype(np.float32)
+        return self._y32 @ user.astype(np.float32)
