@@ -25,7 +25,6 @@ from typing import Callable
 
 import numpy as np
 
-from scix_core.recommend.community import cosave_pool
 from scix_core.recommend.context import IndexSide, UserContext
 from scix_core.recommend.result import RecItem
 from scix_core.vectors.base import VectorHit
@@ -72,7 +71,7 @@ def blend(side: IndexSide, ctx: UserContext, hits: list[VectorHit], similarity: 
     cfg, cat, cos = side.config, side.catalog, ctx.cosaves
     content = {h.point_id: float(h.score) for h in hits}
     seen = side.rows(p for p in ctx.seen if p in cat.row)
-    extra = [int(r) for r in cos.top(cosave_pool(cfg, limit), seen) if int(r) not in content]
+    extra = [int(r) for r in cos.top(cfg.cosave_candidates, seen) if int(r) not in content]
     extra_sims = similarity(np.array(extra, dtype=np.int64)) if extra else np.zeros(0)
     rows = [*content, *extra]
     sims = np.array([*content.values(), *extra_sims.tolist()], dtype=np.float64)

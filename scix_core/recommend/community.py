@@ -60,12 +60,6 @@ class CoSaves:
 COLLAB = ("rp3beta", "cosine")
 
 
-def cosave_pool(cfg, limit: int) -> int:
-    """Co-saved candidates for a list of ``limit``: ``recommend.cosave_candidates`` (50) for ten, 5 per slot
-    beyond (a list of 50 or 100 needs as many more collaborative candidates as one of 10); 0 turns them off."""
-    return max(cfg.cosave_candidates, 5 * limit) if cfg.cosave_candidates > 0 else 0
-
-
 def collab_model(kind: str = "rp3beta", alpha: float = 0.8, beta: float = 0.4) -> RP3Beta:
     """The co-save scorer: RP3beta, or item-kNN cosine (the same walk with α 0.5 on items, none on users, β 0.5)."""
     if kind == "cosine":

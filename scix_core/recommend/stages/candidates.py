@@ -6,7 +6,7 @@ engine runs them together instead of one round trip per cluster. Saved and
 dismissed papers are excluded by the engine's payload filter. A paper found
 by several clusters keeps its most similar one.
 
-``CoSaved`` adds the ``recommend.cosave_candidates`` (at least 5 per slot) papers the index's other
+``CoSaved`` adds the ``recommend.cosave_candidates`` papers the index's other
 users most often saved alongside this user's (``scix_core.recommend.community``)
 that the vector queries missed, each in the cluster whose centroid is nearest
 — collaborative candidates that content similarity alone never surfaces.
@@ -18,7 +18,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from scix_core.recommend.community import cosave_pool
 from scix_core.recommend.context import hits_minus
 from scix_core.recommend.profile import unit
 from scix_core.recommend.stages.base import Candidate, Tier1State
@@ -75,7 +74,7 @@ class CoSaved:
 
     def run(self, state: Tier1State) -> tuple[Tier1State, dict]:
         side, ctx = state.side, state.ctx
-        n = cosave_pool(side.config, state.limit)
+        n = side.config.cosave_candidates
         if ctx.cosaves is None or n <= 0:
             return state, {"added": 0, "reason": "disabled" if n <= 0 else "no other user saved any of these papers"}
         have = {c.row for c in state.candidates}
