@@ -137,7 +137,8 @@ class RecommendConfig:
     weight_cosine: float = 0.65
     weight_cosave: float = 0.7  # + this · co-save score in the heuristic (0: the reference design's formula exactly)
     scorer: str = "heuristic"  # or "lightgbm"
-    heuristic: str = "profile"  # "profile": 0.40·long + 0.25·short (the reference design); "cosine": 0.65·cosine
+    heuristic: str = "cosine"  # "cosine": 0.65·cosine to the query that found it; "profile": 0.40·long + 0.25·short
+    # (the reference design: scix_core/data/reference.toml); the gate shipped cosine over profile on CiteULike-a
     scorer_model: str = "default"  # models/scorers/NAME in the workspace, or a path to a LightGBM model file
     suppress_dismissals: int = 3
     suppress_days: float = 14.0

@@ -79,7 +79,7 @@ def test_tier1_pipeline_records_every_stage_and_returns_limit_plus_exploration(r
     for item in picked:
         scores = dict(item.scores)
         assert item.source in ("cluster-knn", "supplement", "co-saved") and item.cluster_id in {c.cluster_id for c in clusters}
-        assert scores["heuristic"] == pytest.approx(0.40 * scores["longterm_sim"] + 0.25 * scores["shortterm_sim"]
+        assert scores["heuristic"] == pytest.approx(0.65 * scores["cosine"]  # the default: cosine heuristic
                                                     + rec.config.recommend.weight_cosave * scores["cosave"])  # others' saves
     assert result.scorer["scoring_with"] == "heuristic" and rec.health()["last_scored_with"] == "heuristic"
     frame = result.to_frame()

@@ -74,9 +74,11 @@ def test_without_ewma_the_heuristic_is_065_cosine(rec_indexes):
     table = FeatureTable(FEATURES, values, False)
     assert HeuristicScorer(RecommendConfig()).score(table) == pytest.approx([0.65 * 0.5, 0.65 * 0.7 + 0.7 * 0.4])
     with_ewma = FeatureTable(table.names, table.values, True)
-    assert HeuristicScorer(RecommendConfig()).score(with_ewma) == pytest.approx(
+    assert HeuristicScorer(RecommendConfig()).score(with_ewma) == pytest.approx(  # the default reads the cosine
+        [0.65 * 0.5, 0.65 * 0.7 + 0.7 * 0.4])
+    assert HeuristicScorer(RecommendConfig(heuristic="profile")).score(with_ewma) == pytest.approx(
         [0.4 * 0.9 + 0.25 * 0.8, 0.4 * 0.1 + 0.25 * 0.2 + 0.7 * 0.4])
-    spec = RecommendConfig(weight_cosave=0.0)  # the reference design's formula exactly
+    spec = RecommendConfig(weight_cosave=0.0, heuristic="profile")  # the reference design's formula exactly
     assert HeuristicScorer(spec).score(with_ewma) == pytest.approx([0.4 * 0.9 + 0.25 * 0.8, 0.4 * 0.1 + 0.25 * 0.2])
 
 
@@ -139,12 +141,13 @@ def test_train_scorer_on_real_libraries_writes_model_manifest_and_audit(citeulik
     assert any("age_months" in e for e in health["audit_errors"])
 
 
-def test_the_cosine_heuristic_is_configuration(rec_indexes, user):
-    cfg = rec_indexes.config.replace(**{"recommend.heuristic": "cosine"})
+def test_the_profile_heuristic_is_configuration(rec_indexes, user):
+    cfg = rec_indexes.config.replace(**{"recommend.heuristic": "profile"})
     rec = Recommender(rec_indexes.edge, cfg)
     _saved_user(rec, user)
     for c in rec.recommend(user, limit=3).stage("score").output:
         scores = dict(c.scores)
-        assert scores["heuristic"] == pytest.approx(0.65 * scores["cosine"] + 0.7 * scores["cosave"])
+        assert scores["heuristic"] == pytest.approx(0.40 * scores["longterm_sim"] + 0.25 * scores["shortterm_sim"]
+                                                    + 0.7 * scores["cosave"])
     with pytest.raises(UnknownNameError, match="cosine, profile"):
         Recommender(rec_indexes.edge, rec_indexes.config.replace(**{"recommend.heuristic": "magic"}))
