@@ -38,7 +38,8 @@ def test_cluster_view_widgets_write_real_interactions_and_rerun(rec_indexes, use
     rec.create_user(user, [])
     for paper in ["p01", "p07", "p03", "p04"]:
         rec.interact(user, paper, "save")
-    view = ClusterView(rec_indexes.edge, user, rec_indexes.config, limit=3)
+    plain = rec_indexes.config.replace(**{"recommend.mmr_quota_bonus": 0.0})  # λ = 1 below is then the score order
+    view = ClusterView(rec_indexes.edge, user, plain, limit=3)
     widget = view.widget
     view.refresh()
     assert view.result.tier == 2 and len(view.buttons.children) == len(view.result.items)
