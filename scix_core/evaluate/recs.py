@@ -15,8 +15,13 @@ the cluster whose centroid it is nearest to); per run, catalogue coverage.
 Paired per-user randomisation tests with Holm correction and the search
 gate (``scix_core.evaluate.significance``) compare every run with the
 baseline. ``per_tier`` truncates every user's training saves to 1, 3, 5 and
-all, runs the default tier cascade, ``content-knn`` and ``item-knn`` (on the
-truncated saves) on each, and reports which tier ran. Every user's training
+all, runs the default tier cascade, ``content-knn`` and every tuned peer of
+the runs (on the truncated saves) on each, and reports which tier ran.
+``train_size`` N replaces the hold-out share: N training saves per user with
+more than N, the rest held out (Dacrema et al.'s P = N); ``cutoffs`` gives
+recall, nDCG and hit rate at each (the gate decides on the first). The
+collaborative and text peers are tuned on a validation split of the training
+saves first (``scix_core.evaluate.tuning``). Every user's training
 saves — not only the evaluated users' — are replayed: they are the community
 Tier 1's co-saves and the collaborative peers learn from.
 """
