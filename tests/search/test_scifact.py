@@ -1,6 +1,6 @@
 """Hybrid search on the real SciFact corpus returns the relevant papers for train queries.
 
-Thresholds sit a few points under the measured figures (README, "Measured"),
+Thresholds sit a few points under the measured figures (docs/results.md),
 so a real regression fails while machine noise cannot.
 """
 
