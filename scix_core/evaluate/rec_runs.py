@@ -230,8 +230,8 @@ class Peers:
         if name in COLLAB:  # item-based: the user's saves as they are now (the per-tier tables truncate them)
             return top_rows(model.scores(side.rows(p for p in ctx.saved if p in cat.row)), side.rows(
                 p for p in seen if p in cat.row), cat.ids, k)
-        ids, _ = model.recommend(self.users[ctx.user_id], self.matrix()[self.users[ctx.user_id]:self.users[ctx.user_id] + 1],
-                                 N=k, filter_already_liked_items=True)
+        user = self.users[ctx.user_id]
+        ids, _ = model.recommend(user, self.matrix()[user:user + 1], N=k, filter_already_liked_items=True)
         return [cat.ids[i] for i in ids if cat.ids[i] not in seen][:k]
 
 

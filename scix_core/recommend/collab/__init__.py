@@ -70,9 +70,3 @@ def make(name: str, texts=None, **params) -> ItemScorer:
         return MODELS[name](texts=texts, **params)
     return MODELS[name](**params)
 
-
-def query(rows: np.ndarray, n_items: int, weights: np.ndarray | None = None) -> np.ndarray:
-    """The user's saved rows as a dense float32 indicator (or ``weights``) over the catalogue."""
-    q = np.zeros(n_items, dtype=np.float32)
-    q[np.asarray(rows, dtype=np.int64)] = 1.0 if weights is None else weights[np.asarray(rows, dtype=np.int64)]
-    return q

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from scix_core.errors import ConfigError
+from scix_core.recommend.collab.matrix import binary
 
 MAX_ITEMS = 40_000
 
@@ -57,8 +58,7 @@ class Ease:
         import scipy.linalg.lapack as lapack
         import threadpoolctl
 
-        x = matrix.tocsr().astype(np.float32)
-        x.data[:] = 1.0
+        x = binary(matrix)
         n = x.shape[1]
         check_fits(n, self.max_items)
         p = np.asarray((x.T @ x).toarray(), dtype=np.float32, order="F")

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from scix_core.recommend.collab.matrix import binary
+
 
 @dataclass
 class Ials:
@@ -28,8 +30,7 @@ class Ials:
         import threadpoolctl
         from implicit.cpu.als import AlternatingLeastSquares
 
-        x = matrix.tocsr().astype(np.float32)
-        x.data[:] = 1.0
+        x = binary(matrix)
         with threadpoolctl.threadpool_limits(1, "blas"), warnings.catch_warnings():  # implicit's own advice
             warnings.simplefilter("ignore", RuntimeWarning)
             model = AlternatingLeastSquares(factors=self.factors, alpha=self.alpha, regularization=self.regularization,

@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.sparse import csr_matrix, diags
+from scipy.sparse import csr_matrix
+
+from scix_core.recommend.collab.matrix import binary
 
 
 def top_per_row(matrix: csr_matrix, k: int) -> csr_matrix:
@@ -36,8 +38,7 @@ class ItemKnn:
     _sim: csr_matrix | None = field(default=None, repr=False)
 
     def fit(self, matrix) -> "ItemKnn":
-        x = matrix.tocsr().astype(np.float32)
-        x.data[:] = 1.0
+        x = binary(matrix)
         co = (x.T @ x).tocsr()
         co.setdiag(0.0)
         co.eliminate_zeros()
@@ -54,7 +55,3 @@ class ItemKnn:
             return np.zeros(self._sim.shape[1], dtype=np.float32)
         return np.asarray(self._sim[rows].sum(axis=0), dtype=np.float32).ravel()
 
-
-def row_normalise(matrix: csr_matrix) -> csr_matrix:
-    norms = np.sqrt(np.asarray(matrix.multiply(matrix).sum(axis=1)).ravel())
-    return (diags(1.0 / np.where(norms > 0, norms, 1.0)) @ matrix).tocsr()

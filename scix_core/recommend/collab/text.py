@@ -18,7 +18,7 @@ import numpy as np
 from scipy.sparse import csr_matrix, hstack
 
 from scix_core.errors import ConfigError
-from scix_core.recommend.collab.knn import row_normalise
+from scix_core.recommend.collab.matrix import binary, row_normalise
 from scix_core.stores.papers import connect
 
 
@@ -74,8 +74,7 @@ class HybridKnn(TextKnn):
     text_weight: float = 0.3
 
     def fit(self, matrix) -> "HybridKnn":
-        x = matrix.tocsr().astype(np.float32)
-        x.data[:] = 1.0
+        x = binary(matrix)
         saves = row_normalise(x.T.tocsr())
         self._features = row_normalise(hstack([saves, self.text_weight * self.features(x.shape[1])]).tocsr())
         self._t = self._features.T.tocsr()

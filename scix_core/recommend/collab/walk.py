@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from scix_core.recommend.collab.matrix import binary
+
 
 @dataclass
 class RP3Beta:
@@ -30,8 +32,7 @@ class RP3Beta:
     _fitted: tuple = field(default=(), repr=False)
 
     def fit(self, matrix) -> "RP3Beta":
-        x = matrix.tocsr().astype(np.float32)
-        x.data[:] = 1.0
+        x = binary(matrix)
         n_user = np.maximum(np.asarray(x.sum(axis=1)).ravel(), 1.0)
         n_item = np.maximum(np.asarray(x.sum(axis=0)).ravel(), 1.0)
         a_user = self.alpha if self.alpha_user is None else self.alpha_user
