@@ -29,8 +29,10 @@ class EmbeddingConfig:
     max_length: int = 512
     query_cache_size: int = 128
     device: str = "cpu"
-    # "auto": for the bundled model the backend `scix evidence backends` chose on this kind of CPU (openvino-int8
-    # where it has int8 dot-product instructions, VNNI or AMX: 3.76x torch's docs/s; onnx-int8 on AVX2 alone: 1.7x),
+    # "auto": for the bundled model the backend `scix evidence backends` chose on this kind of CPU
+    # (openvino-int8
+    # where it has int8 dot-product instructions, VNNI or AMX: 3.76x torch's docs/s; onnx-int8 on AVX2 alone:
+    # 1.7x),
     # torch for any other model (no evidence for it); or "torch", "onnx" (float32), "onnx-int8",
     # "openvino" (float32 weights, bf16 arithmetic where the CPU has it), "openvino-int8"
     backend: str = "auto"
@@ -51,7 +53,8 @@ class VectorConfig:
 class PostgresConfig:
     dsn: str | None = None
     connect_timeout_s: int = 5
-    # title/abstract ranking: "bm25" (the build's term matrix mirrored into PostgreSQL, Lucene BM25 in SQL: the
+    # title/abstract ranking: "bm25" (the build's term matrix mirrored into PostgreSQL, Lucene BM25 in SQL:
+    # the
     # default bm25 backend's scores) or "ts_rank_cd" (PostgreSQL's own full-text match and ranking)
     ranking: str = "bm25"
 
@@ -63,11 +66,16 @@ class SearchConfig:
     re-read on every query (:mod:`scix_core.search.knobs`), as in the reference design.
     """
 
-    lexical_backend: str = "bm25"  # the build's term matrix, Lucene BM25 (same quality, 5-10x FTS5's speed); "sqlite" (FTS5 bm25()); "postgres"
-    lexical_mode: str = "auto"  # AND, and OR when AND fills fewer than the lane depth (the gate chose it); "and"; "or"
+    # the build's term matrix, Lucene BM25 (same quality, 5-10x FTS5's speed); "sqlite" (FTS5 bm25());
+    # "postgres"
+    lexical_backend: str = "bm25"
+    lexical_mode: str = (
+        "auto"  # AND, and OR when AND fills fewer than the lane depth (the gate chose it); "and"; "or"
+    )
     depth: int = 60  # per-lane candidates fed to fusion
     rrf_k: int = 60
-    fusion: str = "rrf"  # "rrf" or "convex" (min-max normalised scores, dense weighs convex_alpha; scix_core.search.fusion)
+    # "rrf" or "convex" (min-max normalised scores, dense weighs convex_alpha; scix_core.search.fusion)
+    fusion: str = "rrf"
     convex_alpha: float = 0.5
     limit: int = 10
     title_weight: float = 1.0  # FTS5 bm25() column weights
@@ -79,7 +87,9 @@ class SearchConfig:
     max_query_chars: int = 2000
     max_query_tokens: int = 64
     body: bool = True  # run the body lane when the index has full texts
-    passages: bool = True  # the dense lane scores a paper by its best passage too, when the index has passage vectors (scix ingest --passages)
+    # the dense lane scores a paper by its best passage too, when the index has passage vectors (scix ingest
+    # --passages)
+    passages: bool = True
     # post-fusion stages (SPEC §3.3-3.5); each switchable per call
     rerank: str = "off"  # "off", a CrossEncoder path, or a reranker name trained into the workspace
     rerank_window: int = 50
@@ -126,24 +136,39 @@ class RecommendConfig:
     min_slots: int = 3
     oversample: int = 3  # per-cluster kNN limit = quota x oversample
     shortterm_supplement: int = 20  # _ST_SUPPLEMENT
-    cosave_candidates: int = 50  # papers other users saved alongside, added to the candidates (0: content only)
-    community_tiers: bool = True  # Tiers 3 and 2 add co-saved papers when the index has other users (False: SPEC)
+    cosave_candidates: int = (
+        50  # papers other users saved alongside, added to the candidates (0: content only)
+    )
+    community_tiers: bool = (
+        True  # Tiers 3 and 2 add co-saved papers when the index has other users (False: SPEC)
+    )
     community_weight: float = 1.0  # Tiers 3 and 2: weight_cosine · similarity + this · co-save score
-    collab: str = "rp3beta"  # the co-save score: "rp3beta" (graph walk, collab_alpha/beta) or "cosine" (item-kNN)
+    collab: str = (
+        "rp3beta"  # the co-save score: "rp3beta" (graph walk, collab_alpha/beta) or "cosine" (item-kNN)
+    )
     collab_alpha: float = 0.8
     collab_beta: float = 0.4
     weight_longterm: float = 0.40
     weight_shortterm: float = 0.25
     weight_cosine: float = 0.65
-    weight_cosave: float = 0.7  # + this · co-save score in the heuristic (0: the reference design's formula exactly)
+    weight_cosave: float = (
+        0.7  # + this · co-save score in the heuristic (0: the reference design's formula exactly)
+    )
     scorer: str = "heuristic"  # or "lightgbm"
-    heuristic: str = "cosine"  # "cosine": 0.65·cosine to the query that found it; "profile": 0.40·long + 0.25·short
-    # (the reference design: scix_core/data/reference.toml); the gate shipped cosine over profile on CiteULike-a
+    heuristic: str = (
+        "cosine"  # "cosine": 0.65·cosine to the query that found it; "profile": 0.40·long + 0.25·short
+    )
+    # (the reference design: scix_core/data/reference.toml); the gate shipped cosine over profile on
+    # CiteULike-a
     scorer_model: str = "default"  # models/scorers/NAME in the workspace, or a path to a LightGBM model file
     suppress_dismissals: int = 3
     suppress_days: float = 14.0
-    mmr_lambda: float = 0.8  # the reference design's 0.6 with mmr_quota_bonus 0 (scix_core/data/reference.toml)
-    mmr_quota_bonus: float = 0.1  # + this to the MMR gain of a candidate whose cluster is below its slot share
+    mmr_lambda: float = (
+        0.8  # the reference design's 0.6 with mmr_quota_bonus 0 (scix_core/data/reference.toml)
+    )
+    mmr_quota_bonus: float = (
+        0.1  # + this to the MMR gain of a candidate whose cluster is below its slot share
+    )
     n_explore: int = 2
     explore_pool: int = 200
     log: bool = True  # log every recommendation served (the LightGBM scorer's training data)
@@ -159,7 +184,7 @@ class Config:
     search: SearchConfig = field(default_factory=SearchConfig)
     recommend: RecommendConfig = field(default_factory=RecommendConfig)
 
-    def replace(self, **overrides: Any) -> "Config":
+    def replace(self, **overrides: Any) -> Config:
         """Per-call overrides with dotted names: ``cfg.replace(**{"embedding.model": "x"})``."""
         return _apply(self, overrides)
 
@@ -235,7 +260,9 @@ def load_config(path: Path | str | None = None, **overrides: Any) -> Config:
     cfg = Config()
     if path is not None and not Path(path).exists():
         if str(path) not in preset_names():
-            raise ConfigError(f"config file {str(path)!r} does not exist (presets: {', '.join(preset_names())})")
+            raise ConfigError(
+                f"config file {str(path)!r} does not exist (presets: {', '.join(preset_names())})"
+            )
         path = PRESETS / f"{path}.toml"
     path = Path(path) if path else Path(os.environ.get("SCIX_CONFIG", PROJECT_ROOT / "scix.toml"))
     if path.exists():

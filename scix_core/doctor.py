@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sqlite3
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from scix_core.config import Config
 
@@ -39,7 +39,9 @@ def check_postgres(cfg: Config) -> Check:
             version = conn.execute("SHOW server_version").fetchone()[0]
         return Check("postgresql", "ok", f"PostgreSQL {version} reachable")
     except Exception as exc:  # psycopg raises OperationalError and friends
-        return Check("postgresql", "fail", f"cannot connect with SCIX_PG_DSN: {str(exc).strip().splitlines()[0]}")
+        return Check(
+            "postgresql", "fail", f"cannot connect with SCIX_PG_DSN: {str(exc).strip().splitlines()[0]}"
+        )
 
 
 def check_vectors(cfg: Config) -> Check:
@@ -56,7 +58,11 @@ def check_vectors(cfg: Config) -> Check:
             store.close()
         where = cfg.vectors.url or "embedded"
         ok = hits and hits[0].paper_id == "a"
-        return Check("vectors", "ok" if ok else "fail", f"{cfg.vectors.backend} ({where}) upsert+search {'works' if ok else 'wrong result'}")
+        return Check(
+            "vectors",
+            "ok" if ok else "fail",
+            f"{cfg.vectors.backend} ({where}) upsert+search {'works' if ok else 'wrong result'}",
+        )
     except Exception as exc:
         return Check("vectors", "fail", f"{cfg.vectors.backend}: {exc}")
 
@@ -67,7 +73,12 @@ def check_model(cfg: Config) -> Check:
     try:
         enc = Encoder(cfg.embedding, cfg.home)
         vec = enc.encode_query("doctor probe")
-        return Check("model", "ok", f"{cfg.embedding.model} ({enc.config.backend}) loads; dim {vec.shape[0]}, max_length {enc.max_length}")
+        return Check(
+            "model",
+            "ok",
+            f"{cfg.embedding.model} ({enc.config.backend}) loads; dim {vec.shape[0]}, max_length "
+            f"{enc.max_length}",
+        )
     except Exception as exc:
         return Check("model", "fail", str(exc))
 
@@ -82,8 +93,14 @@ def check_user_state(cfg: Config) -> Check:
     except Exception as exc:
         return Check("user-state", "fail", str(exc))
     if cfg.recommend.scorer not in SCORERS:
-        return Check("user-state", "fail", f"recommend.scorer {cfg.recommend.scorer!r} is not one of {', '.join(SCORERS)}")
-    return Check("user-state", "ok", f"{state.path} (WAL, schema {SCHEMA_VERSION}); scorer {cfg.recommend.scorer}")
+        return Check(
+            "user-state",
+            "fail",
+            f"recommend.scorer {cfg.recommend.scorer!r} is not one of {', '.join(SCORERS)}",
+        )
+    return Check(
+        "user-state", "ok", f"{state.path} (WAL, schema {SCHEMA_VERSION}); scorer {cfg.recommend.scorer}"
+    )
 
 
 CHECKS: dict[str, Callable[[Config], Check]] = {

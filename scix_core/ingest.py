@@ -64,17 +64,28 @@ def peak_rss_mb() -> float:
 TERMS_FORMAT = "terms-1"  # builds before the term matrix get a new key, so `scix ingest` rebuilds them
 
 
-def _build_key(dataset: Dataset, texts_hash: str, cfg: Config, embed: bool, sparse: bool = False,
-               passages: bool = False) -> str:
+def _build_key(
+    dataset: Dataset, texts_hash: str, cfg: Config, embed: bool, sparse: bool = False, passages: bool = False
+) -> str:
     h = hashlib.sha256()
     for p in dataset.papers:
         h.update(json.dumps(dataclasses.astuple(p), default=str).encode())
     backend = resolve_backend(cfg.embedding).backend
     backend = "" if backend == "torch" else onnx_variant(backend)  # torch builds keep their key
-    for part in (texts_hash, cfg.embedding.model + backend if embed else "-", str(cfg.embedding.max_length),
-                 cfg.vectors.backend, cfg.vectors.url or "", str(len(dataset.queries)), str(len(dataset.interactions)),
-                 json.dumps(dataset.qrels, sort_keys=True), str(len(dataset.citations)), "sparse" if sparse else "",
-                 TERMS_FORMAT, f"passages-{WINDOW}-{STRIDE}" if passages else ""):
+    for part in (
+        texts_hash,
+        cfg.embedding.model + backend if embed else "-",
+        str(cfg.embedding.max_length),
+        cfg.vectors.backend,
+        cfg.vectors.url or "",
+        str(len(dataset.queries)),
+        str(len(dataset.interactions)),
+        json.dumps(dataset.qrels, sort_keys=True),
+        str(len(dataset.citations)),
+        "sparse" if sparse else "",
+        TERMS_FORMAT,
+        f"passages-{WINDOW}-{STRIDE}" if passages else "",
+    ):
         h.update(part.encode())
     return h.hexdigest()[:16]
 
@@ -94,21 +105,26 @@ def _build_sparse(build: Path, dataset: Dataset, texts: list[str]) -> float:
 
 
 def _upsert(store, papers, vectors, owners: list[int], progress: bool, desc: str) -> None:
-    """Point i is ``vectors[i]`` with the payload of ``papers[owners[i]]``; then the store's indexes are built."""
+    """Point i is ``vectors[i]`` with the payload of ``papers[owners[i]]``; then the store's indexes are
+    built."""
     try:
         with _progress(len(owners), desc, progress) as bar:
             for start in range(0, len(owners), 4096):
-                rows = owners[start:start + 4096]
-                store.upsert(range(start, start + len(rows)), vectors[start:start + len(rows)],
-                             [payload(papers[r]) for r in rows])
+                rows = owners[start : start + 4096]
+                store.upsert(
+                    range(start, start + len(rows)),
+                    vectors[start : start + len(rows)],
+                    [payload(papers[r]) for r in rows],
+                )
                 bar.update(len(rows))
         store.finish()
     finally:
         store.close()
 
 
-def _build_passages(build: Path, index: str, cfg: Config, dataset: Dataset, cache, encoder, progress: bool
-                    ) -> tuple[int, int, int]:
+def _build_passages(
+    build: Path, index: str, cfg: Config, dataset: Dataset, cache, encoder, progress: bool
+) -> tuple[int, int, int]:
     """The passage vectors (:mod:`scix_core.embeddings.passages`) in a store of their own; returns (passages,
     encoded, reused)."""
     owners, texts = corpus_passages(dataset.papers)
@@ -127,9 +143,20 @@ def _progress(total: int, desc: str, enabled: bool):
     return tqdm(total=total, desc=desc, unit="rec", disable=not enabled, leave=False)
 
 
-def ingest(source: Path | str | Dataset, index: str, fmt: str | None = None, *, config: Config | None = None,
-           limit: int | None = None, embed: bool = True, force: bool = False, progress: bool = True,
-           encoder: Encoder | None = None, sparse: bool = False, passages: bool = False) -> IngestReport:
+def ingest(
+    source: Path | str | Dataset,
+    index: str,
+    fmt: str | None = None,
+    *,
+    config: Config | None = None,
+    limit: int | None = None,
+    embed: bool = True,
+    force: bool = False,
+    progress: bool = True,
+    encoder: Encoder | None = None,
+    sparse: bool = False,
+    passages: bool = False,
+) -> IngestReport:
     """Build (or confirm unchanged) the index ``index`` from a dataset path. ``passages``: also encode every
     paper's passages for the dense lane's MaxP (:mod:`scix_core.embeddings.passages`)."""
     cfg = config or load_config()
@@ -152,14 +179,31 @@ def ingest(source: Path | str | Dataset, index: str, fmt: str | None = None, *, 
     if not force and (root / "current" / "manifest.json").exists():
         old = read_json(root / "current" / "manifest.json")
         if old.get("build_key") == key:
-            return IngestReport(index, (root / "current").resolve(), "unchanged", len(dataset.papers), dataset.rejected,
-                                dataset.duplicates, tuple(stages), peak_rss_mb=peak_rss_mb(), manifest=old,
-                                textless=texts.count(""))
+            return IngestReport(
+                index,
+                (root / "current").resolve(),
+                "unchanged",
+                len(dataset.papers),
+                dataset.rejected,
+                dataset.duplicates,
+                tuple(stages),
+                peak_rss_mb=peak_rss_mb(),
+                manifest=old,
+                textless=texts.count(""),
+            )
 
     manifest = {
-        "index": index, "build_key": key, "scix_core": __version__, "dataset": dataset.name, "format": dataset.format,
-        "sources": list(dataset.sources), "papers": len(dataset.papers), "rejected": len(dataset.rejected),
-        "duplicates": dataset.duplicates, "limit": limit, "corpus_hash": corpus_hash(texts),
+        "index": index,
+        "build_key": key,
+        "scix_core": __version__,
+        "dataset": dataset.name,
+        "format": dataset.format,
+        "sources": list(dataset.sources),
+        "papers": len(dataset.papers),
+        "rejected": len(dataset.rejected),
+        "duplicates": dataset.duplicates,
+        "limit": limit,
+        "corpus_hash": corpus_hash(texts),
     }
     with ws.new_build(index, key) as build:
         t = time.perf_counter()
@@ -182,10 +226,17 @@ def ingest(source: Path | str | Dataset, index: str, fmt: str | None = None, *, 
             _upsert(store, dataset.papers, vectors, list(range(len(texts))), progress, "vectors")
             write_local(build, vectors)
             stages.append(StageTiming("vectors+index", time.perf_counter() - t, len(texts)))
-            manifest.update(model=cfg.embedding.model, embedding_backend=encoder.config.backend, model_slug=encoder.slug,
-                            dim=int(vectors.shape[1]),
-                            max_length=encoder.max_length, vector_backend=cfg.vectors.backend,
-                            vector_url=cfg.vectors.url, vectors=len(texts), vector_dtype="float16-cache/float32-store")
+            manifest.update(
+                model=cfg.embedding.model,
+                embedding_backend=encoder.config.backend,
+                model_slug=encoder.slug,
+                dim=int(vectors.shape[1]),
+                max_length=encoder.max_length,
+                vector_backend=cfg.vectors.backend,
+                vector_url=cfg.vectors.url,
+                vectors=len(texts),
+                vector_dtype="float16-cache/float32-store",
+            )
             if passages:
                 t = time.perf_counter()
                 count, more, again = _build_passages(build, index, cfg, dataset, cache, encoder, progress)
@@ -198,5 +249,17 @@ def ingest(source: Path | str | Dataset, index: str, fmt: str | None = None, *, 
             stages.append(StageTiming("sparse", time.perf_counter() - t, len(texts)))
         manifest["stages"] = {s.stage: round(s.seconds, 3) for s in stages}
         write_json_atomic(build / "manifest.json", manifest)
-    return IngestReport(index, (root / "current").resolve(), "built", len(dataset.papers), dataset.rejected,
-                        dataset.duplicates, tuple(stages), encoded, reused, peak_rss_mb(), manifest, texts.count(""))
+    return IngestReport(
+        index,
+        (root / "current").resolve(),
+        "built",
+        len(dataset.papers),
+        dataset.rejected,
+        dataset.duplicates,
+        tuple(stages),
+        encoded,
+        reused,
+        peak_rss_mb(),
+        manifest,
+        texts.count(""),
+    )

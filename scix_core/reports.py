@@ -22,9 +22,10 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from scix_core.errors import ConfigError, ReportError, UnknownNameError
 from scix_core.evaluate.paths import eval_path, reports_dir
@@ -52,12 +53,15 @@ def notebook_path(name: str) -> Path:
         raise UnknownNameError("report", name, [*NOTEBOOKS, "all"])
     path = notebooks_dir() / NOTEBOOKS[name]
     if not path.exists():
-        raise ConfigError(f"notebook {path} not found (set SCIX_NOTEBOOKS_DIR to the folder holding {NOTEBOOKS[name]})")
+        raise ConfigError(
+            f"notebook {path} not found (set SCIX_NOTEBOOKS_DIR to the folder holding {NOTEBOOKS[name]})"
+        )
     return path
 
 
 def parameters(name: str) -> dict[str, Any]:
-    """The notebook's ``parameters`` cell: name -> default value (the source text when it is not a literal)."""
+    """The notebook's ``parameters`` cell: name -> default value (the source text when it is not a
+    literal)."""
     import ast
 
     import papermill
@@ -72,7 +76,8 @@ def parameters(name: str) -> dict[str, Any]:
 
 
 def parse_value(text: str) -> Any:
-    """A ``-p`` value: JSON (numbers, true/false/null, lists, objects), Python's True/False/None, else the string."""
+    """A ``-p`` value: JSON (numbers, true/false/null, lists, objects), Python's True/False/None, else the
+    string."""
     try:
         return json.loads(text)
     except ValueError:
@@ -85,7 +90,9 @@ def code_version() -> dict[str, Any]:
     out: dict[str, Any] = {"scix_core": __version__, "git_commit": None, "git_dirty": None}
 
     def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=10, check=False)
+        return subprocess.run(
+            ["git", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=10, check=False
+        )
 
     try:
         head = run("rev-parse", "HEAD")
@@ -109,8 +116,9 @@ class Report:
 
 
 def _ipc_kernel_manager(runtime: Path):
-    """A kernel manager whose kernel talks over Unix sockets in ``runtime`` (a private folder), not unencrypted
-    local TCP — which ipykernel warns about on every run: the warning's cause is removed, not the warning hidden."""
+    """A kernel manager whose kernel talks over Unix sockets in ``runtime`` (a private folder), not
+    unencrypted local TCP — which ipykernel warns about on every run: the warning's cause is removed, not the
+    warning hidden."""
     from jupyter_client.manager import AsyncKernelManager
 
     class IpcKernelManager(AsyncKernelManager):
@@ -122,8 +130,9 @@ def _ipc_kernel_manager(runtime: Path):
     return IpcKernelManager
 
 
-def run_report(name: str, overrides: Mapping[str, Any] | None = None, out: Path | None = None,
-               timeout_s: int = 1800) -> Report:
+def run_report(
+    name: str, overrides: Mapping[str, Any] | None = None, out: Path | None = None, timeout_s: int = 1800
+) -> Report:
     """Execute notebook ``name`` with ``overrides`` into ``out/NAME/`` (default :func:`reports_dir`)."""
     import papermill
     from papermill.exceptions import PapermillExecutionError
@@ -133,8 +142,10 @@ def run_report(name: str, overrides: Mapping[str, Any] | None = None, out: Path 
     known = parameters(name)
     unknown = sorted(set(overrides) - set(known))
     if unknown:
-        raise ConfigError(f"report {name!r} has no parameter {', '.join(map(repr, unknown))}; "
-                          f"its parameters: {', '.join(known)}")
+        raise ConfigError(
+            f"report {name!r} has no parameter {', '.join(map(repr, unknown))}; "
+            f"its parameters: {', '.join(known)}"
+        )
     root = Path(out or reports_dir())
     root.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=root))
@@ -143,18 +154,29 @@ def run_report(name: str, overrides: Mapping[str, Any] | None = None, out: Path 
     os.chmod(scratch, 0o755)
     runtime = Path(tempfile.mkdtemp(prefix="scix-kernel-"))
     saved = {k: os.environ.get(k) for k in KERNEL_ENV}
-    os.environ.update(KERNEL_ENV)  # the kernel inherits it: views render static tables + figures, no progress bars
+    os.environ.update(
+        KERNEL_ENV
+    )  # the kernel inherits it: views render static tables + figures, no progress bars
     try:
-        papermill.execute_notebook(str(source), str(executed), parameters=overrides, progress_bar=False,
-                                   kernel_name="python3", cwd=str(Path.cwd()), execution_timeout=timeout_s,
-                                   kernel_manager_class=_ipc_kernel_manager(runtime))
+        papermill.execute_notebook(
+            str(source),
+            str(executed),
+            parameters=overrides,
+            progress_bar=False,
+            kernel_name="python3",
+            cwd=str(Path.cwd()),
+            execution_timeout=timeout_s,
+            kernel_manager_class=_ipc_kernel_manager(runtime),
+        )
     except PapermillExecutionError as exc:
         failed = root / f"{name}.failed.ipynb"
         if executed.exists():
             shutil.move(str(executed), failed)
         shutil.rmtree(scratch, ignore_errors=True)
-        raise ReportError(f"report {name!r} failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue} "
-                          f"(executed notebook kept at {failed})") from None
+        raise ReportError(
+            f"report {name!r} failed in cell {exc.exec_count}: {exc.ename}: {exc.evalue} "
+            f"(executed notebook kept at {failed})"
+        ) from None
     except BaseException:
         shutil.rmtree(scratch, ignore_errors=True)
         raise
@@ -167,10 +189,18 @@ def run_report(name: str, overrides: Mapping[str, Any] | None = None, out: Path 
                 os.environ[key] = value
     figures = _extract(executed, scratch)
     seconds = time.perf_counter() - t0
-    meta = {"report": name, "notebook": str(source.relative_to(ROOT) if source.is_relative_to(ROOT) else source),
-            "parameters": {**known, **overrides}, "overrides": overrides, "code_version": code_version(),
-            "started": started, "seconds": round(seconds, 2), "python": platform.python_version(),
-            "papermill": papermill.__version__, "figures": [p.name for p in figures]}
+    meta = {
+        "report": name,
+        "notebook": str(source.relative_to(ROOT) if source.is_relative_to(ROOT) else source),
+        "parameters": {**known, **overrides},
+        "overrides": overrides,
+        "code_version": code_version(),
+        "started": started,
+        "seconds": round(seconds, 2),
+        "python": platform.python_version(),
+        "papermill": papermill.__version__,
+        "figures": [p.name for p in figures],
+    }
     (scratch / "run.json").write_text(json.dumps(meta, indent=2, default=str) + "\n")
     target = root / name
     old = root / f".{name}-old-{os.getpid()}"
@@ -179,8 +209,15 @@ def run_report(name: str, overrides: Mapping[str, Any] | None = None, out: Path 
     os.replace(scratch, target)
     shutil.rmtree(old, ignore_errors=True)
     (root / f"{name}.failed.ipynb").unlink(missing_ok=True)
-    return Report(name, target, target / executed.name, target / f"{name}.html",
-                  tuple(target / "figures" / p.name for p in figures), seconds, meta["parameters"])
+    return Report(
+        name,
+        target,
+        target / executed.name,
+        target / f"{name}.html",
+        tuple(target / "figures" / p.name for p in figures),
+        seconds,
+        meta["parameters"],
+    )
 
 
 def _extract(executed: Path, folder: Path) -> list[Path]:
@@ -208,7 +245,9 @@ def _extract(executed: Path, folder: Path) -> list[Path]:
 def standard_overrides(name: str, index: str = "scifact") -> dict[str, Any]:
     """What ``scix report all`` passes: the sweeps the main job saved for ``index``, when there are any."""
     if name == "fusion-sweep":
-        paths = [eval_path(index, split, mode) for split in ("train", "test") for mode in ("auto", "and", "or")]
+        paths = [
+            eval_path(index, split, mode) for split in ("train", "test") for mode in ("auto", "and", "or")
+        ]
         saved = [str(p) for p in paths if p.exists()]
         return {"sweep_json": saved} if saved else {}
     if name == "recommendation-eval":

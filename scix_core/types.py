@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +105,7 @@ class Ranking:
     items: tuple[ScoredPaper, ...] = ()
 
     @classmethod
-    def from_pairs(cls, name: str, pairs) -> "Ranking":
+    def from_pairs(cls, name: str, pairs) -> Ranking:
         return cls(name, tuple(ScoredPaper(str(p), float(s)) for p, s in pairs))
 
     def __len__(self) -> int:
@@ -129,5 +129,5 @@ class Ranking:
             out.setdefault(item.paper_id, item.score)
         return out
 
-    def top(self, k: int) -> "Ranking":
+    def top(self, k: int) -> Ranking:
         return Ranking(self.name, self.items[:k])

@@ -27,9 +27,10 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from scix_core.errors import BackendUnavailableError, ConfigError, IndexBusyError, IndexNotFoundError
 
@@ -142,7 +143,8 @@ class Workspace:
     @contextmanager
     def _build_lock(self, name: str) -> Iterator[None]:
         """One build of an index at a time: an exclusive ``flock`` on ``BUILD_LOCK``, not waited for (a second
-        ``scix ingest`` fails at once with :class:`IndexBusyError`); the kernel releases it if the builder dies."""
+        ``scix ingest`` fails at once with :class:`IndexBusyError`); the kernel releases it if the builder
+        dies."""
         path = self.index_root(name) / BUILD_LOCK
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -150,11 +152,14 @@ class Workspace:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 holder = Path(path).read_text().strip() or "another process"
-                raise IndexBusyError(f"index {name!r} is being built by {holder}; wait for it to finish "
-                                     "(nothing was changed)") from None
+                raise IndexBusyError(
+                    f"index {name!r} is being built by {holder}; wait for it to finish (nothing was changed)"
+                ) from None
             os.ftruncate(fd, 0)
             os.write(fd, f"pid {os.getpid()}".encode())
-            for stale in (self.index_root(name) / "builds").glob(".building-*"):  # left by a builder that was killed
+            for stale in (self.index_root(name) / "builds").glob(
+                ".building-*"
+            ):  # left by a builder that was killed
                 shutil.rmtree(stale, ignore_errors=True)
             yield
         finally:
@@ -186,7 +191,7 @@ class Workspace:
             finally:
                 os.close(fd)
 
-    def lease_build(self, name: str, attempts: int = 20) -> "BuildLease":
+    def lease_build(self, name: str, attempts: int = 20) -> BuildLease:
         """The current build of ``name``, held against pruning until the lease is released."""
         for _ in range(attempts):
             path = self.index_dir(name)
@@ -202,8 +207,8 @@ class Workspace:
 
 
 class BuildLease:
-    """A shared lock on one build folder (see the module docstring); ``release`` is idempotent and also runs when
-    the lease is garbage-collected."""
+    """A shared lock on one build folder (see the module docstring); ``release`` is idempotent and also runs
+    when the lease is garbage-collected."""
 
     def __init__(self, path: Path, fd: int):
         import weakref

@@ -20,7 +20,9 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 # The server is started by `make test` (scripts/postgres.sh); without it these tests error, never skip.
 _dsn = urlparse(os.environ.get("SCIX_PG_DSN", "postgresql://postgres@127.0.0.1:54329/postgres"))
-postgresql_noproc = factories.postgresql_noproc(host=_dsn.hostname, port=_dsn.port, user=_dsn.username or "postgres")
+postgresql_noproc = factories.postgresql_noproc(
+    host=_dsn.hostname, port=_dsn.port, user=_dsn.username or "postgres"
+)
 postgresql = factories.postgresql("postgresql_noproc")
 
 
@@ -76,16 +78,21 @@ def scifact(tmp_path_factory, data_dir, encoder):
 
 @pytest.fixture(scope="session")
 def citeulike_home(tmp_path_factory, data_dir, encoder):
-    """Real citeulike-a (16,980 titles, MiniLM vectors in qdrant-edge) with every library imported; and the same
-    vectors in qdrant-client local mode (exact reference) for the congruence test."""
+    """Real citeulike-a (16,980 titles, MiniLM vectors in qdrant-edge) with every library imported; and the
+    same vectors in qdrant-client local mode (exact reference) for the congruence test."""
     from scix_core.ingest import ingest
     from scix_core.recommend import Recommender
     from scix_core.recommend.library import import_libraries
 
     cfg = load_config().replace(home=tmp_path_factory.mktemp("citeulike-home"), data_dir=data_dir)
     ingest(data_dir / "citeulike-a", "cul", config=cfg, progress=False, encoder=encoder)
-    ingest(data_dir / "citeulike-a", "cul-client", config=cfg.replace(**{"vectors.backend": "qdrant"}),
-           progress=False, encoder=encoder)
+    ingest(
+        data_dir / "citeulike-a",
+        "cul-client",
+        config=cfg.replace(**{"vectors.backend": "qdrant"}),
+        progress=False,
+        encoder=encoder,
+    )
     report = import_libraries(Recommender("cul", cfg))
     assert (report.users, report.saves, report.unknown_papers) == (5551, 204986, 0)
     return cfg
@@ -93,9 +100,9 @@ def citeulike_home(tmp_path_factory, data_dir, encoder):
 
 @pytest.fixture(scope="session")
 def notebook_home(tmp_path_factory, scifact, citeulike_home, data_dir) -> Path:
-    """Real SciFact and CiteULike-a under their default names in a workspace this test process never opens (the
-    ingests run in their own processes too), so the notebooks' kernels (nbmake, JupyterLab) own the vector shards.
-    Vectors come from the session fixtures' embedding caches: nothing is encoded twice."""
+    """Real SciFact and CiteULike-a under their default names in a workspace this test process never opens
+    (the ingests run in their own processes too), so the notebooks' kernels (nbmake, JupyterLab) own the
+    vector shards. Vectors come from the session fixtures' embedding caches: nothing is encoded twice."""
     import shutil
     import subprocess
     import sys
@@ -106,8 +113,24 @@ def notebook_home(tmp_path_factory, scifact, citeulike_home, data_dir) -> Path:
     env = {**os.environ, "SCIX_HOME": str(home), "SCIX_DATA_DIR": str(data_dir)}
     env.pop("SCIX_CONFIG", None)
     for dataset in ("scifact", "citeulike-a"):
-        done = subprocess.run([sys.executable, "-m", "scix_core", "ingest", "--dataset", dataset, "--index", dataset,
-                               "--quiet"], env=env, capture_output=True, text=True, timeout=600, check=False)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "scix_core",
+                "ingest",
+                "--dataset",
+                dataset,
+                "--index",
+                dataset,
+                "--quiet",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
         assert "embeddings: 0 encoded" in done.stdout, done.stdout[-2000:]
     return home

@@ -43,8 +43,10 @@ def make_bags(texts: list[str], vocabulary_size: int) -> tuple[list[str], list[C
 def write_lda_c(folder: Path, vocabulary: list[str], bags: list[Counter]) -> None:
     ids = {w: i for i, w in enumerate(vocabulary)}
     (folder / "vocabulary.dat").write_text("\n".join(vocabulary) + "\n")
-    lines = [" ".join([str(len(b))] + [f"{ids[w]}:{n}" for w, n in sorted(b.items(), key=lambda x: ids[x[0]])])
-             for b in bags]
+    lines = [
+        " ".join([str(len(b))] + [f"{ids[w]}:{n}" for w, n in sorted(b.items(), key=lambda x: ids[x[0]])])
+        for b in bags
+    ]
     (folder / "mult.dat").write_text("\n".join(lines) + "\n")
 
 
@@ -89,8 +91,11 @@ def main() -> None:
     vocabulary, bags = make_bags(original, args.vocabulary)
     with tempfile.TemporaryDirectory() as tmp:
         write_lda_c(Path(tmp), vocabulary, bags)
-        texts = {"original": original, "once": read_bags(Path(tmp) / "mult.dat", vocabulary),
-                 "repeated": read_bags(Path(tmp) / "mult.dat", vocabulary, repeat=True)}
+        texts = {
+            "original": original,
+            "once": read_bags(Path(tmp) / "mult.dat", vocabulary),
+            "repeated": read_bags(Path(tmp) / "mult.dat", vocabulary, repeat=True),
+        }
     gold = from_dir(folder, split=args.split)
     queries = gold.judged
     qtext = [gold.queries[q] for q in queries]
@@ -102,7 +107,9 @@ def main() -> None:
     values: dict[str, dict] = {}
     for name, docs in texts.items():
         retriever = bm25s.BM25()
-        retriever.index(bm25s.tokenize(docs, stopwords="en", stemmer=stemmer, show_progress=False), show_progress=False)
+        retriever.index(
+            bm25s.tokenize(docs, stopwords="en", stemmer=stemmer, show_progress=False), show_progress=False
+        )
         hits, scores = retriever.retrieve(qtok, k=100, show_progress=False, n_threads=1)
         lex = np.full((len(queries), len(ids)), -np.inf)
         for i in range(len(queries)):
@@ -112,12 +119,27 @@ def main() -> None:
         dense = rankings(ids, qvec @ dvec.T, queries, "dense")
         values[f"bm25 {name}"] = ndcg(gold, lexical)
         values[f"dense {name}"] = ndcg(gold, dense)
-        values[f"hybrid {name}"] = ndcg(gold, {q: rrf([lexical[q], dense[q]], k=60).top(100) for q in queries})
-        print(name, {k: round(means(v)["ndcg@10"], 4) for k, v in values.items() if k.endswith(name)}, flush=True)
-    tests = holm([c for lane in ("bm25", "dense", "hybrid")
-                  for c in compare(f"{lane} repeated", f"{lane} once", values, ("ndcg@10",), args.permutations)])
-    print(f"{args.dataset} {args.split}: {len(queries)} queries, {len(ids)} papers, vocabulary {len(vocabulary)}; "
-          f"mean words per bag {np.mean([len(b) for b in bags]):.0f} distinct, {np.mean([sum(b.values()) for b in bags]):.0f} total")
+        values[f"hybrid {name}"] = ndcg(
+            gold, {q: rrf([lexical[q], dense[q]], k=60).top(100) for q in queries}
+        )
+        print(
+            name,
+            {k: round(means(v)["ndcg@10"], 4) for k, v in values.items() if k.endswith(name)},
+            flush=True,
+        )
+    tests = holm(
+        [
+            c
+            for lane in ("bm25", "dense", "hybrid")
+            for c in compare(f"{lane} repeated", f"{lane} once", values, ("ndcg@10",), args.permutations)
+        ]
+    )
+    print(
+        f"{args.dataset} {args.split}: {len(queries)} queries, {len(ids)} papers, vocabulary "
+        f"{len(vocabulary)}; "
+        f"mean words per bag {np.mean([len(b) for b in bags]):.0f} distinct, "
+        f"{np.mean([sum(b.values()) for b in bags]):.0f} total"
+    )
     for run, v in values.items():
         print(f"  {run:16s} nDCG@10 {means(v)['ndcg@10']:.4f}")
     for c in tests:

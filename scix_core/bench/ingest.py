@@ -28,11 +28,22 @@ def _one_run(args: argparse.Namespace, force: bool) -> dict:
     from scix_core.ingest import ingest
 
     t = time.perf_counter()
-    report = ingest(resolve_dataset("arxiv-daily"), args.index, "arxiv-jsonl", limit=args.limit,
-                    force=force, progress=False)
-    return {"wall_s": time.perf_counter() - t, "papers": report.taken, "encoded": report.encoded,
-            "reused": report.reused, "peak_rss_mb": report.peak_rss_mb,
-            "stages": [(s.stage, s.seconds, s.records, s.per_second) for s in report.stages]}
+    report = ingest(
+        resolve_dataset("arxiv-daily"),
+        args.index,
+        "arxiv-jsonl",
+        limit=args.limit,
+        force=force,
+        progress=False,
+    )
+    return {
+        "wall_s": time.perf_counter() - t,
+        "papers": report.taken,
+        "encoded": report.encoded,
+        "reused": report.reused,
+        "peak_rss_mb": report.peak_rss_mb,
+        "stages": [(s.stage, s.seconds, s.records, s.per_second) for s in report.stages],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,13 +57,19 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     console = Console()
     base = [sys.executable, "-m", "scix_core.bench.ingest", "--index", args.index] + (
-        ["--limit", str(args.limit)] if args.limit else [])
+        ["--limit", str(args.limit)] if args.limit else []
+    )
     for run in ("cold", "warm"):
         out = subprocess.run(base + ["--child", run], check=True, capture_output=True, **TEXT).stdout
         res = json.loads(out.strip().splitlines()[-1])
-        table = Table("stage", "seconds", "records", "records/s",
-                      title=f"{run} run: {res['papers']} papers, {res['encoded']} encoded, {res['reused']} reused, "
-                            f"wall {res['wall_s']:.1f} s, peak RSS {res['peak_rss_mb']:.0f} MB")
+        table = Table(
+            "stage",
+            "seconds",
+            "records",
+            "records/s",
+            title=f"{run} run: {res['papers']} papers, {res['encoded']} encoded, {res['reused']} reused, "
+            f"wall {res['wall_s']:.1f} s, peak RSS {res['peak_rss_mb']:.0f} MB",
+        )
         for stage, secs, recs, rate in res["stages"]:
             table.add_row(stage, f"{secs:.2f}", str(recs), f"{rate:,.0f}")
         console.print(table)

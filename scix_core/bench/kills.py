@@ -3,9 +3,9 @@
 One uninterrupted build first (its results are the reference; a second one, without cached vectors, times the
 kill window); then, per
 kill, the embedding cache is deleted or kept (a coin flip, so the embedding phase is there to be hit), a
-rebuild starts in a new process and is killed: every other kill ``U(0.05, wall)`` seconds later, the others the
-moment the build reaches a target phase (store+fts, embed, vectors+index, after the switch — in turn), so short
-phases are hit as often as long ones. The phase it died in is read
+rebuild starts in a new process and is killed: every other kill ``U(0.05, wall)`` seconds later, the others
+the moment the build reaches a target phase (store+fts, embed, vectors+index, after the switch — in turn), so
+short phases are hit as often as long ones. The phase it died in is read
 from what it left (no build folder yet: parse; a store only: store+fts; a term matrix: embed; vectors:
 vectors+index; a new ``current``: the PostgreSQL mirror). After each kill the index must answer the reference
 queries — keyword and hybrid — exactly as before (the previous build, or the new one if it had been switched
@@ -50,19 +50,40 @@ class KillReport:
 
 
 def _command(dataset: Path, index: str, limit: int | None, postgres: bool) -> list[str]:
-    cmd = [sys.executable, "-m", "scix_core", "ingest", "--path", str(dataset), "--index", index, "--force", "--quiet"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "scix_core",
+        "ingest",
+        "--path",
+        str(dataset),
+        "--index",
+        index,
+        "--force",
+        "--quiet",
+    ]
     if limit:
         cmd += ["--limit", str(limit)]
     return cmd + (["--backend", "postgres"] if postgres else [])
 
 
 def _answers(home: Path, index: str, queries: list[str], env: dict) -> list[tuple]:
-    """Keyword and hybrid top 10 of each query, in a fresh process (it owns the vector shard while it reads)."""
-    code = ("import json, sys\nfrom scix_core.search import Searcher\n"
-            f"s = Searcher({index!r})\nqs = json.loads(sys.stdin.read())\n"
-            "print(json.dumps([[list(s.search(q, m, limit=10).ids) for m in ('keyword', 'hybrid')] for q in qs]))")
-    done = subprocess.run([sys.executable, "-c", code], input=json.dumps(queries), env=env, capture_output=True,
-                          **TEXT, timeout=300, check=False)
+    """Keyword and hybrid top 10 of each query, in a fresh process (it owns the vector shard while it
+    reads)."""
+    code = (
+        "import json, sys\nfrom scix_core.search import Searcher\n"
+        f"s = Searcher({index!r})\nqs = json.loads(sys.stdin.read())\n"
+        "print(json.dumps([[list(s.search(q, m, limit=10).ids) for m in ('keyword', 'hybrid')] for q in qs]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        input=json.dumps(queries),
+        env=env,
+        capture_output=True,
+        **TEXT,
+        timeout=300,
+        check=False,
+    )
     if done.returncode != 0:
         raise RuntimeError(f"search after a kill failed: {done.stderr[-1500:]}")
     return [tuple(map(tuple, pair)) for pair in json.loads(done.stdout)]
@@ -84,9 +105,11 @@ def _phase(root: Path, before: str, stale: frozenset[Path] = frozenset()) -> str
     return "store+fts" if (build / "papers.sqlite").exists() else "parse"
 
 
-def _await_phase(proc: subprocess.Popen, root: Path, before: str, stale: frozenset[Path], target: str,
-                 deadline: float) -> bool:
-    """Poll the build every 2 ms until it is in ``target``; False if the process ended or the deadline passed."""
+def _await_phase(
+    proc: subprocess.Popen, root: Path, before: str, stale: frozenset[Path], target: str, deadline: float
+) -> bool:
+    """Poll the build every 2 ms until it is in ``target``; False if the process ended or the deadline
+    passed."""
     while proc.poll() is None and time.perf_counter() < deadline:
         if _phase(root, before, stale) == target:
             return True
@@ -101,8 +124,16 @@ def _mirror_key(dsn: str, index: str) -> str | None:
         return synced_build_key(conn, schema_name(index))
 
 
-def run(dataset: Path, kills: int, home: Path, seed: int = 0, limit: int | None = None, pg_dsn: str | None = None,
-        index: str = "killed", log=print) -> KillReport:
+def run(
+    dataset: Path,
+    kills: int,
+    home: Path,
+    seed: int = 0,
+    limit: int | None = None,
+    pg_dsn: str | None = None,
+    index: str = "killed",
+    log=print,
+) -> KillReport:
     from scix_core.workspace import read_json
 
     t0 = time.perf_counter()
@@ -136,8 +167,10 @@ def run(dataset: Path, kills: int, home: Path, seed: int = 0, limit: int | None 
         if rng.random() < 0.5:
             shutil.rmtree(home / "cache" / "embeddings", ignore_errors=True)
         before = (root / "current").resolve().name
-        # even kills: at a random moment (most land in the longest phase, embedding); odd kills: as soon as the
-        # build reaches a target phase (each in turn), so the short phases (vector upsert, the mirror) are hit too
+        # even kills: at a random moment (most land in the longest phase, embedding); odd kills: as soon as
+        # the
+        # build reaches a target phase (each in turn), so the short phases (vector upsert, the mirror) are hit
+        # too
         target = TARGETS[(i // 2) % len(TARGETS)] if i % 2 else None
         delay = rng.uniform(0.05, wall)
         stale = frozenset((root / "builds").glob(".building-*"))
@@ -178,9 +211,15 @@ def run(dataset: Path, kills: int, home: Path, seed: int = 0, limit: int | None 
     reused = re.search(r"embeddings: (\d+) encoded, (\d+) reused", last.stdout)
     if last.returncode == 0 and _answers(home, index, queries, env) != reference:
         failures.append("the run after the kills answers differently")
-    return KillReport(kills, kills - len(failed),
-                      dict(phases), tuple(failures), int(reused.group(2)) if reused else 0,
-                      time.perf_counter() - t0, {"reference_build_s": round(wall, 2)})
+    return KillReport(
+        kills,
+        kills - len(failed),
+        dict(phases),
+        tuple(failures),
+        int(reused.group(2)) if reused else 0,
+        time.perf_counter() - t0,
+        {"reference_build_s": round(wall, 2)},
+    )
 
 
 def main() -> None:
@@ -199,9 +238,11 @@ def main() -> None:
     dataset = Path(args.dataset) if Path(args.dataset).exists() else cfg.data_dir / args.dataset
     home = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="scix-kills-"))
     report = run(dataset, args.kills, home, args.seed, args.limit or None, cfg.postgres.dsn)
-    print(f"kills survived {report.survived}/{report.kills}; phases {report.phases}; "
-          f"final run reused {report.final_reused} cached vectors; {report.wall_s:.0f} s "
-          f"(reference build {report.extra['reference_build_s']} s)")
+    print(
+        f"kills survived {report.survived}/{report.kills}; phases {report.phases}; "
+        f"final run reused {report.final_reused} cached vectors; {report.wall_s:.0f} s "
+        f"(reference build {report.extra['reference_build_s']} s)"
+    )
     for f in report.failures:
         print("FAILURE:", f)
     sys.exit(1 if report.failures else 0)

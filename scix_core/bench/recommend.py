@@ -46,7 +46,9 @@ def libraries(rec: Recommender, users: int, saves: int, interests: int, seed: in
         groups = []
         for anchor in rng.choice(len(ids), size=interests, replace=False):
             sims = np.asarray(matrix.matrix, dtype=np.float32) @ matrix.get([anchor])[0]
-            groups.append([ids[i] for i in np.argsort(-sims)[: per * 3 : 3]])  # every 3rd neighbour: a spread cluster
+            groups.append(
+                [ids[i] for i in np.argsort(-sims)[: per * 3 : 3]]
+            )  # every 3rd neighbour: a spread cluster
         library = [p for tup in zip(*groups) for p in tup]
         out.append(list(dict.fromkeys(library))[:saves])
     return out
@@ -54,7 +56,7 @@ def libraries(rec: Recommender, users: int, saves: int, interests: int, seed: in
 
 def _make_user(rec: Recommender, name: str, papers: list[str], categories=()) -> None:
     rec.create_user(name, categories)
-    t0 = dt.datetime(2025, 1, 1, tzinfo=dt.timezone.utc)
+    t0 = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
     for i, paper in enumerate(papers):
         rec.interact(name, paper, "save", at=t0 + dt.timedelta(hours=i))
 
@@ -65,15 +67,21 @@ def run(args: argparse.Namespace) -> None:
         rec = Recommender(args.index, cfg, state=UserState(Path(tmp) / "users.sqlite"), build_community=False)
         if rec.side.vectors is None:
             raise SystemExit(f"index {args.index!r} has no vectors: {rec.side.unavailable}")
-        console.print(f"index {args.index}: {len(rec.side.catalog):,} papers, {rec.side.vectors.dim}-d vectors "
-                      f"({rec.manifest.get('vector_backend')}); {args.users} users x {args.saves} saves, "
-                      f"{args.repeat} calls each after one warm-up", highlight=False)
+        console.print(
+            f"index {args.index}: {len(rec.side.catalog):,} papers, {rec.side.vectors.dim}-d vectors "
+            f"({rec.manifest.get('vector_backend')}); {args.users} users x {args.saves} saves, "
+            f"{args.repeat} calls each after one warm-up",
+            highlight=False,
+        )
         if args.community:
             from scix_core.recommend.library import import_libraries
 
             imported = import_libraries(rec)
-            console.print(f"community: {imported.users:,} users, {imported.saves:,} saves imported in "
-                          f"{imported.seconds:.1f} s", highlight=False)
+            console.print(
+                f"community: {imported.users:,} users, {imported.saves:,} saves imported in "
+                f"{imported.seconds:.1f} s",
+                highlight=False,
+            )
         libs = libraries(rec, args.users, args.saves, args.interests, args.seed)
         for n, lib in enumerate(libs):
             _make_user(rec, f"bench-{n}", lib)
@@ -94,8 +102,13 @@ def run(args: argparse.Namespace) -> None:
             t = time.perf_counter()
             rec.recommend(f"bench-{n}")
             logged.append((time.perf_counter() - t) * 1000)
-        table = Table("what", "p50 / p95 ms", "share of Tier 1", title=f"Tier 1, {args.saves}-save users (k chosen: "
-                      f"{min(ks)}-{max(ks)} clusters, median {int(np.median(ks))})")
+        table = Table(
+            "what",
+            "p50 / p95 ms",
+            "share of Tier 1",
+            title=f"Tier 1, {args.saves}-save users (k chosen: "
+            f"{min(ks)}-{max(ks)} clusters, median {int(np.median(ks))})",
+        )
         whole = sum(np.mean(v) for v in stages.values())
         for name, values in stages.items():
             table.add_row(f"  stage {name}", _pct(values), f"{100 * np.mean(values) / whole:.1f}%")

@@ -42,7 +42,9 @@ def latency(searcher: Searcher, queries: list[str], mode: str) -> dict[str, list
 
 
 def latency_table(index: str, searchers: dict[str, Searcher], queries: list[str]) -> None:
-    table = Table(title=f"{index}: p50 / p95 ms per stage, {len(queries)} queries (query-encode cache cleared per mode)")
+    table = Table(
+        title=f"{index}: p50 / p95 ms per stage, {len(queries)} queries (query-encode cache cleared per mode)"
+    )
     order = ["prepare", "encode", "lexical", "dense", "fusion", "hydrate", "total"]
     for col in ("backend", "mode", *order):
         table.add_column(col, no_wrap=True)
@@ -73,13 +75,22 @@ def throughput(searchers: dict[str, Searcher], texts: list[str], queries: list[s
         lane = next(lane for lane in searcher.lexical if lane.name == "lexical")
         for mode in ("auto", "and", "or"):
             lane.mode = mode
-            rows.append((f"scix lexical lane, {backend} {mode.upper()}",
-                         _qps(lambda qs, lane=lane: [lane.search(LaneRequest(prepare(q)), DEPTH) for q in qs], queries)))
+            rows.append(
+                (
+                    f"scix lexical lane, {backend} {mode.upper()}",
+                    _qps(
+                        lambda qs, lane=lane: [lane.search(LaneRequest(prepare(q)), DEPTH) for q in qs],
+                        queries,
+                    ),
+                )
+            )
         lane.mode = searcher.config.search.lexical_mode
 
     t = time.perf_counter()
     retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False), show_progress=False)
+    retriever.index(
+        bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False), show_progress=False
+    )
     bm25s_index_s = time.perf_counter() - t
 
     def run_bm25s(qs):
@@ -90,15 +101,23 @@ def throughput(searchers: dict[str, Searcher], texts: list[str], queries: list[s
     rows.append(("bm25s (one query per call, OR)", _qps(lambda qs: [run_bm25s([q]) for q in qs], queries)))
 
     def tok(text):
-        return stemmer.stemWords(bm25s.tokenize([text], stopwords="en", return_ids=False, show_progress=False)[0])
+        return stemmer.stemWords(
+            bm25s.tokenize([text], stopwords="en", return_ids=False, show_progress=False)[0]
+        )
 
     rank = BM25Okapi([tok(t) for t in texts])
-    rows.append(("rank_bm25 BM25Okapi (OR)",
-                 _qps(lambda qs: [rank.get_top_n(tok(q), texts, n=DEPTH) for q in qs], queries[:200])))
+    rows.append(
+        (
+            "rank_bm25 BM25Okapi (OR)",
+            _qps(lambda qs: [rank.get_top_n(tok(q), texts, n=DEPTH) for q in qs], queries[:200]),
+        )
+    )
 
     reference = next(qps for name, qps in rows if name.startswith("bm25s (batch"))
-    table = Table(title=f"title/abstract lexical lane: queries/s, top {DEPTH}, {len(texts)} papers "
-                        f"(bm25s index build {bm25s_index_s:.1f} s; rank_bm25 on the first 200 queries)")
+    table = Table(
+        title=f"title/abstract lexical lane: queries/s, top {DEPTH}, {len(texts)} papers "
+        f"(bm25s index build {bm25s_index_s:.1f} s; rank_bm25 on the first 200 queries)"
+    )
     for col in ("method", "queries/s", "x bm25s batch"):
         table.add_column(col)
     for name, qps in rows:
@@ -111,7 +130,8 @@ BM25S_GRID = [(k1, b) for k1 in (0.9, 1.2, 1.5, 2.0) for b in (0.4, 0.6, 0.75, 0
 
 def parity(indexes: list[str], cfg) -> None:
     """The title/abstract lexical lane of each backend beside ``bm25s`` (Snowball stemming, English stopwords,
-    title + abstract as one field, the best of its k1/b grid): nDCG@10 on every gold set and queries/s, one run."""
+    title + abstract as one field, the best of its k1/b grid): nDCG@10 on every gold set and queries/s, one
+    run."""
     import bm25s
     import Stemmer
 
@@ -139,24 +159,41 @@ def parity(indexes: list[str], cfg) -> None:
                 t = time.perf_counter()
                 run = {q: lane.search(LaneRequest(prepare(text)), DEPTH) for q, text in zip(ids, texts)}
                 qps = len(ids) / (time.perf_counter() - t)
-                rows.append((f"scix {backend} {mode.upper()}", means(per_query(gold, run, (PRIMARY,)))[PRIMARY], qps))
+                rows.append(
+                    (f"scix {backend} {mode.upper()}", means(per_query(gold, run, (PRIMARY,)))[PRIMARY], qps)
+                )
         papers = list(searcher.store.papers())
-        corpus = bm25s.tokenize([p.text for p in papers], stopwords="en", stemmer=stemmer, show_progress=False)
+        corpus = bm25s.tokenize(
+            [p.text for p in papers], stopwords="en", stemmer=stemmer, show_progress=False
+        )
         best = None
         for k1, b in BM25S_GRID:
             retriever = bm25s.BM25(k1=k1, b=b)
             retriever.index(corpus, show_progress=False)
             t = time.perf_counter()
-            found = [retriever.retrieve(bm25s.tokenize([text], stopwords="en", stemmer=stemmer, show_progress=False),
-                                        k=DEPTH, show_progress=False, n_threads=1) for text in texts]
+            found = [
+                retriever.retrieve(
+                    bm25s.tokenize([text], stopwords="en", stemmer=stemmer, show_progress=False),
+                    k=DEPTH,
+                    show_progress=False,
+                    n_threads=1,
+                )
+                for text in texts
+            ]
             qps = len(ids) / (time.perf_counter() - t)
-            run = {q: Ranking.from_pairs("bm25s", [(papers[d].paper_id, float(s)) for d, s in zip(docs[0], scores[0])])
-                   for q, (docs, scores) in zip(ids, found)}
+            run = {
+                q: Ranking.from_pairs(
+                    "bm25s", [(papers[d].paper_id, float(s)) for d, s in zip(docs[0], scores[0])]
+                )
+                for q, (docs, scores) in zip(ids, found)
+            }
             score = means(per_query(gold, run, (PRIMARY,)))[PRIMARY]
             if best is None or score > best[1]:
                 best = (f"bm25s k1 {k1} b {b}", score, qps)
         for name, score, qps in [*rows, best]:
-            table.add_row(f"{index} ({len(ids)} q)", name, f"{score:.4f}", f"{score / best[1] - 1:+.1%}", f"{qps:,.0f}")
+            table.add_row(
+                f"{index} ({len(ids)} q)", name, f"{score:.4f}", f"{score / best[1] - 1:+.1%}", f"{qps:,.0f}"
+            )
     console.print(table)
 
 
@@ -174,10 +211,17 @@ def stage_costs(searcher: Searcher, queries: list[str], reranker: str | None) ->
     arms = {name: (searcher, options, stage) for name, (options, stage) in STAGE_ARMS.items()}
     if reranker:  # the same model on each runtime (search.rerank_backend) and token cap, side by side
         for backend, cap in [("torch", 512), ("onnx", 512), *(("onnx-int8", c) for c in (512, 256, 128))]:
-            on = Searcher(searcher.index, searcher.config.replace(**{"search.rerank_backend": backend,
-                                                                     "search.rerank_max_length": cap}))
+            on = Searcher(
+                searcher.index,
+                searcher.config.replace(
+                    **{"search.rerank_backend": backend, "search.rerank_max_length": cap}
+                ),
+            )
             arms[f"rerank {reranker} {backend} {cap} tok (window {searcher.config.search.rerank_window})"] = (
-                on, {"rerank": reranker}, "rerank")
+                on,
+                {"rerank": reranker},
+                "rerank",
+            )
     table = Table(title=f"stage costs on {searcher.index}, {len(queries)} queries, limit 10: p50 / p95 ms")
     for col in ("arm", "stage", "stage ms", "total ms", "ran for"):
         table.add_column(col, no_wrap=True)
@@ -192,7 +236,9 @@ def stage_costs(searcher: Searcher, queries: list[str], reranker: str | None) ->
             total.append(result.timing_ms["total"])
             if stage in result.timing_ms:
                 own.append(result.timing_ms[stage])
-        table.add_row(name, stage, _pct(own) if own else "-", _pct(total), f"{len(own)}/{len(queries)} queries")
+        table.add_row(
+            name, stage, _pct(own) if own else "-", _pct(total), f"{len(own)}/{len(queries)} queries"
+        )
     console.print(table)
 
 
@@ -204,7 +250,9 @@ def arxiv(index: str, n: int) -> None:
         console.print(f"[yellow]{index}: skipped ({exc})[/]")
         return
     if not searcher.dense:
-        console.print(f"[yellow]{index}: no dense lane ({searcher.unavailable.get('dense')}); hybrid figures skipped[/]")
+        console.print(
+            f"[yellow]{index}: no dense lane ({searcher.unavailable.get('dense')}); hybrid figures skipped[/]"
+        )
         return
     searcher.warm()
     papers = list(searcher.store.papers())
@@ -218,8 +266,11 @@ def arxiv(index: str, n: int) -> None:
     table = Table(title=f"{index}: dense lane alone, top {DEPTH}, p50 / p95 ms")
     for col in ("filter", "HNSW", "exact"):
         table.add_column(col)
-    for name, f in (("none", SearchFilters()), ("year>=2023 & astro-ph.GA", flt),
-                    ("+ author (post-filter, over-fetch)", SearchFilters(year_min=2023, authors=("a",)))):
+    for name, f in (
+        ("none", SearchFilters()),
+        ("year>=2023 & astro-ph.GA", flt),
+        ("+ author (post-filter, over-fetch)", SearchFilters(year_min=2023, authors=("a",))),
+    ):
         cells = []
         for exact in (False, True):
             ms = []
@@ -239,16 +290,17 @@ SECTIONS = ("latency", "throughput", "parity", "stages", "arxiv")
 
 
 def _backends(index: str, cfg) -> dict[str, Searcher]:
-    """One searcher per lexical backend (PostgreSQL's two rankings when ``SCIX_PG_DSN`` is set; the index is synced
-    first)."""
+    """One searcher per lexical backend (PostgreSQL's two rankings when ``SCIX_PG_DSN`` is set; the index is
+    synced first)."""
     searchers = {b: Searcher(index, cfg.replace(**{"search.lexical_backend": b})) for b in ("sqlite", "bm25")}
     if cfg.postgres.dsn:
         from scix_core.stores.postgres import sync_index
 
         sync_index(index, Workspace(cfg.home).index_dir(index), cfg.postgres.dsn)
         for ranking in ("bm25", "ts_rank_cd"):
-            searchers[f"postgres {ranking}"] = Searcher(index, cfg.replace(**{"postgres.ranking": ranking}),
-                                                        backend="postgres")
+            searchers[f"postgres {ranking}"] = Searcher(
+                index, cfg.replace(**{"postgres.ranking": ranking}), backend="postgres"
+            )
     return searchers
 
 
@@ -258,12 +310,21 @@ def main() -> None:
     ap.add_argument("--split", default="train")
     ap.add_argument("--arxiv-index", default="arxiv")
     ap.add_argument("--arxiv-queries", type=int, default=200)
-    ap.add_argument("--reranker", help="a trained reranker name or path for the stage-cost table (e.g. from "
-                                       "`scix train-reranker`)")
+    ap.add_argument(
+        "--reranker",
+        help="a trained reranker name or path for the stage-cost table (e.g. from `scix train-reranker`)",
+    )
     ap.add_argument("--stage-queries", type=int, default=200)
-    ap.add_argument("--parity", default="scifact,cranfield,cacm",
-                    help="comma list of indexes with gold data for the lane-vs-bm25s table ('' to skip)")
-    ap.add_argument("--only", default=",".join(SECTIONS), help=f"comma list of tables (default all: {', '.join(SECTIONS)})")
+    ap.add_argument(
+        "--parity",
+        default="scifact,cranfield,cacm",
+        help="comma list of indexes with gold data for the lane-vs-bm25s table ('' to skip)",
+    )
+    ap.add_argument(
+        "--only",
+        default=",".join(SECTIONS),
+        help=f"comma list of tables (default all: {', '.join(SECTIONS)})",
+    )
     args = ap.parse_args()
     only = set(args.only.split(","))
     if only - set(SECTIONS):

@@ -39,11 +39,15 @@ class SoakReport:
     def summary(self) -> str:
         rss = self.rss_mb
         warm = rss[min(len(rss) - 1, max(1, len(rss) // 5))] if rss else 0.0
-        return (f"{self.seconds:.0f} s: {self.queries} queries, {self.recommendations} recommendations, "
-                f"{self.rebuilds} rebuilds, {len(self.errors)} errors; saves acknowledged {self.saves_acknowledged}, "
-                f"found afterwards {self.saves_found}; RSS MB start {rss[0] if rss else 0:.0f}, after warm-up "
-                f"{warm:.0f}, end {rss[-1] if rss else 0:.0f}, max {max(rss, default=0):.0f}; by tenth of the run "
-                f"{' '.join(f'{x:.0f}' for x in self.rss_tenths)}")
+        return (
+            f"{self.seconds:.0f} s: {self.queries} queries, {self.recommendations} recommendations, "
+            f"{self.rebuilds} rebuilds, {len(self.errors)} errors; saves acknowledged "
+            f"{self.saves_acknowledged}, "
+            f"found afterwards {self.saves_found}; RSS MB start {rss[0] if rss else 0:.0f}, after warm-up "
+            f"{warm:.0f}, end {rss[-1] if rss else 0:.0f}, max {max(rss, default=0):.0f}; by tenth of the "
+            "run "
+            f"{' '.join(f'{x:.0f}' for x in self.rss_tenths)}"
+        )
 
     @property
     def rss_tenths(self) -> tuple[float, ...]:
@@ -59,8 +63,15 @@ def _rss_mb() -> float:
     return 0.0
 
 
-def run(dataset: Path, home: Path, seconds: float, threads: int = 3, limit: int | None = 300,
-        index: str = "soak", seed: int = 0) -> SoakReport:
+def run(
+    dataset: Path,
+    home: Path,
+    seconds: float,
+    threads: int = 3,
+    limit: int | None = 300,
+    index: str = "soak",
+    seed: int = 0,
+) -> SoakReport:
     from scix_core.config import load_config
     from scix_core.ingest import ingest
     from scix_core.recommend import Recommender
@@ -103,8 +114,19 @@ def run(dataset: Path, home: Path, seconds: float, threads: int = 3, limit: int 
     def rebuilder() -> None:
         env = {**os.environ, "SCIX_HOME": str(home)}
         env.pop("SCIX_CONFIG", None)
-        cmd = [sys.executable, "-m", "scix_core", "ingest", "--path", str(dataset), "--index", index, "--force",
-               "--quiet", *(["--limit", str(limit)] if limit else [])]
+        cmd = [
+            sys.executable,
+            "-m",
+            "scix_core",
+            "ingest",
+            "--path",
+            str(dataset),
+            "--index",
+            index,
+            "--force",
+            "--quiet",
+            *(["--limit", str(limit)] if limit else []),
+        ]
         while not stop.is_set():
             done = subprocess.run(cmd, env=env, capture_output=True, **TEXT, check=False)
             if done.returncode != 0:
@@ -153,8 +175,16 @@ def run(dataset: Path, home: Path, seconds: float, threads: int = 3, limit: int 
     check = Recommender(index, cfg)
     found = sum(len(acknowledged[u] & set(check.context(u).saved)) for u in acknowledged)
     check.close()
-    return SoakReport(elapsed, counts["queries"], counts["recommendations"], counts["rebuilds"], tuple(errors),
-                      sum(map(len, acknowledged.values())), found, tuple(rss))
+    return SoakReport(
+        elapsed,
+        counts["queries"],
+        counts["recommendations"],
+        counts["rebuilds"],
+        tuple(errors),
+        sum(map(len, acknowledged.values())),
+        found,
+        tuple(rss),
+    )
 
 
 def main() -> None:

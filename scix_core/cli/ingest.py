@@ -8,27 +8,43 @@ from pathlib import Path
 
 from rich.table import Table
 
-from scix_core.cli.common import config_from as _config, console
+from scix_core.cli.common import config_from as _config
+from scix_core.cli.common import console
 from scix_core.cli.main import command
+
 
 def _ingest_args(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--path", type=Path, help="dataset file or folder")
     src.add_argument("--dataset", help="a dataset folder name under the data directory (e.g. scifact)")
-    p.add_argument("--format", dest="fmt", help="beir, scifact-csv, smart, arxiv-jsonl, arxiv-kaggle, citeulike")
+    p.add_argument(
+        "--format", dest="fmt", help="beir, scifact-csv, smart, arxiv-jsonl, arxiv-kaggle, citeulike"
+    )
     p.add_argument("--index", required=True, help="name of the index to build")
     p.add_argument("--limit", type=int, help="take only the first N papers (quick runs)")
     p.add_argument("--no-embed", action="store_true", help="build the paper store and FTS only")
     p.add_argument("--force", action="store_true", help="rebuild even if the input is unchanged")
-    p.add_argument("--sparse", action="store_true", help="also build BM25 sparse vectors (the optional sparse lane)")
-    p.add_argument("--passages", action="store_true",
-                   help="also encode each paper's abstract as overlapping 3-sentence passages: the dense lane scores "
-                        "a paper by its best passage too (MaxP; ~4x the vectors, ~2.7x the encoding)")
+    p.add_argument(
+        "--sparse", action="store_true", help="also build BM25 sparse vectors (the optional sparse lane)"
+    )
+    p.add_argument(
+        "--passages",
+        action="store_true",
+        help="also encode each paper's abstract as overlapping 3-sentence passages: the dense lane scores "
+        "a paper by its best passage too (MaxP; ~4x the vectors, ~2.7x the encoding)",
+    )
     p.add_argument("--vector-backend", choices=["edge", "qdrant"], help="override vectors.backend")
-    p.add_argument("--model", help="embedding model: a name from `scix train-encoder`, a local path or a "
-                                    "sentence-transformers name (default embedding.model)")
-    p.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite",
-                   help="postgres: also mirror the index into PostgreSQL (SCIX_PG_DSN), idempotently")
+    p.add_argument(
+        "--model",
+        help="embedding model: a name from `scix train-encoder`, a local path or a "
+        "sentence-transformers name (default embedding.model)",
+    )
+    p.add_argument(
+        "--backend",
+        choices=["sqlite", "postgres"],
+        default="sqlite",
+        help="postgres: also mirror the index into PostgreSQL (SCIX_PG_DSN), idempotently",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
@@ -44,30 +60,46 @@ def ingest_cmd(args: argparse.Namespace) -> int:
 
         cfg = cfg.replace(**{"embedding.model": encoder_model(cfg, args.model)})
     path = args.path if args.path else resolve_dataset(args.dataset)
-    report = ingest(path, args.index, args.fmt, config=cfg, limit=args.limit, embed=not args.no_embed,
-                    force=args.force, progress=not args.quiet, sparse=args.sparse,
-                    passages=args.passages)
+    report = ingest(
+        path,
+        args.index,
+        args.fmt,
+        config=cfg,
+        limit=args.limit,
+        embed=not args.no_embed,
+        force=args.force,
+        progress=not args.quiet,
+        sparse=args.sparse,
+        passages=args.passages,
+    )
     print_ingest(report)
     if args.backend == "postgres":
         from scix_core.stores.postgres import sync_index
 
         sync = sync_index(args.index, report.path, cfg.postgres.dsn, force=args.force)
-        console.print(f"postgres: {sync.status} {sync.papers} papers into schema {sync.schema} in {sync.seconds:.1f} s",
-                      highlight=False)
+        console.print(
+            f"postgres: {sync.status} {sync.papers} papers into schema {sync.schema} in {sync.seconds:.1f} s",
+            highlight=False,
+        )
     return 0
 
 
 def print_ingest(report) -> None:
     console.print(f"[bold]{report.index}[/]: {report.status} at {report.path}")
-    console.print(f"taken {report.taken} papers, rejected {len(report.rejected)}, duplicate ids dropped {report.duplicates}"
-                  " (rule: first occurrence wins)")
+    console.print(
+        f"taken {report.taken} papers, rejected {len(report.rejected)}, duplicate ids dropped "
+        f"{report.duplicates}"
+        " (rule: first occurrence wins)"
+    )
     for rej in report.rejected[:20]:
         console.print(f"  rejected {rej}", markup=False, highlight=False)
     if len(report.rejected) > 20:
         console.print(f"  ... and {len(report.rejected) - 20} more")
     if report.textless:
-        console.print(f"[yellow]{report.textless} papers have neither title nor abstract[/]: kept (their saves and "
-                      "citations count), but no lane can find them by content and their vectors are all alike")
+        console.print(
+            f"[yellow]{report.textless} papers have neither title nor abstract[/]: kept (their saves and "
+            "citations count), but no lane can find them by content and their vectors are all alike"
+        )
     if report.stages:
         table = Table("stage", "seconds", "records", "records/s")
         for s in report.stages:
@@ -104,11 +136,20 @@ def info_cmd(args: argparse.Namespace) -> int:
     manifest = read_json(folder / "manifest.json")
     store = PaperStore(folder / "papers.sqlite")
     info = {
-        "index": args.index, "path": str(folder), "counts": store.counts(),
-        "model": manifest.get("model"), "dim": manifest.get("dim"), "vector_backend": manifest.get("vector_backend"),
-        "vectors": manifest.get("vectors", 0), "passages": manifest.get("passages", 0),
-        "embedding_backend": manifest.get("embedding_backend"), "dataset": manifest.get("dataset"), "format": manifest.get("format"),
-        "sources": manifest.get("sources"), "rejected": manifest.get("rejected"), "duplicates": manifest.get("duplicates"),
+        "index": args.index,
+        "path": str(folder),
+        "counts": store.counts(),
+        "model": manifest.get("model"),
+        "dim": manifest.get("dim"),
+        "vector_backend": manifest.get("vector_backend"),
+        "vectors": manifest.get("vectors", 0),
+        "passages": manifest.get("passages", 0),
+        "embedding_backend": manifest.get("embedding_backend"),
+        "dataset": manifest.get("dataset"),
+        "format": manifest.get("format"),
+        "sources": manifest.get("sources"),
+        "rejected": manifest.get("rejected"),
+        "duplicates": manifest.get("duplicates"),
         "sizes_bytes": {p.name: _size(p) for p in sorted(folder.iterdir())},
     }
     store.close()
@@ -154,4 +195,3 @@ def data_cmd(args: argparse.Namespace) -> int:
     dest = fetch_named(args.name, args.dest or _config(args).data_dir, args.url, args.sha256)
     console.print(f"fetched {args.name} into {dest}", highlight=False)
     return 0
-

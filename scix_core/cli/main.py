@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from scix_core.errors import ScixError
 
 #: name -> (help, add_arguments, run)
-COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]] = {}
+COMMANDS: dict[
+    str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
+] = {}
 
 
 def command(name: str, help: str, arguments: Callable[[argparse.ArgumentParser], None]):
     def register(run: Callable[[argparse.Namespace], int]):
         COMMANDS[name] = (help, arguments, run)
         return run
+
     return register
 
 
@@ -44,4 +47,3 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("scix: interrupted; nothing was changed", file=sys.stderr)
         return 130
-

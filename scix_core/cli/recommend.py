@@ -22,7 +22,9 @@ def _users_args(p: argparse.ArgumentParser) -> None:
     c = sub.add_parser("create", help="create a user (or replace its onboarding categories)")
     c.add_argument("--index", required=True)
     c.add_argument("--user", required=True)
-    c.add_argument("--categories", default="", help="comma list of category codes (arXiv codes, or the corpus's tags)")
+    c.add_argument(
+        "--categories", default="", help="comma list of category codes (arXiv codes, or the corpus's tags)"
+    )
     lst = sub.add_parser("list", help="every user of an index with interaction counts")
     lst.add_argument("--index", required=True)
     lst.add_argument("--json", action="store_true")
@@ -30,7 +32,9 @@ def _users_args(p: argparse.ArgumentParser) -> None:
     s.add_argument("user")
     s.add_argument("--index", required=True)
     s.add_argument("--json", action="store_true")
-    i = sub.add_parser("import", help="import the user libraries the index's loader found (CiteULike users.dat)")
+    i = sub.add_parser(
+        "import", help="import the user libraries the index's loader found (CiteULike users.dat)"
+    )
     i.add_argument("--index", required=True)
     i.add_argument("--users", help="comma list: import only these users")
     i.add_argument("--quiet", action="store_true")
@@ -48,21 +52,36 @@ def users_cmd(args: argparse.Namespace) -> int:
 
         only = [u.strip() for u in args.users.split(",")] if args.users else None
         report = import_libraries(rec, only, progress=not args.quiet)
-        console.print(f"imported {report.users} users with {report.saves} saves in {report.seconds:.1f} s; "
-                      f"{report.skipped_users} already present (skipped); {report.unknown_papers} saves of papers not in "
-                      "the index dropped", highlight=False)
-        console.print("timestamps are synthesised in file order (one second apart from 2000-01-01; the format has "
-                      "none) and flagged synthetic", highlight=False)
+        console.print(
+            f"imported {report.users} users with {report.saves} saves in {report.seconds:.1f} s; "
+            f"{report.skipped_users} already present (skipped); {report.unknown_papers} saves of papers not "
+            "in "
+            "the index dropped",
+            highlight=False,
+        )
+        console.print(
+            "timestamps are synthesised in file order (one second apart from 2000-01-01; the format has "
+            "none) and flagged synthetic",
+            highlight=False,
+        )
         return 0
     if args.action == "list":
         users = rec.state.users(args.index)
         if args.json:
             print(json.dumps(users, indent=2))
             return 0
-        table = Table("user", "saves", "dismissals", "views", "categories", "created", title=f"{len(users)} users")
+        table = Table(
+            "user", "saves", "dismissals", "views", "categories", "created", title=f"{len(users)} users"
+        )
         for u in users:
-            table.add_row(u["user"], str(u["saves"]), str(u["dismissals"]), str(u["views"]), ",".join(u["categories"]),
-                          u["created"])
+            table.add_row(
+                u["user"],
+                str(u["saves"]),
+                str(u["dismissals"]),
+                str(u["views"]),
+                ",".join(u["categories"]),
+                u["created"],
+            )
         console.print(table)
         return 0
     return _show(rec, args)
@@ -75,21 +94,34 @@ def _show(rec, args: argparse.Namespace) -> int:
     clusters, next_id = rec.state.clusters(rec.index, args.user)
     saves = len(ctx.saved)
     tier = entitled(rec.config.recommend, saves)
-    info = {"user": args.user, "index": rec.index, "categories": list(ctx.user.categories), "created": ctx.user.created,
-            "saves": saves, "dismissals": len(ctx.dismissed),
-            "views": sum(1 for e in ctx.events if e.kind == "view"),
-            "synthetic_times": any(e.synthetic for e in ctx.events), "tier": tier,
-            "next_tier": next_tier_message(rec.config.recommend, tier, saves),
-            "profiles": {k: {"saves": p.saves, "model": p.model, "last_at": p.last_at} for k, p in ctx.profiles.items()},
-            "clusters": [{"id": c.cluster_id, "medoid": c.medoid_paper, "size": c.size} for c in clusters],
-            "next_cluster_id": next_id,
-            "recent": [{"paper_id": e.paper_id, "kind": e.kind, "at": e.at.isoformat()} for e in ctx.events[-10:]]}
+    info = {
+        "user": args.user,
+        "index": rec.index,
+        "categories": list(ctx.user.categories),
+        "created": ctx.user.created,
+        "saves": saves,
+        "dismissals": len(ctx.dismissed),
+        "views": sum(1 for e in ctx.events if e.kind == "view"),
+        "synthetic_times": any(e.synthetic for e in ctx.events),
+        "tier": tier,
+        "next_tier": next_tier_message(rec.config.recommend, tier, saves),
+        "profiles": {
+            k: {"saves": p.saves, "model": p.model, "last_at": p.last_at} for k, p in ctx.profiles.items()
+        },
+        "clusters": [{"id": c.cluster_id, "medoid": c.medoid_paper, "size": c.size} for c in clusters],
+        "next_cluster_id": next_id,
+        "recent": [
+            {"paper_id": e.paper_id, "kind": e.kind, "at": e.at.isoformat()} for e in ctx.events[-10:]
+        ],
+    }
     if args.json:
         print(json.dumps(info, indent=2))
         return 0
     for key, value in info.items():
-        console.print(f"[bold]{key}[/]: {json.dumps(value) if isinstance(value, (dict, list)) else value}",
-                      highlight=False)
+        console.print(
+            f"[bold]{key}[/]: {json.dumps(value) if isinstance(value, (dict, list)) else value}",
+            highlight=False,
+        )
     return 0
 
 
@@ -109,21 +141,32 @@ def interact_cmd(args: argparse.Namespace) -> int:
     kind, paper = next((k, getattr(args, k)) for k in ("save", "dismiss", "view") if getattr(args, k))
     event = rec.interact(args.user, paper, kind, args.at)
     saves = len(rec.context(args.user).saved)
-    console.print(f"recorded {kind} of {paper} by {args.user} at {event.at.isoformat()} ({saves} saves)", highlight=False)
+    console.print(
+        f"recorded {kind} of {paper} by {args.user} at {event.at.isoformat()} ({saves} saves)",
+        highlight=False,
+    )
     return 0
 
 
 def _recommend_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--index", required=True)
     p.add_argument("--user", required=True)
-    p.add_argument("--limit", type=int, help="number of items before exploration (default recommend.limit = 10)")
+    p.add_argument(
+        "--limit", type=int, help="number of items before exploration (default recommend.limit = 10)"
+    )
     p.add_argument("--no-log", action="store_true", help="do not write this call to the recommendation log")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="the whole result as one JSON object")
-    out.add_argument("--explain", action="store_true", help="clusters, quotas, suppressed codes, scores and MMR moves")
+    out.add_argument(
+        "--explain", action="store_true", help="clusters, quotas, suppressed codes, scores and MMR moves"
+    )
 
 
-@command("recommend", "recommend papers for a user (tiered: trending, recommend, profile, clustered)", _recommend_args)
+@command(
+    "recommend",
+    "recommend papers for a user (tiered: trending, recommend, profile, clustered)",
+    _recommend_args,
+)
 def recommend_cmd(args: argparse.Namespace) -> int:
     rec = _recommender(args)
     result = rec.recommend(args.user, args.limit, log=False if args.no_log else None)
@@ -135,9 +178,15 @@ def recommend_cmd(args: argparse.Namespace) -> int:
         console.print(f"[cyan]{result.next_tier}[/]", highlight=False)
     table = Table("#", "paper", "source", "cluster", "mmr#", "score", "title")
     for item in result.items:
-        table.add_row(str(item.rank), item.paper_id, item.source + (" *" if item.exploration else ""),
-                      "-" if item.cluster_id is None else str(item.cluster_id),
-                      "-" if item.mmr_position is None else str(item.mmr_position), f"{item.score:.4f}", item.title)
+        table.add_row(
+            str(item.rank),
+            item.paper_id,
+            item.source + (" *" if item.exploration else ""),
+            "-" if item.cluster_id is None else str(item.cluster_id),
+            "-" if item.mmr_position is None else str(item.mmr_position),
+            f"{item.score:.4f}",
+            item.title,
+        )
     console.print(table)
     if args.explain:
         print_explain(result)
@@ -153,19 +202,35 @@ def print_explain(result) -> None:
     console.print(stages)
     names = {s.name for s in result.stages}
     if "quota" in names:
-        clusters = Table("cluster", "size", "medoid", "importance", "quota", "kept id from", "match sim",
-                         title="clusters (Hungarian-stable ids)")
+        clusters = Table(
+            "cluster",
+            "size",
+            "medoid",
+            "importance",
+            "quota",
+            "kept id from",
+            "match sim",
+            title="clusters (Hungarian-stable ids)",
+        )
         for c in result.stage("quota").output:
-            clusters.add_row(str(c.cluster_id), str(len(c.members)), c.medoid, f"{c.importance:.3f}", str(c.quota),
-                             "new" if c.matched_from is None else str(c.matched_from),
-                             "-" if c.match_similarity is None else f"{c.match_similarity:.3f}")
+            clusters.add_row(
+                str(c.cluster_id),
+                str(len(c.members)),
+                c.medoid,
+                f"{c.importance:.3f}",
+                str(c.quota),
+                "new" if c.matched_from is None else str(c.matched_from),
+                "-" if c.match_similarity is None else f"{c.match_similarity:.3f}",
+            )
         console.print(clusters)
         console.print(f"suppressed codes: {dict(result.stage('suppress').output) or 'none'}", highlight=False)
         moves = Table("paper", "relevance rank", "MMR position", title="MMR moves (relevance rank -> pick)")
         for paper, rel, pos in result.stage("mmr").summary["moves"]:
             moves.add_row(paper, str(rel), str(pos))
         console.print(moves)
-        scores = Table("paper", *(n for n, _ in result.items[0].scores) if result.items else (), title="scores")
+        scores = Table(
+            "paper", *(n for n, _ in result.items[0].scores) if result.items else (), title="scores"
+        )
         for item in result.items:
             if not item.exploration:
                 scores.add_row(item.paper_id, *(f"{v:.4f}" for _, v in item.scores))
@@ -173,31 +238,49 @@ def print_explain(result) -> None:
     console.print(f"scorer: {dict(result.scorer)}", highlight=False)
 
 
-
 def _train_scorer_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--index", required=True, help="an index with user libraries (or a recommendation log)")
-    p.add_argument("--users", type=int, default=1000,
-                   help="examples from a seeded sample of N users (default 1000; every library is the community)")
+    p.add_argument(
+        "--users",
+        type=int,
+        default=1000,
+        help="examples from a seeded sample of N users (default 1000; every library is the community)",
+    )
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--rounds", type=int, default=200)
     p.add_argument("--out", help="write model.txt + manifest.json here (default models/scorers/INDEX)")
 
 
-@command("train-scorer", "train the LightGBM Tier-1 scorer from libraries and the recommendation log, with a feature audit",
-         _train_scorer_args)
+@command(
+    "train-scorer",
+    "train the LightGBM Tier-1 scorer from libraries and the recommendation log, with a feature audit",
+    _train_scorer_args,
+)
 def train_scorer_cmd(args: argparse.Namespace) -> int:
     from scix_core.recommend.library import library_saves
     from scix_core.recommend.scorers.train import train_scorer
 
     rec = _recommender(args)
-    manifest = train_scorer(rec, library_saves(rec.build_dir), out=args.out, seed=args.seed, rounds=args.rounds,
-                            max_users=args.users)
-    table = Table("feature", "splits", "gain", "constant", title=f"feature audit ({manifest['examples']} examples, "
-                  f"{manifest['positives']} positive, {manifest['users']} users, {manifest['from_log']} from the log)")
+    manifest = train_scorer(
+        rec,
+        library_saves(rec.build_dir),
+        out=args.out,
+        seed=args.seed,
+        rounds=args.rounds,
+        max_users=args.users,
+    )
+    table = Table(
+        "feature",
+        "splits",
+        "gain",
+        "constant",
+        title=f"feature audit ({manifest['examples']} examples, "
+        f"{manifest['positives']} positive, {manifest['users']} users, {manifest['from_log']} from the log)",
+    )
     for name, a in manifest["audit"]["features"].items():
         table.add_row(name, str(a["splits"]), f"{a['gain']:.1f}", "yes" if a["constant"] else "")
     console.print(table)
     for error in manifest["audit"]["errors"]:
         console.print(f"[red]audit error:[/] {error}", highlight=False)
-    console.print(f"wrote {manifest['path']}; use it: recommend.scorer = \"lightgbm\"", highlight=False)
+    console.print(f'wrote {manifest["path"]}; use it: recommend.scorer = "lightgbm"', highlight=False)
     return 0

@@ -42,15 +42,26 @@ def load_arxiv_jsonl(path: Path) -> Dataset:
                 out.reject(file, lineno, "record has no id or title")
                 continue
             authors = rec.get("authors") or []
-            out.add(Paper(
-                pid, _clean(rec.get("title")), _clean(rec.get("summary") or rec.get("abstract")),
-                authors=tuple(_clean(a) for a in (authors if isinstance(authors, list) else str(authors).split(","))),
-                categories=arxiv_categories(rec.get("categories")),
-                published=published_from_id(pid),
-            ))
-    return Dataset(name=path.stem.split(".")[0] if path.is_file() else path.name, format="arxiv-jsonl",
-                   papers=out.papers, rejected=tuple(out.rejected), duplicates=out.duplicates,
-                   sources=tuple(map(str, files)))
+            out.add(
+                Paper(
+                    pid,
+                    _clean(rec.get("title")),
+                    _clean(rec.get("summary") or rec.get("abstract")),
+                    authors=tuple(
+                        _clean(a) for a in (authors if isinstance(authors, list) else str(authors).split(","))
+                    ),
+                    categories=arxiv_categories(rec.get("categories")),
+                    published=published_from_id(pid),
+                )
+            )
+    return Dataset(
+        name=path.stem.split(".")[0] if path.is_file() else path.name,
+        format="arxiv-jsonl",
+        papers=out.papers,
+        rejected=tuple(out.rejected),
+        duplicates=out.duplicates,
+        sources=tuple(map(str, files)),
+    )
 
 
 def _first_version_date(versions: str) -> dt.date | None:
@@ -66,7 +77,9 @@ def _authors(row: dict) -> tuple[str, ...]:
         parsed = ast.literal_eval(row.get("authors_parsed") or "")
         return tuple(_clean(" ".join(p for p in (a[1], a[0]) if p)) for a in parsed)
     except (ValueError, SyntaxError, IndexError, TypeError):
-        return tuple(_clean(a) for a in (row.get("authors") or "").replace(" and ", ",").split(",") if a.strip())
+        return tuple(
+            _clean(a) for a in (row.get("authors") or "").replace(" and ", ",").split(",") if a.strip()
+        )
 
 
 def load_arxiv_kaggle(path: Path) -> Dataset:
@@ -84,15 +97,28 @@ def load_arxiv_kaggle(path: Path) -> Dataset:
         if not pid or not _clean(row.get("title")):
             out.reject(file, lineno, "row has no id or title")
             continue
-        out.add(Paper(
-            pid, _clean(row.get("title")), _clean(row.get("abstract")),
-            authors=_authors(row), categories=arxiv_categories(row.get("categories") or ""),
-            published=(_first_version_date(row.get("versions") or "") or published_from_id(pid)
-                       or parse_update_date(row.get("update_date") or "")),
-        ))
-    return Dataset(name=file.parent.name if path.is_dir() else file.stem, format="arxiv-kaggle",
-                   papers=out.papers, rejected=tuple(out.rejected), duplicates=out.duplicates,
-                   sources=(str(file),))
+        out.add(
+            Paper(
+                pid,
+                _clean(row.get("title")),
+                _clean(row.get("abstract")),
+                authors=_authors(row),
+                categories=arxiv_categories(row.get("categories") or ""),
+                published=(
+                    _first_version_date(row.get("versions") or "")
+                    or published_from_id(pid)
+                    or parse_update_date(row.get("update_date") or "")
+                ),
+            )
+        )
+    return Dataset(
+        name=file.parent.name if path.is_dir() else file.stem,
+        format="arxiv-kaggle",
+        papers=out.papers,
+        rejected=tuple(out.rejected),
+        duplicates=out.duplicates,
+        sources=(str(file),),
+    )
 
 
 def parse_update_date(text: str) -> dt.date | None:

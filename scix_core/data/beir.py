@@ -17,7 +17,11 @@ def load_queries(path: Path) -> tuple[Query, ...]:
         if isinstance(rec, Exception) or not isinstance(rec, dict) or "_id" not in rec:
             raise DataFormatError(path, lineno, f"not a BEIR query record ({rec})")
         meta = rec.get("metadata") or {}
-        fields = {k: str(v) for k, v in meta.items() if isinstance(v, (str, int, float))} if isinstance(meta, dict) else {}
+        fields = (
+            {k: str(v) for k, v in meta.items() if isinstance(v, (str, int, float))}
+            if isinstance(meta, dict)
+            else {}
+        )
         qid = str(rec["_id"])
         queries.setdefault(qid, Query(qid, str(rec.get("text", "")), fields))
     return tuple(queries.values())

@@ -6,7 +6,8 @@
 ``N item ...`` (the items carrying tag *t*); ``tags.dat`` line *t*: tag text;
 a titles file (``citeutitles.txt`` or ``titles.txt``) line *i*: item title;
 ``raw-data.csv`` (the full release: header ``doc.id,title,citeulike.id,raw.title,raw.abstract``, ``doc.id`` =
-*i* + 1): each item's title and abstract as written (LaTeX case braces dropped; a byte that is not UTF-8 read as
+*i* + 1): each item's title and abstract as written (LaTeX case braces dropped; a byte that is not UTF-8 read
+  as
 U+FFFD), over the titles file and the bag of words.
 The standard release variant without titles has ``mult.dat`` (LDA-C bag of
 words, line *i*: ``N word_id:count ...``) and ``vocabulary.dat`` (line *w*:
@@ -43,7 +44,9 @@ def read_adjacency(path: Path) -> list[list[str]]:
             rows.append([])
             continue
         if not parts[0].isdigit() or int(parts[0]) != len(parts) - 1:
-            raise DataFormatError(path, lineno, f"count prefix {parts[0]!r} does not match {len(parts) - 1} ids")
+            raise DataFormatError(
+                path, lineno, f"count prefix {parts[0]!r} does not match {len(parts) - 1} ids"
+            )
         rows.append(parts[1:])
     return rows
 
@@ -58,19 +61,24 @@ def read_bags(path: Path, vocabulary: list[str], repeat: bool = False) -> list[s
             texts.append("")
             continue
         if not parts[0].isdigit() or int(parts[0]) != len(parts) - 1:
-            raise DataFormatError(path, lineno, f"count prefix {parts[0]!r} does not match {len(parts) - 1} terms")
+            raise DataFormatError(
+                path, lineno, f"count prefix {parts[0]!r} does not match {len(parts) - 1} terms"
+            )
         bag = []
         for term in parts[1:]:
             word, _, count = term.partition(":")
             if not (word.isdigit() and count.isdigit()) or int(word) >= len(vocabulary) or int(count) < 1:
-                raise DataFormatError(path, lineno, f"term {term!r} is not word_id:count with a known word id")
+                raise DataFormatError(
+                    path, lineno, f"term {term!r} is not word_id:count with a known word id"
+                )
             bag.append((-int(count), int(word)))
         texts.append(" ".join(" ".join([vocabulary[w]] * (-c if repeat else 1)) for c, w in sorted(bag)))
     return texts
 
 
 def read_raw(path: Path) -> dict[int, tuple[str, str]]:
-    """``raw-data.csv``: item position -> (title, abstract); ``doc.id`` (1-based) places a row, else row order."""
+    """``raw-data.csv``: item position -> (title, abstract); ``doc.id`` (1-based) places a row, else row
+    order."""
     out: dict[int, tuple[str, str]] = {}
     for n, (lineno, row) in enumerate(read_csv_rows(path, errors="replace")):  # a stray byte costs a letter
         if n == 0 and not {"raw.title", "title", "raw.abstract", "abstract"} & set(row):
@@ -78,14 +86,17 @@ def read_raw(path: Path) -> dict[int, tuple[str, str]]:
         doc = (row.get("doc.id") or "").strip()
         if doc and not (doc.isdigit() and int(doc) >= 1):
             raise DataFormatError(path, lineno, f"doc.id {doc!r} is not a positive integer")
-        title, abstract = (one_line((row.get(f"raw.{col}") or row.get(col) or "").replace("{", "").replace("}", ""))
-                           for col in ("title", "abstract"))
+        title, abstract = (
+            one_line((row.get(f"raw.{col}") or row.get(col) or "").replace("{", "").replace("}", ""))
+            for col in ("title", "abstract")
+        )
         out[int(doc) - 1 if doc else n] = (title, abstract)
     return out
 
 
 def tag_text(tags: tuple[str, ...]) -> str:
-    """Tag names as an abstract: ``("small-world", "gene_expression")`` -> ``"small world, gene expression"``."""
+    """Tag names as an abstract: ``("small-world", "gene_expression")`` -> ``"small world, gene
+    expression"``."""
     return ", ".join(one_line(t.replace("-", " ").replace("_", " ")) for t in tags)
 
 
@@ -108,7 +119,9 @@ def load_citeulike(path: Path) -> Dataset:
         raise DataPathError(f"{path} is not a CiteULike folder: users.dat is missing")
     title_file = next((path / n for n in _TITLE_FILES if (path / n).exists()), None)
     titles = [line.strip() for _, line in read_lines(title_file)] if title_file else []
-    tag_names = [line.strip() for _, line in read_lines(path / "tags.dat")] if (path / "tags.dat").exists() else []
+    tag_names = (
+        [line.strip() for _, line in read_lines(path / "tags.dat")] if (path / "tags.dat").exists() else []
+    )
     item_tags = _item_tags(path)
     bags: list[str] = []
     if (path / "mult.dat").exists():
@@ -119,12 +132,23 @@ def load_citeulike(path: Path) -> Dataset:
     adjacency = read_adjacency(path / "citations.dat") if (path / "citations.dat").exists() else []
     libraries = read_adjacency(users_file)
 
-    n_items = max(len(titles), len(bags), len(item_tags), len(adjacency), 1 + max(raw, default=-1),
-                  1 + max((int(i) for lib in libraries for i in lib), default=-1))
-    links = sorted({(min(int(i), int(j)), max(int(i), int(j))) for i, row in enumerate(adjacency) for j in row})
+    n_items = max(
+        len(titles),
+        len(bags),
+        len(item_tags),
+        len(adjacency),
+        1 + max(raw, default=-1),
+        1 + max((int(i) for lib in libraries for i in lib), default=-1),
+    )
+    links = sorted(
+        {(min(int(i), int(j)), max(int(i), int(j))) for i, row in enumerate(adjacency) for j in row}
+    )
     degree = [len(set(row) - {str(i)}) for i, row in enumerate(adjacency)]
-    tags = {str(i): tuple(tag_names[int(t)] if int(t) < len(tag_names) else t for t in row)
-            for i, row in enumerate(item_tags) if row}
+    tags = {
+        str(i): tuple(tag_names[int(t)] if int(t) < len(tag_names) else t for t in row)
+        for i, row in enumerate(item_tags)
+        if row
+    }
     out = PaperCollector()
     for i in range(n_items):
         title, abstract = raw.get(i, ("", ""))
@@ -133,12 +157,28 @@ def load_citeulike(path: Path) -> Dataset:
         if not (title or abstract):
             abstract = tag_text(tags.get(str(i), ()))
         out.add(Paper(str(i), title, abstract, citation_count=degree[i] if i < len(degree) else 0))
-    interactions = tuple(Interaction(str(u), item, "save", pos)
-                         for u, lib in enumerate(libraries) for pos, item in enumerate(lib))
+    interactions = tuple(
+        Interaction(str(u), item, "save", pos)
+        for u, lib in enumerate(libraries)
+        for pos, item in enumerate(lib)
+    )
     return Dataset(
-        name=path.name, format="citeulike", papers=out.papers, interactions=interactions,
-        citations=tuple(CitationLink(str(a), str(b)) for a, b in links), tags=tags,
-        rejected=tuple(out.rejected), duplicates=out.duplicates,
-        sources=tuple(str(p) for p in (users_file, path / "raw-data.csv" if raw else None, title_file,
-                                       path / "mult.dat" if bags else None) if p),
+        name=path.name,
+        format="citeulike",
+        papers=out.papers,
+        interactions=interactions,
+        citations=tuple(CitationLink(str(a), str(b)) for a, b in links),
+        tags=tags,
+        rejected=tuple(out.rejected),
+        duplicates=out.duplicates,
+        sources=tuple(
+            str(p)
+            for p in (
+                users_file,
+                path / "raw-data.csv" if raw else None,
+                title_file,
+                path / "mult.dat" if bags else None,
+            )
+            if p
+        ),
     )

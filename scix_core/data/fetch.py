@@ -33,7 +33,10 @@ class Source:
 
 def sources(path: Path = SOURCES_FILE) -> dict[str, Source]:
     raw = tomllib.loads(path.read_text())
-    return {name: Source(name, s["url"], s.get("sha256"), s.get("md5"), s.get("archive", "zip")) for name, s in raw.items()}
+    return {
+        name: Source(name, s["url"], s.get("sha256"), s.get("md5"), s.get("archive", "zip"))
+        for name, s in raw.items()
+    }
 
 
 def _verify(path: Path, source: Source) -> None:
@@ -45,22 +48,31 @@ def _verify(path: Path, source: Source) -> None:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     if h.hexdigest() != expected.lower():
-        raise ChecksumError(f"{source.url}: {algo} {h.hexdigest()} != expected {expected}; download discarded")
+        raise ChecksumError(
+            f"{source.url}: {algo} {h.hexdigest()} != expected {expected}; download discarded"
+        )
 
 
 def _check_members(names: list[str], target: Path) -> None:
-    """Every member lands inside ``target`` (no zip-slip): no absolute paths, drive letters, backslashes or ``..``."""
+    """Every member lands inside ``target`` (no zip-slip): no absolute paths, drive letters, backslashes or
+    ``..``."""
     root = target.resolve()
     for member in names:
         parts = Path(member).parts
         drive = bool(parts) and ":" in parts[0]
-        if member.startswith("/") or "\\" in member or drive or ".." in parts \
-                or not (root / member).resolve().is_relative_to(root):
+        if (
+            member.startswith("/")
+            or "\\" in member
+            or drive
+            or ".." in parts
+            or not (root / member).resolve().is_relative_to(root)
+        ):
             raise DataPathError(f"refusing archive member outside the target: {member!r}")
 
 
 def fetch(source: Source, dest_root: Path, timeout_s: float = 60.0) -> Path:
-    """Download, verify and unpack ``source`` into ``dest_root/NAME``; returns that folder. Only http(s) URLs."""
+    """Download, verify and unpack ``source`` into ``dest_root/NAME``; returns that folder. Only http(s)
+    URLs."""
     scheme = urllib.parse.urlsplit(source.url).scheme.lower()
     if scheme not in ("http", "https"):
         raise DataPathError(f"only http(s) URLs are fetched, not {scheme or 'a bare path'!r}: {source.url}")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from scix_core.data.arxiv import load_arxiv_jsonl, load_arxiv_kaggle
 from scix_core.data.beir import load_beir
@@ -63,7 +63,9 @@ def detect_format(path: Path) -> str:
             return "arxiv-kaggle"
         if any(_starts_with_record(path / n) for n in sorted(names)):
             return "smart"
-    raise DataPathError(f"cannot tell the format of {path}; pass --format, one of: {', '.join(sorted(LOADERS))}")
+    raise DataPathError(
+        f"cannot tell the format of {path}; pass --format, one of: {', '.join(sorted(LOADERS))}"
+    )
 
 
 def _starts_with_record(path: Path) -> bool:
@@ -78,7 +80,9 @@ def resolve_dataset(name: str) -> Path:
         raise UnknownNameError("dataset", name, list(DATASETS))
     path = data_dir() / DATASETS[name]
     if not path.exists():
-        raise DataPathError(f"dataset {name!r} not found at {path}; set SCIX_DATA_DIR or run `scix data fetch {name}`")
+        raise DataPathError(
+            f"dataset {name!r} not found at {path}; set SCIX_DATA_DIR or run `scix data fetch {name}`"
+        )
     return path
 
 

@@ -30,7 +30,7 @@ def parse_sentences(printout: str) -> list[str]:
     sentences, pos = [], 0
     for m in _LITERAL.finditer(body):
         if body[pos : m.start()].strip():
-            raise ValueError(f"unexpected text between literals: {body[pos:m.start()].strip()[:40]!r}")
+            raise ValueError(f"unexpected text between literals: {body[pos : m.start()].strip()[:40]!r}")
         sentences.append(ast.literal_eval(m.group(0)))
         pos = m.end()
     if body[pos:].strip():

@@ -31,8 +31,12 @@ from scix_core.types import CitationLink, Paper, Query, Rejection
 
 _TAG = re.compile(r"^\.([A-Z])\s*$")
 _ID = re.compile(r"^\.I\s+(\S+)\s*$")
-_MONTHS = {m: i for i, m in enumerate(
-    "january february march april may june july august september october november december".split(), 1)}
+_MONTHS = {
+    m: i
+    for i, m in enumerate(
+        "january february march april may june july august september october november december".split(), 1
+    )
+}
 _DATE = re.compile(r"(?:([A-Za-z]+)\.?,?\s+)?\b(1[89]\d\d|20\d\d)\b")
 LINK_KINDS = {"4": "coupling", "5": "direct", "6": "cocitation"}
 
@@ -87,7 +91,9 @@ def _sniff(path: Path) -> str:
         if line.strip():
             if _ID.match(line):
                 return "records"
-            return "qrels" if all(p.lstrip("-").replace(".", "", 1).isdigit() for p in line.split()) else "other"
+            return (
+                "qrels" if all(p.lstrip("-").replace(".", "", 1).isdigit() for p in line.split()) else "other"
+            )
     return "other"
 
 
@@ -112,7 +118,9 @@ def _qrels(path: Path, queries: list[Query]) -> dict[str, dict[str, int]]:
     rows: list[tuple[int, list[str]]] = [(n, line.split()) for n, line in read_lines(path) if line.strip()]
     widths = {len(p) for _, p in rows}
     if not rows or not widths <= {3, 4}:
-        raise DataFormatError(path, rows[0][0] if rows else 1, f"qrels lines must have 3 or 4 columns, saw {sorted(widths)}")
+        raise DataFormatError(
+            path, rows[0][0] if rows else 1, f"qrels lines must have 3 or 4 columns, saw {sorted(widths)}"
+        )
     trec = widths == {4} and all(p[1] == "0" for _, p in rows)
     triples = []
     for n, p in rows:
@@ -131,7 +139,9 @@ def _qrels(path: Path, queries: list[Query]) -> dict[str, dict[str, int]]:
     ids = [q.query_id for q in queries]
     known = set(ids)
     qids = {_norm_id(q) for q, _, _ in triples}
-    positional = bool(ids) and not qids <= known and all(q.isdigit() and 1 <= int(q) <= len(ids) for q in qids)
+    positional = (
+        bool(ids) and not qids <= known and all(q.isdigit() and 1 <= int(q) <= len(ids) for q in qids)
+    )
     if ids and not positional and not qids <= known:
         missing = sorted(qids - known, key=lambda s: (len(s), s))[:5]
         raise DataFormatError(path, None, f"qrels name queries not in the query file: {missing}")
@@ -166,8 +176,14 @@ def load_smart(path: Path) -> Dataset:
     qrels = {"test": _qrels(qrel_files[0], queries)} if qrel_files else {}
     papers = _with_citation_counts(out.papers, links)
     return Dataset(
-        name=path.name, format="smart", papers=papers, queries=tuple(queries), qrels=qrels,
-        citations=tuple(links), rejected=tuple(out.rejected + rejected), duplicates=out.duplicates,
+        name=path.name,
+        format="smart",
+        papers=papers,
+        queries=tuple(queries),
+        qrels=qrels,
+        citations=tuple(links),
+        rejected=tuple(out.rejected + rejected),
+        duplicates=out.duplicates,
         sources=tuple(str(p) for p in [corpus, *qfiles[:1], *qrel_files[:1]]),
     )
 

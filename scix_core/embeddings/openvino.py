@@ -1,17 +1,18 @@
-"""OpenVINO encoding: ``embedding.backend = "openvino"`` (float32 weights, bfloat16 arithmetic where the CPU has
-it) or ``"openvino-int8"`` (NNCF post-training int8 quantization of weights *and* activations; the rest float32).
+"""OpenVINO encoding: ``embedding.backend = "openvino"`` (float32 weights, bfloat16 arithmetic where the CPU
+has it) or ``"openvino-int8"`` (NNCF post-training int8 quantization of weights *and* activations; the rest
+float32).
 
 Both are converted, the first time they are asked for, from the float32 ONNX export of the same checkpoint
 (:mod:`scix_core.embeddings.onnx`) into the same export folder — nothing is downloaded. ONNX Runtime's int8 is
 dynamic (activations quantised at run time; attention stays float32); OpenVINO's is static: activation ranges
 are calibrated once (NNCF, transformer preset with SmoothQuant), so the attention matmuls run in int8 too.
 
-Calibration data is part of the model, so it must not depend on whichever corpus is being encoded (vectors of two
-indexes would then live in different spaces): it is :data:`CALIBRATION` — 40 sentences of generic scientific
-prose written for this package — joined into ``PASSAGES`` seeded passages of 1–16 sentences (about 20–300
-tokens, the range abstracts have) and a quarter as many of 1–8 words (queries). Changing them changes the
-vectors: bump ``OPENVINO_FORMAT`` (in :mod:`~scix_core.embeddings.onnx`), which is part of the converted files'
-names and of the embedding cache key.
+Calibration data is part of the model, so it must not depend on whichever corpus is being encoded (vectors of
+two indexes would then live in different spaces): it is :data:`CALIBRATION` — 40 sentences of generic
+scientific prose written for this package — joined into ``PASSAGES`` seeded passages of 1–16 sentences (about
+20–300 tokens, the range abstracts have) and a quarter as many of 1–8 words (queries). Changing them changes
+the vectors: bump ``OPENVINO_FORMAT`` (in :mod:`~scix_core.embeddings.onnx`), which is part of the converted
+files' names and of the embedding cache key.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def calibration_passages(n: int = PASSAGES, seed: int = SEED) -> list[str]:
     sentences = [s.strip() for s in CALIBRATION.read_text().splitlines() if s.strip()]
     rng = random.Random(seed)
     long = [" ".join(rng.sample(sentences, rng.randint(1, min(16, len(sentences))))) for _ in range(n)]
-    short = [" ".join(rng.choice(sentences).split()[:rng.randint(1, 8)]) for _ in range(n // 4)]
+    short = [" ".join(rng.choice(sentences).split()[: rng.randint(1, 8)]) for _ in range(n // 4)]
     return long + short
 
 
@@ -54,15 +55,17 @@ def _openvino():
     try:
         import openvino
     except ImportError as exc:  # an optional install trimmed away: say which package
-        raise ModelUnavailableError(f"embedding backend openvino needs the openvino package ({exc}); "
-                                    "pip install openvino nncf, or use embedding.backend = 'onnx-int8'") from exc
+        raise ModelUnavailableError(
+            f"embedding backend openvino needs the openvino package ({exc}); "
+            "pip install openvino nncf, or use embedding.backend = 'onnx-int8'"
+        ) from exc
     return openvino
 
 
 def converted(folder: Path, backend: str) -> Path:
-    """``folder``'s OpenVINO model for ``backend`` (an IR ``.xml`` + ``.bin``), converted from its ONNX float32
-    graph if not there yet; written under temporary names and renamed, the ``.xml`` last, so a reader never sees
-    half a model."""
+    """``folder``'s OpenVINO model for ``backend`` (an IR ``.xml`` + ``.bin``), converted from its ONNX
+    float32 graph if not there yet; written under temporary names and renamed, the ``.xml`` last, so a reader
+    never sees half a model."""
     target = folder / FILES[backend]
     if target.is_file() and target.with_suffix(".bin").is_file():
         return target
@@ -87,8 +90,10 @@ def _quantize(model, folder: Path):
     try:
         import nncf
     except ImportError as exc:
-        raise ModelUnavailableError(f"embedding backend openvino-int8 needs the nncf package ({exc}); "
-                                    "pip install nncf, or use embedding.backend = 'openvino'") from exc
+        raise ModelUnavailableError(
+            f"embedding backend openvino-int8 needs the nncf package ({exc}); "
+            "pip install nncf, or use embedding.backend = 'openvino'"
+        ) from exc
     from tokenizers import Tokenizer
 
     logging.getLogger("nncf").setLevel(logging.ERROR)
@@ -96,11 +101,18 @@ def _quantize(model, folder: Path):
     tokenizer.enable_truncation(256)
     tokenizer.no_padding()
     names = [i.get_any_name() for i in model.inputs]
-    samples = [{n: a[n] for n in names} for a in (_arrays(tokenizer.encode_batch([p])) for p in calibration_passages())]
+    samples = [
+        {n: a[n] for n in names}
+        for a in (_arrays(tokenizer.encode_batch([p])) for p in calibration_passages())
+    ]
     log.info("openvino-int8: calibrating %s on %d passages (once per model)", folder.name, len(samples))
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):  # NNCF's progress bars
-        return nncf.quantize(model, nncf.Dataset(samples), model_type=nncf.ModelType.TRANSFORMER,
-                             subset_size=len(samples))
+    with (
+        contextlib.redirect_stdout(io.StringIO()),
+        contextlib.redirect_stderr(io.StringIO()),
+    ):  # NNCF's progress bars
+        return nncf.quantize(
+            model, nncf.Dataset(samples), model_type=nncf.ModelType.TRANSFORMER, subset_size=len(samples)
+        )
 
 
 class OpenVinoModel(OnnxModel):
@@ -108,16 +120,25 @@ class OpenVinoModel(OnnxModel):
 
     def _open(self, threads: int | None = None):
         ov = _openvino()
-        # bfloat16 arithmetic doubles the float32 model's speed; the int8 model is as fast without it, and float32
+        # bfloat16 arithmetic doubles the float32 model's speed; the int8 model is as fast without it, and
+        # float32
         # keeps its corpus and query vectors (and its first-seen query shapes: p50 3.7 against 4.1 ms) tighter
-        config = {"INFERENCE_PRECISION_HINT": "bf16" if self.backend == "openvino" and cpu.has(cpu.BF16) else "f32"}
+        config = {
+            "INFERENCE_PRECISION_HINT": "bf16" if self.backend == "openvino" and cpu.has(cpu.BF16) else "f32"
+        }
         threads = int(os.environ["SCIX_ONNX_THREADS"]) if os.environ.get("SCIX_ONNX_THREADS") else threads
         if threads:
             config["INFERENCE_NUM_THREADS"] = threads
-        if threads == 1:  # the query session, unpinned: pinned, its thread shares a core with the lexical lane
-            config["ENABLE_CPU_PINNING"] = False  # running beside it (hybrid p50 at 91k papers 8.7 against 11.7 ms)
+        if (
+            threads == 1
+        ):  # the query session, unpinned: pinned, its thread shares a core with the lexical lane
+            config["ENABLE_CPU_PINNING"] = (
+                False  # running beside it (hybrid p50 at 91k papers 8.7 against 11.7 ms)
+            )
         core = ov.Core()
-        core.set_property({"CACHE_DIR": str(self.folder / "openvino-cache")})  # a later process loads, not compiles
+        core.set_property(
+            {"CACHE_DIR": str(self.folder / "openvino-cache")}
+        )  # a later process loads, not compiles
         compiled = core.compile_model(str(converted(self.folder, self.backend)), "CPU", config)
         return compiled.create_infer_request(), [i.get_any_name() for i in compiled.inputs], threading.Lock()
 

@@ -14,8 +14,8 @@ UpSet chart's bars); the same per query bucket.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from scix_core.config import Config, load_config
 from scix_core.errors import UnknownNameError
@@ -57,7 +57,9 @@ def _shares(hits: list[TopHit], lanes: tuple[str, ...]) -> dict[str, dict[str, f
             "share_top10": len(had) / len(hits) if hits else 0.0,
             "share_relevant_top10": len(rel) / len(relevant) if relevant else 0.0,
             "unique_top10": sum(h.lanes == {lane} for h in hits) / len(hits) if hits else 0.0,
-            "unique_relevant_top10": sum(h.lanes == {lane} for h in relevant) / len(relevant) if relevant else 0.0,
+            "unique_relevant_top10": sum(h.lanes == {lane} for h in relevant) / len(relevant)
+            if relevant
+            else 0.0,
         }
     return out
 
@@ -88,7 +90,9 @@ class Attribution:
         """Exact lane combination -> number of top-10 hits it had (a hit in no lane's top 10 counts
         under ``frozenset({NO_LANE})``); most frequent first."""
         queries = [q for q in self.queries if bucket is None or bucket in q.buckets]
-        counts = Counter(h.lanes or frozenset({NO_LANE}) for h in self._hits(queries) if h.relevant or not relevant_only)
+        counts = Counter(
+            h.lanes or frozenset({NO_LANE}) for h in self._hits(queries) if h.relevant or not relevant_only
+        )
         return dict(counts.most_common())
 
     def buckets(self) -> dict[str, int]:
@@ -96,32 +100,58 @@ class Attribution:
         return dict(sorted(Counter(b for q in self.queries for b in q.buckets).items()))
 
     def by_bucket(self) -> dict[str, dict]:
-        return {b: {"n": n, "ndcg@10": sum(q.ndcg for q in self.queries if b in q.buckets) / n,
-                    "lanes": self.aggregate(b)} for b, n in self.buckets().items()}
+        return {
+            b: {
+                "n": n,
+                "ndcg@10": sum(q.ndcg for q in self.queries if b in q.buckets) / n,
+                "lanes": self.aggregate(b),
+            }
+            for b, n in self.buckets().items()
+        }
 
     def frame(self):
-        """One row per query: nDCG@10, relevant in top 10, and per lane its share of top 10 / relevant top 10."""
+        """One row per query: nDCG@10, relevant in top 10, and per lane its share of top 10 / relevant top
+        10."""
         import pandas as pd
 
         rows = []
         for q in self.queries:
             shares = _shares(list(q.hits), self.lanes)
-            rows.append({"query_id": q.query_id, "query": q.text, "ndcg@10": q.ndcg,
-                         "relevant_in_top10": sum(h.relevant for h in q.hits), "judged_relevant": q.n_relevant,
-                         **{f"{lane} top10": s["share_top10"] for lane, s in shares.items()},
-                         **{f"{lane} rel": s["share_relevant_top10"] for lane, s in shares.items()}})
+            rows.append(
+                {
+                    "query_id": q.query_id,
+                    "query": q.text,
+                    "ndcg@10": q.ndcg,
+                    "relevant_in_top10": sum(h.relevant for h in q.hits),
+                    "judged_relevant": q.n_relevant,
+                    **{f"{lane} top10": s["share_top10"] for lane, s in shares.items()},
+                    **{f"{lane} rel": s["share_relevant_top10"] for lane, s in shares.items()},
+                }
+            )
         return pd.DataFrame(rows)
 
     def to_dict(self) -> dict:
-        return {"index": self.index, "gold": self.gold, "run": self.run, "lanes": list(self.lanes),
-                "queries": len(self.queries), "aggregate": self.aggregate(),
-                "overlap": {"+".join(sorted(k)): v for k, v in self.overlap().items()},
-                "overlap_relevant": {"+".join(sorted(k)): v for k, v in self.overlap(relevant_only=True).items()},
-                "by_bucket": self.by_bucket()}
+        return {
+            "index": self.index,
+            "gold": self.gold,
+            "run": self.run,
+            "lanes": list(self.lanes),
+            "queries": len(self.queries),
+            "aggregate": self.aggregate(),
+            "overlap": {"+".join(sorted(k)): v for k, v in self.overlap().items()},
+            "overlap_relevant": {"+".join(sorted(k)): v for k, v in self.overlap(relevant_only=True).items()},
+            "by_bucket": self.by_bucket(),
+        }
 
 
-def attribute_runs(gold: Gold, run: Mapping[str, Ranking], lanes: Mapping[str, Mapping[str, Ranking]],
-                   ndcg: Mapping[str, float], index: str = "", run_name: str = "hybrid") -> Attribution:
+def attribute_runs(
+    gold: Gold,
+    run: Mapping[str, Ranking],
+    lanes: Mapping[str, Mapping[str, Ranking]],
+    ndcg: Mapping[str, float],
+    index: str = "",
+    run_name: str = "hybrid",
+) -> Attribution:
     """The pure part: a run's rankings and the lane rankings of the same queries -> :class:`Attribution`."""
     names = tuple(sorted({lane for per in lanes.values() for lane in per}))
     queries = []
@@ -133,16 +163,36 @@ def attribute_runs(gold: Gold, run: Mapping[str, Ranking], lanes: Mapping[str, M
         hits = []
         for paper in run[qid].ids[:TOP]:
             ranks = {lane: rk[paper] for lane, rk in lane_ranks.items() if paper in rk}
-            hits.append(TopHit(paper, paper in relevant, frozenset(l for l, r in ranks.items() if r <= LANE_TOP), ranks))
+            hits.append(
+                TopHit(
+                    paper, paper in relevant, frozenset(ln for ln, r in ranks.items() if r <= LANE_TOP), ranks
+                )
+            )
         fields = tuple(f"{k}={v}" for k, v in sorted(gold.fields.get(qid, {}).items()))
-        queries.append(QueryAttribution(qid, gold.queries[qid], (length_bucket(gold.queries[qid]), *fields),
-                                        float(ndcg.get(qid, 0.0)), len(relevant), tuple(hits)))
+        queries.append(
+            QueryAttribution(
+                qid,
+                gold.queries[qid],
+                (length_bucket(gold.queries[qid]), *fields),
+                float(ndcg.get(qid, 0.0)),
+                len(relevant),
+                tuple(hits),
+            )
+        )
     return Attribution(index, gold.name, run_name, names, tuple(queries))
 
 
-def attribute(index: str, gold: Gold | None = None, run: str = "hybrid", config: Config | None = None,
-              sample: int | None = None, seed: int = 13, progress: bool = False) -> Attribution:
-    """Run ``run`` (one of :data:`ATTRIBUTABLE_RUNS`) over ``gold`` (default: the index's qrels) and attribute it."""
+def attribute(
+    index: str,
+    gold: Gold | None = None,
+    run: str = "hybrid",
+    config: Config | None = None,
+    sample: int | None = None,
+    seed: int = 13,
+    progress: bool = False,
+) -> Attribution:
+    """Run ``run`` (one of :data:`ATTRIBUTABLE_RUNS`) over ``gold`` (default: the index's qrels) and attribute
+    it."""
     from scix_core.evaluate import sample_queries, uncapped_pool
     from scix_core.evaluate.gold import from_index
     from scix_core.evaluate.metrics import per_query

@@ -1,4 +1,5 @@
-"""Runs built from configuration: ``scix eval --run NAME:KEY=VALUE[,KEY=VALUE…]`` and ``--config-run NAME=FILE``.
+"""Runs built from configuration: ``scix eval --run NAME:KEY=VALUE[,KEY=VALUE…]`` and ``--config-run
+NAME=FILE``.
 
 A researcher tunes more than the named runs. A configured run is the search
 pipeline (``hybrid``) of a Searcher whose configuration is the evaluation's
@@ -15,9 +16,10 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from scix_core.errors import ConfigError
 
@@ -46,7 +48,9 @@ def parse_run(spec: str, taken=()) -> ConfigRun:
     """``NAME:KEY=VALUE[,KEY=VALUE…]`` (values as text; the configuration coerces them)."""
     name, sep, body = spec.partition(":")
     if not sep or not body.strip():
-        raise ConfigError(f"--run {spec!r}: expected NAME:KEY=VALUE[,KEY=VALUE...], e.g. tw2:search.title_weight=2")
+        raise ConfigError(
+            f"--run {spec!r}: expected NAME:KEY=VALUE[,KEY=VALUE...], e.g. tw2:search.title_weight=2"
+        )
     overrides = {}
     for part in body.split(","):
         key, eq, value = part.partition("=")
@@ -73,8 +77,9 @@ def parse_config_run(spec: str, taken=()) -> ConfigRun:
     return ConfigRun(_check_name(name.strip(), taken), overrides, f"{name.strip()}={path}")
 
 
-def config_runs(runs: list[str] | tuple[str, ...] = (), files: list[str] | tuple[str, ...] = (), *, config,
-                named=()) -> tuple[ConfigRun, ...]:
+def config_runs(
+    runs: list[str] | tuple[str, ...] = (), files: list[str] | tuple[str, ...] = (), *, config, named=()
+) -> tuple[ConfigRun, ...]:
     """Parse ``--run`` and ``--config-run`` specs; every one is applied to ``config`` once to check it."""
     out: list[ConfigRun] = []
     for spec in runs:

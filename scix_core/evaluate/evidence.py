@@ -52,8 +52,11 @@ def _corpus_vectors(searcher, encoder) -> tuple[list[str], np.ndarray]:
 
     papers = list(searcher.store.papers())
     texts = [p.text for p in papers]
-    cache = EmbeddingCache(Workspace(searcher.config.home).embedding_cache(encoder.slug),
-                           searcher.manifest["model"], encoder.max_length)
+    cache = EmbeddingCache(
+        Workspace(searcher.config.home).embedding_cache(encoder.slug),
+        searcher.manifest["model"],
+        encoder.max_length,
+    )
 
     def refuse(batch):
         raise RuntimeError("corpus vectors missing from the cache: re-run `scix ingest` for this index")
@@ -67,8 +70,13 @@ def _topk(scores: np.ndarray, k: int) -> np.ndarray:
     return np.take_along_axis(part, order, axis=1)
 
 
-def quantization(index: str, config: Config | None = None, k: int = 10, max_queries: int | None = None,
-                 split: str | None = None) -> dict:
+def quantization(
+    index: str,
+    config: Config | None = None,
+    k: int = 10,
+    max_queries: int | None = None,
+    split: str | None = None,
+) -> dict:
     from scix_core.evaluate.gold import from_index
     from scix_core.evaluate.metrics import per_query
     from scix_core.types import Ranking
@@ -86,11 +94,15 @@ def quantization(index: str, config: Config | None = None, k: int = 10, max_quer
     scale = np.where(hi > lo, (hi - lo) / 255.0, 1.0)
     int8 = np.round((docs - lo) / scale).astype(np.uint8)  # per-dimension scalar quantization
     bits_d, bits_q = docs > 0, queries > 0
-    hamming_sim = bits_q.astype(np.float32) @ bits_d.T.astype(np.float32) + (~bits_q).astype(np.float32) @ (~bits_d).T.astype(np.float32)
+    hamming_sim = bits_q.astype(np.float32) @ bits_d.T.astype(np.float32) + (~bits_q).astype(np.float32) @ (
+        ~bits_d
+    ).T.astype(np.float32)
 
     candidates = {
         "float32 (exact)": exact,
-        "float16": _topk(queries.astype(np.float16).astype(np.float32) @ docs.astype(np.float16).astype(np.float32).T, k),
+        "float16": _topk(
+            queries.astype(np.float16).astype(np.float32) @ docs.astype(np.float16).astype(np.float32).T, k
+        ),
         "int8 scalar": _topk(queries @ (int8.astype(np.float32) * scale + lo).T, k),
         "binary": _topk(hamming_sim, k),
     }
@@ -102,86 +114,167 @@ def quantization(index: str, config: Config | None = None, k: int = 10, max_quer
     rows = {}
     for name, top in candidates.items():
         recall = float(np.mean([len(set(top[i]) & set(exact[i])) / k for i in range(len(qids))]))
-        rankings = {q: Ranking.from_pairs(name, ((ids[j], float(k - r)) for r, j in enumerate(top[i])))
-                    for i, q in enumerate(qids)}
-        rows[name] = {"recall@10_vs_float32": recall, "ndcg@10": float(np.mean(list(per_query(gold, rankings, ("ndcg@10",))["ndcg@10"].values())))}
-    return {"study": "quantization", "index": index, "gold": gold.name, "queries": len(qids), "papers": len(ids),
-            "dim": int(docs.shape[1]), "k": k, "rows": rows,
-            "bytes_per_vector": {"float32": 4 * docs.shape[1], "float16": 2 * docs.shape[1], "int8": docs.shape[1],
-                                 "binary": docs.shape[1] // 8}}
+        rankings = {
+            q: Ranking.from_pairs(name, ((ids[j], float(k - r)) for r, j in enumerate(top[i])))
+            for i, q in enumerate(qids)
+        }
+        rows[name] = {
+            "recall@10_vs_float32": recall,
+            "ndcg@10": float(np.mean(list(per_query(gold, rankings, ("ndcg@10",))["ndcg@10"].values()))),
+        }
+    return {
+        "study": "quantization",
+        "index": index,
+        "gold": gold.name,
+        "queries": len(qids),
+        "papers": len(ids),
+        "dim": int(docs.shape[1]),
+        "k": k,
+        "rows": rows,
+        "bytes_per_vector": {
+            "float32": 4 * docs.shape[1],
+            "float16": 2 * docs.shape[1],
+            "int8": docs.shape[1],
+            "binary": docs.shape[1] // 8,
+        },
+    }
 
 
-def pool(index: str, config: Config | None = None, n_queries: int = 200, caps=(1000, 5000, 30000), seed: int = 7) -> dict:
+def pool(
+    index: str, config: Config | None = None, n_queries: int = 200, caps=(1000, 5000, 30000), seed: int = 7
+) -> dict:
     from scix_core.search.knobs import Knobs
     from scix_core.search.lanes import LaneRequest
     from scix_core.search.query import prepare
 
     cfg = config or load_config()
-    if cfg.search.lexical_backend == "bm25":  # it scores every match (no pool): the study is of the pooled FTS5 lane
+    if (
+        cfg.search.lexical_backend == "bm25"
+    ):  # it scores every match (no pool): the study is of the pooled FTS5 lane
         cfg = cfg.replace(**{"search.lexical_backend": "sqlite"})
     searcher = _searcher(index, cfg)
-    lane = next(l for l in searcher.lexical if l.name == "lexical")
+    lane = next(ln for ln in searcher.lexical if ln.name == "lexical")
     titles = [r[0] for r in searcher.store.conn.execute("SELECT title FROM papers ORDER BY idx")]
     queries = random.Random(seed).sample(titles, min(n_queries, len(titles)))
     rows = {}
     for mode in ("and", "or"):
         lane.mode = mode
-        full = {q: lane.search(LaneRequest(prepare(q), knobs=Knobs(None, 32, False)), 20).ids for q in queries}
+        full = {
+            q: lane.search(LaneRequest(prepare(q), knobs=Knobs(None, 32, False)), 20).ids for q in queries
+        }
         matched = [q for q in queries if full[q]]
         for cap in caps:
             t = time.perf_counter()
-            overlap = [len(set(lane.search(LaneRequest(prepare(q), knobs=Knobs(cap, 32, False)), 20).ids) & set(full[q]))
-                       / len(full[q]) for q in matched]
-            rows[f"{mode.upper()} cap {cap:,}"] = {"overlap@20": float(np.mean(overlap)) if overlap else None,
-                                                    "queries_with_matches": len(matched),
-                                                    "ms_per_query": (time.perf_counter() - t) * 1000 / max(1, len(matched))}
+            overlap = [
+                len(
+                    set(lane.search(LaneRequest(prepare(q), knobs=Knobs(cap, 32, False)), 20).ids)
+                    & set(full[q])
+                )
+                / len(full[q])
+                for q in matched
+            ]
+            rows[f"{mode.upper()} cap {cap:,}"] = {
+                "overlap@20": float(np.mean(overlap)) if overlap else None,
+                "queries_with_matches": len(matched),
+                "ms_per_query": (time.perf_counter() - t) * 1000 / max(1, len(matched)),
+            }
         rows[f"{mode.upper()} uncapped"] = {"overlap@20": 1.0, "queries_with_matches": len(matched)}
     lane.mode = cfg.search.lexical_mode
-    return {"study": "pool", "index": index, "backend": cfg.search.lexical_backend, "papers": len(titles),
-            "queries": len(queries),
-            "query_source": f"{len(queries)} paper titles sampled with seed {seed}", "rows": rows}
+    return {
+        "study": "pool",
+        "index": index,
+        "backend": cfg.search.lexical_backend,
+        "papers": len(titles),
+        "queries": len(queries),
+        "query_source": f"{len(queries)} paper titles sampled with seed {seed}",
+        "rows": rows,
+    }
 
 
 def _eval_rows(report) -> dict:
     rows = {r: dict(v) for r, v in report.runs.items()}
     for c in report.comparisons:
         if c.metric == "ndcg@10":
-            rows[c.candidate].update(delta_vs_baseline=c.delta, p=c.p, p_adj=c.p_adj, significant=c.significant)
+            rows[c.candidate].update(
+                delta_vs_baseline=c.delta, p=c.p, p_adj=c.p_adj, significant=c.significant
+            )
     return rows
 
 
-def rrf_k(index: str, config: Config | None = None, permutations: int = 10_000, split: str | None = None,
-          sample: int | None = None) -> dict:
+def rrf_k(
+    index: str,
+    config: Config | None = None,
+    permutations: int = 10_000,
+    split: str | None = None,
+    sample: int | None = None,
+) -> dict:
     from scix_core.evaluate import evaluate
 
-    report = evaluate(index, for_index(index, config, split), runs=("rrf_k10", "rrf_k30", "rrf_k60", "rrf_k100"),
-                      baseline="rrf_k60", config=config, permutations=permutations, sample=sample)
-    return {"study": "rrf-k", "index": index, "gold": report.setup["gold"], "queries": report.n_queries,
-            "lexical_mode": report.setup["lexical_mode"], "dropped_lanes": report.dropped_lanes,
-            "baseline": "rrf_k60", "rows": _eval_rows(report)}
+    report = evaluate(
+        index,
+        for_index(index, config, split),
+        runs=("rrf_k10", "rrf_k30", "rrf_k60", "rrf_k100"),
+        baseline="rrf_k60",
+        config=config,
+        permutations=permutations,
+        sample=sample,
+    )
+    return {
+        "study": "rrf-k",
+        "index": index,
+        "gold": report.setup["gold"],
+        "queries": report.n_queries,
+        "lexical_mode": report.setup["lexical_mode"],
+        "dropped_lanes": report.dropped_lanes,
+        "baseline": "rrf_k60",
+        "rows": _eval_rows(report),
+    }
 
 
-def reranker(index: str, name: str, config: Config | None = None, permutations: int = 10_000,
-             split: str | None = None) -> dict:
+def reranker(
+    index: str, name: str, config: Config | None = None, permutations: int = 10_000, split: str | None = None
+) -> dict:
     """Evaluate on a split the reranker was NOT trained on (``test`` when the index has one)."""
     from scix_core.evaluate import evaluate
 
-    report = evaluate(index, for_index(index, config, split), runs=("hybrid", "hybrid+rerank"), baseline="hybrid",
-                      config=config, reranker=name, permutations=permutations)
-    return {"study": "reranker", "index": index, "reranker": name, "gold": report.setup["gold"],
-            "queries": report.n_queries, "baseline": "hybrid", "rows": _eval_rows(report),
-            "gate": report.gates.get("hybrid+rerank").to_dict() if "hybrid+rerank" in report.gates else None,
-            "dropped_lanes": report.dropped_lanes,
-            "skipped": report.skipped}
+    report = evaluate(
+        index,
+        for_index(index, config, split),
+        runs=("hybrid", "hybrid+rerank"),
+        baseline="hybrid",
+        config=config,
+        reranker=name,
+        permutations=permutations,
+    )
+    return {
+        "study": "reranker",
+        "index": index,
+        "reranker": name,
+        "gold": report.setup["gold"],
+        "queries": report.n_queries,
+        "baseline": "hybrid",
+        "rows": _eval_rows(report),
+        "gate": report.gates.get("hybrid+rerank").to_dict() if "hybrid+rerank" in report.gates else None,
+        "dropped_lanes": report.dropped_lanes,
+        "skipped": report.skipped,
+    }
 
 
-def backends(index: str, config: Config | None = None, sample: int = 512, query_sample: int = 100,
-             permutations: int = 10_000, split: str | None = None, max_queries: int | None = None) -> dict:
-    """Each embedding backend (torch, onnx, onnx-int8, openvino, openvino-int8) on the index's own model, in one run: dense-only quality
-    (exact cosine over the whole corpus encoded by that backend — cached per backend, so a later ``scix ingest``
-    with it encodes nothing), recall@10 against torch float32, paired tests against torch, and speed (docs/s on
-    the same ``sample`` papers, query p50 ms, encoded fresh). ``chosen``: the fastest backend with no significant
-    quality loss (no metric significantly below torch after Holm) — the rule for ``embedding.backend``."""
+def backends(
+    index: str,
+    config: Config | None = None,
+    sample: int = 512,
+    query_sample: int = 100,
+    permutations: int = 10_000,
+    split: str | None = None,
+    max_queries: int | None = None,
+) -> dict:
+    """Each embedding backend (torch, onnx, onnx-int8, openvino, openvino-int8) on the index's own model, in
+    one run: dense-only quality (exact cosine over the whole corpus encoded by that backend — cached per
+    backend, so a later ``scix ingest`` with it encodes nothing), recall@10 against torch float32, paired
+    tests against torch, and speed (docs/s on the same ``sample`` papers, query p50 ms, encoded fresh).
+    ``chosen``: the fastest backend with no significant quality loss (no metric significantly below torch
+    after Holm) — the rule for ``embedding.backend``."""
     from dataclasses import replace
 
     from scix_core.embeddings import EmbeddingCache, Encoder, cpu, index_embedding
@@ -221,37 +314,77 @@ def backends(index: str, config: Config | None = None, sample: int = 512, query_
             laps.append((time.perf_counter() - t) * 1000)
         queries = enc.encode([gold.queries[q] for q in qids])
         tops[backend] = _topk(queries @ docs.T, 100)
-        rankings = {q: Ranking.from_pairs(backend, ((ids[j], float(100 - r)) for r, j in enumerate(tops[backend][i])))
-                    for i, q in enumerate(qids)}
+        rankings = {
+            q: Ranking.from_pairs(backend, ((ids[j], float(100 - r)) for r, j in enumerate(tops[backend][i])))
+            for i, q in enumerate(qids)
+        }
         values[backend] = per_query(gold, rankings)
-        rows[backend] = {**means(values[backend]), "docs_per_s": docs_s, "query_p50_ms": float(np.median(laps))}
+        rows[backend] = {
+            **means(values[backend]),
+            "docs_per_s": docs_s,
+            "query_p50_ms": float(np.median(laps)),
+        }
     for backend in BACKENDS:
-        rows[backend]["recall@10_vs_float32"] = float(np.mean(
-            [len(set(tops[backend][i, :10]) & set(tops["torch"][i, :10])) / 10 for i in range(len(qids))]))
+        rows[backend]["recall@10_vs_float32"] = float(
+            np.mean(
+                [len(set(tops[backend][i, :10]) & set(tops["torch"][i, :10])) / 10 for i in range(len(qids))]
+            )
+        )
         rows[backend]["speedup_docs"] = rows[backend]["docs_per_s"] / rows["torch"]["docs_per_s"]
     comparisons = holm([c for b in BACKENDS[1:] for c in compare("torch", b, values, METRICS, permutations)])
     for c in comparisons:
         if c.metric == "ndcg@10":
-            rows[c.candidate].update(delta_vs_baseline=c.delta, p=c.p, p_adj=c.p_adj, significant=c.significant)
-    lossless = [b for b in BACKENDS if not any(c.candidate == b and c.significant and c.delta < 0 for c in comparisons)]
+            rows[c.candidate].update(
+                delta_vs_baseline=c.delta, p=c.p, p_adj=c.p_adj, significant=c.significant
+            )
+    lossless = [
+        b
+        for b in BACKENDS
+        if not any(c.candidate == b and c.significant and c.delta < 0 for c in comparisons)
+    ]
     chosen = max(lossless, key=lambda b: rows[b]["docs_per_s"])
-    return {"study": "backends", "index": index, "model": base.model, "gold": gold.name, "queries": len(qids),
-            "papers": len(ids), "speed_sample": len(speed_texts), "baseline": "torch", "rows": rows, "chosen": chosen,
-            "cpu": "int8 dot-product (VNNI/AMX)" if cpu.has(cpu.INT8_DOT) else "no int8 dot-product instructions",
-            "rule": "fastest backend (docs/s) with no metric significantly below torch (Holm, randomisation test)"}
+    return {
+        "study": "backends",
+        "index": index,
+        "model": base.model,
+        "gold": gold.name,
+        "queries": len(qids),
+        "papers": len(ids),
+        "speed_sample": len(speed_texts),
+        "baseline": "torch",
+        "rows": rows,
+        "chosen": chosen,
+        "cpu": "int8 dot-product (VNNI/AMX)" if cpu.has(cpu.INT8_DOT) else "no int8 dot-product instructions",
+        "rule": "fastest backend (docs/s) with no metric significantly below torch "
+        "(Holm, randomisation test)",
+    }
 
 
-STUDIES = {"quantization": quantization, "pool": pool, "rrf-k": rrf_k, "reranker": reranker, "backends": backends}
+STUDIES = {
+    "quantization": quantization,
+    "pool": pool,
+    "rrf-k": rrf_k,
+    "reranker": reranker,
+    "backends": backends,
+}
 
 
 def markdown(result: dict) -> str:
     rows = result["rows"]
-    cols = sorted({c for r in rows.values() for c in r}, key=lambda c: (c not in ("ndcg@10", "recall@10_vs_float32"), c))
+    cols = sorted(
+        {c for r in rows.values() for c in r}, key=lambda c: (c not in ("ndcg@10", "recall@10_vs_float32"), c)
+    )
     head = f"# Evidence: {result['study']} on {result['index']}\n\n"
-    meta = ", ".join(f"{k}: {v}" for k, v in result.items() if k not in ("rows", "study", "index") and not isinstance(v, dict))
+    meta = ", ".join(
+        f"{k}: {v}"
+        for k, v in result.items()
+        if k not in ("rows", "study", "index") and not isinstance(v, dict)
+    )
     lines = [f"| arm | {' | '.join(cols)} |", f"|---|{'---|' * len(cols)}"]
     for arm, values in rows.items():
-        cells = [f"{values[c]:.4f}" if isinstance(values.get(c), float) else str(values.get(c, "")) for c in cols]
+        cells = [
+            f"{values[c]:.4f}" if isinstance(values.get(c), float) else str(values.get(c, "")) for c in cols
+        ]
         lines.append(f"| {arm} | {' | '.join(cells)} |")
     extra = f"\n\nGate: {result['gate']}\n" if result.get("gate") else "\n"
     if result.get("dropped_lanes"):

@@ -7,9 +7,9 @@ Negative grades are judged non-relevant, like 0.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 
 from scix_core.errors import ConfigError
 
@@ -19,7 +19,9 @@ class Gold:
     name: str
     queries: Mapping[str, str]  # query id -> text
     qrels: Mapping[str, Mapping[str, int]]  # query id -> paper id -> grade
-    fields: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # query id -> extra columns (buckets)
+    fields: Mapping[str, Mapping[str, str]] = field(
+        default_factory=dict
+    )  # query id -> extra columns (buckets)
 
     @property
     def judged(self) -> list[str]:
@@ -41,8 +43,12 @@ def from_index(store, split: str | None = None) -> Gold:
         raise ConfigError(f"no qrels split {split!r} in this index; it has: {', '.join(splits)}")
     qrels = store.qrels(split)
     queries = store.queries()
-    return Gold(f"{store.meta().get('dataset', 'index')}:{split}", {q.query_id: q.text for q in queries if q.query_id in qrels},
-                qrels, {q.query_id: dict(q.fields) for q in queries if q.query_id in qrels})
+    return Gold(
+        f"{store.meta().get('dataset', 'index')}:{split}",
+        {q.query_id: q.text for q in queries if q.query_id in qrels},
+        qrels,
+        {q.query_id: dict(q.fields) for q in queries if q.query_id in qrels},
+    )
 
 
 def for_index(index: str, config=None, split: str | None = None) -> Gold:
@@ -60,8 +66,12 @@ def from_files(queries: Path, qrels: Path) -> Gold:
 
     loaded = load_queries(Path(queries))
     judged = load_qrels(Path(qrels))
-    return Gold(Path(qrels).stem, {q.query_id: q.text for q in loaded}, judged,
-                {q.query_id: dict(q.fields) for q in loaded})
+    return Gold(
+        Path(qrels).stem,
+        {q.query_id: q.text for q in loaded},
+        judged,
+        {q.query_id: dict(q.fields) for q in loaded},
+    )
 
 
 def from_dir(folder: Path, fmt: str | None = None, split: str | None = None) -> Gold:
@@ -70,9 +80,18 @@ def from_dir(folder: Path, fmt: str | None = None, split: str | None = None) -> 
     dataset = load_dataset(Path(folder), fmt)
     if not dataset.qrels:
         raise ConfigError(f"{folder} holds no qrels")
-    split = split or ("test" if "test" in dataset.qrels and len(dataset.qrels) == 1 else
-                      "train" if "train" in dataset.qrels else sorted(dataset.qrels)[0])
+    split = split or (
+        "test"
+        if "test" in dataset.qrels and len(dataset.qrels) == 1
+        else "train"
+        if "train" in dataset.qrels
+        else sorted(dataset.qrels)[0]
+    )
     if split not in dataset.qrels:
         raise ConfigError(f"no qrels split {split!r} in {folder}; it has: {', '.join(sorted(dataset.qrels))}")
-    return Gold(f"{dataset.name}:{split}", {q.query_id: q.text for q in dataset.queries}, dataset.qrels[split],
-                {q.query_id: dict(q.fields) for q in dataset.queries})
+    return Gold(
+        f"{dataset.name}:{split}",
+        {q.query_id: q.text for q in dataset.queries},
+        dataset.qrels[split],
+        {q.query_id: dict(q.fields) for q in dataset.queries},
+    )

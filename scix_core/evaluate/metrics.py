@@ -1,11 +1,11 @@
 """Per-query IR metrics through ranx; graded qrels, negative grades as non-relevant.
 
 Every call is cross-checked on a sample of its queries against ``trec_eval`` (through ``pytrec_eval``), an
-independent implementation: a disagreement beyond 1e-6 raises :class:`MetricMismatchError` instead of reporting
-a wrong figure. ranx compiles its metrics with numba and caches the machine code; that cache lives in a folder of
-its own per numba version (``NUMBA_CACHE_DIR``, set unless the user set it) and the first compilation holds a file
-lock, so concurrent cold processes never read each other's half-written entries — the order effect once seen as
-nDCG@10 ≈ 0.14 for every lane of a long-lived process.
+independent implementation: a disagreement beyond 1e-6 raises :class:`MetricMismatchError` instead of
+reporting a wrong figure. ranx compiles its metrics with numba and caches the machine code; that cache lives
+in a folder of its own per numba version (``NUMBA_CACHE_DIR``, set unless the user set it) and the first
+compilation holds a file lock, so concurrent cold processes never read each other's half-written entries — the
+order effect once seen as nDCG@10 ≈ 0.14 for every lane of a long-lived process.
 """
 
 from __future__ import annotations
@@ -14,13 +14,12 @@ import os
 import random
 import sys
 import threading
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import numpy as np
 
 from scix_core.errors import MetricMismatchError
-
 from scix_core.evaluate.gold import Gold
 from scix_core.types import Ranking
 
@@ -40,7 +39,9 @@ def per_query(gold: Gold, rankings: Mapping[str, Ranking], metrics=METRICS) -> d
         scores = {}
         if ranking is not None:
             n = len(ranking.items)
-            for rank, item in enumerate(ranking.items):  # rank-derived scores: ties and odd scales cannot reorder
+            for rank, item in enumerate(
+                ranking.items
+            ):  # rank-derived scores: ties and odd scales cannot reorder
                 scores.setdefault(item.paper_id, float(n - rank))
         run[q] = scores or {"__no_result__": 0.0}
     values = evaluate(qrels, Run(run), list(metrics), return_mean=False, make_comparable=True)
@@ -53,15 +54,25 @@ def per_query(gold: Gold, rankings: Mapping[str, Ranking], metrics=METRICS) -> d
 
 
 #: ranx metric -> (trec_eval measure, its key in pytrec_eval's output, cut the run to this depth first)
-TREC = {"ndcg@10": ("ndcg_cut.10", "ndcg_cut_10", None), "mrr@10": ("recip_rank", "recip_rank", 10),
-        "recall@50": ("recall.50", "recall_50", None), "recall@100": ("recall.100", "recall_100", None)}
+TREC = {
+    "ndcg@10": ("ndcg_cut.10", "ndcg_cut_10", None),
+    "mrr@10": ("recip_rank", "recip_rank", 10),
+    "recall@50": ("recall.50", "recall_50", None),
+    "recall@100": ("recall.100", "recall_100", None),
+}
 CHECK_SAMPLE = 25
 TOLERANCE = 1e-6
 
 
-def cross_check(gold: Gold, run: Mapping[str, Mapping[str, float]], values: Mapping[str, Mapping[str, float]],
-                sample: int = CHECK_SAMPLE, seed: int = 0) -> int:
-    """Recompute ``values`` for up to ``sample`` queries with trec_eval; returns how many values were compared."""
+def cross_check(
+    gold: Gold,
+    run: Mapping[str, Mapping[str, float]],
+    values: Mapping[str, Mapping[str, float]],
+    sample: int = CHECK_SAMPLE,
+    seed: int = 0,
+) -> int:
+    """Recompute ``values`` for up to ``sample`` queries with trec_eval; returns how many values were
+    compared."""
     import pytrec_eval
 
     queries = sorted(q for q in values[next(iter(values))]) if values else []
@@ -72,12 +83,17 @@ def cross_check(gold: Gold, run: Mapping[str, Mapping[str, float]], values: Mapp
         if metric not in TREC:
             continue
         measure, key, cut = TREC[metric]
-        docs = {q: dict(sorted(run[q].items(), key=lambda x: -x[1])[:cut]) if cut else dict(run[q]) for q in chosen}
+        docs = {
+            q: dict(sorted(run[q].items(), key=lambda x: -x[1])[:cut]) if cut else dict(run[q])
+            for q in chosen
+        }
         got = pytrec_eval.RelevanceEvaluator(qrels, {measure}).evaluate(docs)
         for q in chosen:
             if abs(got[q][key] - per[q]) > TOLERANCE:
-                raise MetricMismatchError(f"{metric} of query {q!r}: ranx {per[q]:.6f}, trec_eval {got[q][key]:.6f}; "
-                                          "no figure is reported (stale numba cache? set NUMBA_CACHE_DIR to a new folder)")
+                raise MetricMismatchError(
+                    f"{metric} of query {q!r}: ranx {per[q]:.6f}, trec_eval {got[q][key]:.6f}; "
+                    "no figure is reported (stale numba cache? set NUMBA_CACHE_DIR to a new folder)"
+                )
             compared += 1
     return compared
 
@@ -93,7 +109,8 @@ def _numba_cache() -> Path:
 
 
 def _ranx():
-    """ranx's (Qrels, Run, evaluate), imported once per process with a private numba cache under a file lock."""
+    """ranx's (Qrels, Run, evaluate), imported once per process with a private numba cache under a file
+    lock."""
     import fcntl
     import warnings
 
@@ -110,8 +127,13 @@ def _ranx():
 
                 # ranx's own uint64 -> int64 cast inside its jitted nDCG: not a fault of ours or of the input
                 warnings.filterwarnings("ignore", category=NumbaTypeSafetyWarning, module=r"ranx\.")
-                evaluate(Qrels({"q": {"d": 1}}), Run({"q": {"d": 1.0, "e": 0.5}}), list(TREC), return_mean=False,
-                         make_comparable=True)  # compile (or load) every metric while holding the lock
+                evaluate(
+                    Qrels({"q": {"d": 1}}),
+                    Run({"q": {"d": 1.0, "e": 0.5}}),
+                    list(TREC),
+                    return_mean=False,
+                    make_comparable=True,
+                )  # compile (or load) every metric while holding the lock
     from ranx import Qrels, Run, evaluate
 
     return Qrels, Run, evaluate

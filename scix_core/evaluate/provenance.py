@@ -8,7 +8,7 @@ that lane had there — "which lane put this paper where the user sees it".
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from scix_core.evaluate.gold import Gold
 from scix_core.evaluate.metrics import means
@@ -36,10 +36,12 @@ def provenance(gold: Gold, run: Mapping[str, Ranking], lanes: Mapping[str, Mappi
                 only[near[0]] = only.get(near[0], 0) + 1
         if found:
             per_query[qid] = found
-    return {"relevant_in_top10": hits,
-            "share": {lane: n / hits for lane, n in sorted(had.items())} if hits else {},
-            "only": {lane: n / hits for lane, n in sorted(only.items())} if hits else {},
-            "per_query": per_query}
+    return {
+        "relevant_in_top10": hits,
+        "share": {lane: n / hits for lane, n in sorted(had.items())} if hits else {},
+        "only": {lane: n / hits for lane, n in sorted(only.items())} if hits else {},
+        "per_query": per_query,
+    }
 
 
 def length_bucket(text: str) -> str:
@@ -54,5 +56,7 @@ def buckets(gold: Gold, values: Mapping[str, Mapping[str, float]]) -> dict[str, 
         groups.setdefault(length_bucket(gold.queries[qid]), []).append(qid)
         for key, value in gold.fields.get(qid, {}).items():
             groups.setdefault(f"{key}={value}", []).append(qid)
-    return {name: {"n": len(ids), **means({m: {q: v[q] for q in ids} for m, v in values.items()})}
-            for name, ids in sorted(groups.items())}
+    return {
+        name: {"n": len(ids), **means({m: {q: v[q] for q in ids} for m, v in values.items()})}
+        for name, ids in sorted(groups.items())
+    }

@@ -40,9 +40,9 @@ from __future__ import annotations
 
 import warnings
 from collections import Counter
-from itertools import islice
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Callable, Mapping, Sequence
+from itertools import islice
 
 import numpy as np
 
@@ -55,10 +55,22 @@ TIER1 = ("tier1", "tier1-nommr", "tier1-rrf", "tier1-quota", *(f"mmr_{lam:.1f}" 
 LGBM = "tier1-lgbm"
 VARIANTS = {"tier1-cosine": "cosine", "tier1-profile": "profile", "tier1-content": "content", LGBM: "lgbm"}
 TIERS = ("tier0", "tier3", "tier2")
-COLLAB = tuple(collab.MODELS)  # rp3beta, item-knn, ease, ials, text-knn, hybrid-knn: tuned on a validation split
+COLLAB = tuple(
+    collab.MODELS
+)  # rp3beta, item-knn, ease, ials, text-knn, hybrid-knn: tuned on a validation split
 PEERS = ("most-popular", "content-knn", *COLLAB, "als", "bpr")
 ALL_RUNS = (*TIERS, *TIER1, *VARIANTS, *PEERS)
-DEFAULT_RUNS = ("tier0", "tier3", "tier2", "tier1", "tier1-nommr", "tier1-rrf", "tier1-quota", *VARIANTS, *PEERS)
+DEFAULT_RUNS = (
+    "tier0",
+    "tier3",
+    "tier2",
+    "tier1",
+    "tier1-nommr",
+    "tier1-rrf",
+    "tier1-quota",
+    *VARIANTS,
+    *PEERS,
+)
 
 
 def check_runs(names: Sequence[str]) -> tuple[str, ...]:
@@ -69,7 +81,8 @@ def check_runs(names: Sequence[str]) -> tuple[str, ...]:
 
 
 class Tier1Family:
-    """Stages 1-6b once per user; scoring + suppression once per scorer variant; every run finishes from those.
+    """Stages 1-6b once per user; scoring + suppression once per scorer variant; every run finishes from
+    those.
 
     ``scorers``: variant -> scorer (``default`` is the configured one). The
     ``content`` variant drops the co-saved candidates before scoring.
@@ -101,23 +114,38 @@ class Tier1Family:
             from scix_core.fusion import rrf
             from scix_core.types import Ranking
 
-            lists = [Ranking.from_pairs(str(c.cluster_id), sorted(
-                ((x.paper_id, x.cosine) for x in state.candidates if x.cluster_id == c.cluster_id), key=lambda p: -p[1]))
-                for c in state.clusters]
+            lists = [
+                Ranking.from_pairs(
+                    str(c.cluster_id),
+                    sorted(
+                        ((x.paper_id, x.cosine) for x in state.candidates if x.cluster_id == c.cluster_id),
+                        key=lambda p: -p[1],
+                    ),
+                )
+                for c in state.clusters
+            ]
             return list(rrf(lists, k=60).ids[: self.k])
         if run == "tier1-quota":
             from scix_core.recommend.stages.quota import allocate
 
             clusters = [c for c in state.clusters if any(x.cluster_id == c.cluster_id for x in pool)]
             slots = allocate([c.quota for c in clusters], self.k, 1)
-            picked = [x for c, n in zip(clusters, slots) for x in [y for y in pool if y.cluster_id == c.cluster_id][:n]]
+            picked = [
+                x
+                for c, n in zip(clusters, slots)
+                for x in [y for y in pool if y.cluster_id == c.cluster_id][:n]
+            ]
             return [x.paper_id for x in sorted(picked, key=lambda x: -x.score)]
         cfg = self.rec.config.recommend
         lam = float(run.split("_")[1]) if run.startswith("mmr_") else cfg.mmr_lambda
         vecs = self.rec.side.vectors.get([c.row for c in pool])
         groups, targets = slot_targets(state, pool, self.k)
-        return [pool[i].paper_id for i in mmr(np.array([c.score for c in pool]), vecs, self.k, lam, groups, targets,
-                                              cfg.mmr_quota_bonus)]
+        return [
+            pool[i].paper_id
+            for i in mmr(
+                np.array([c.score for c in pool]), vecs, self.k, lam, groups, targets, cfg.mmr_quota_bonus
+            )
+        ]
 
 
 def variant(run: str) -> str:
@@ -150,8 +178,17 @@ class Peers:
     refitted on the whole training matrix; :attr:`tuned` holds each choice and its validation table.
     """
 
-    def __init__(self, rec, train: Mapping[str, Sequence[str]], factors: int = 64, seed: int = 7,
-                 evaluated: Sequence[str] = (), k: int = 10, cache_dir=None, validation_users: int = 1000):
+    def __init__(
+        self,
+        rec,
+        train: Mapping[str, Sequence[str]],
+        factors: int = 64,
+        seed: int = 7,
+        evaluated: Sequence[str] = (),
+        k: int = 10,
+        cache_dir=None,
+        validation_users: int = 1000,
+    ):
         self.rec, self.train, self.factors, self.seed, self.k = rec, train, factors, seed, k
         self.users = {u: i for i, u in enumerate(train)}
         self._models: dict[str, object] = {}
@@ -160,7 +197,12 @@ class Peers:
         self.popular = [p for p, _ in counts.most_common()]
         pool = list(evaluated) or list(train)
         if len(pool) > validation_users:
-            pool = [pool[i] for i in sorted(np.random.default_rng(seed).choice(len(pool), validation_users, replace=False))]
+            pool = [
+                pool[i]
+                for i in sorted(
+                    np.random.default_rng(seed).choice(len(pool), validation_users, replace=False)
+                )
+            ]
         self.validation_users, self.cache_dir = tuple(pool), cache_dir
         self._texts: list[str] | None = None
 
@@ -179,7 +221,9 @@ class Peers:
 
     def _build(self, name: str, params: dict):
         extra = {"seed": self.seed} if name == "ials" else {}
-        return collab.make(name, texts=self.texts() if name in collab.TEXT_MODELS else None, **params, **extra)
+        return collab.make(
+            name, texts=self.texts() if name in collab.TEXT_MODELS else None, **params, **extra
+        )
 
     def tune(self, name: str) -> tuning.Tuned:
         if name not in self.tuned:
@@ -188,12 +232,21 @@ class Peers:
             fit, val = tuning.carve(self.train, self.validation_users, 0.2, self.seed)
             cache = None
             if self.cache_dir is not None:
-                key = tuning.cache_key({"build": self.rec.build_dir.name, "peer": name, "grid": grid, "k": self.k,
-                                        "seed": self.seed, "fit": sorted(fit.items()), "val": sorted(
-                                            (u, sorted(v)) for u, v in val.items())})
+                key = tuning.cache_key(
+                    {
+                        "build": self.rec.build_dir.name,
+                        "peer": name,
+                        "grid": grid,
+                        "k": self.k,
+                        "seed": self.seed,
+                        "fit": sorted(fit.items()),
+                        "val": sorted((u, sorted(v)) for u, v in val.items()),
+                    }
+                )
                 cache = self.cache_dir / f"{name}-{key}.json"
-            self.tuned[name] = tuning.tune(name, grid, lambda p: self._build(name, p), fit, val, cat.row, len(cat),
-                                           self.k, cache)
+            self.tuned[name] = tuning.tune(
+                name, grid, lambda p: self._build(name, p), fit, val, cat.row, len(cat), self.k, cache
+            )
         return self.tuned[name]
 
     def model(self, name: str):
@@ -205,11 +258,15 @@ class Peers:
             from implicit.als import AlternatingLeastSquares
             from implicit.bpr import BayesianPersonalizedRanking
 
-            with threadpoolctl.threadpool_limits(1, "blas"), warnings.catch_warnings():  # implicit's own advice
+            with (
+                threadpoolctl.threadpool_limits(1, "blas"),
+                warnings.catch_warnings(),
+            ):  # implicit's own advice
                 warnings.simplefilter("ignore", RuntimeWarning)
                 if name == "als":
-                    model = AlternatingLeastSquares(factors=self.factors, alpha=40.0, regularization=0.1,
-                                                    random_state=self.seed)
+                    model = AlternatingLeastSquares(
+                        factors=self.factors, alpha=40.0, regularization=0.1, random_state=self.seed
+                    )
                 else:
                     model = BayesianPersonalizedRanking(factors=self.factors, random_state=self.seed)
                 model.fit(self.matrix(), show_progress=False)
@@ -228,10 +285,14 @@ class Peers:
             return [h.paper_id for h in hits if h.paper_id not in seen][:k]
         model = self.model(name)
         if name in COLLAB:  # item-based: the user's saves as they are now (the per-tier tables truncate them)
-            return top_rows(model.scores(side.rows(p for p in ctx.saved if p in cat.row)), side.rows(
-                p for p in seen if p in cat.row), cat.ids, k)
+            return top_rows(
+                model.scores(side.rows(p for p in ctx.saved if p in cat.row)),
+                side.rows(p for p in seen if p in cat.row),
+                cat.ids,
+                k,
+            )
         user = self.users[ctx.user_id]
-        ids, _ = model.recommend(user, self.matrix()[user:user + 1], N=k, filter_already_liked_items=True)
+        ids, _ = model.recommend(user, self.matrix()[user : user + 1], N=k, filter_already_liked_items=True)
         return [cat.ids[i] for i in ids if cat.ids[i] not in seen][:k]
 
 

@@ -32,9 +32,9 @@ import tempfile
 import time
 import warnings
 import zlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -51,9 +51,13 @@ TRUNCATIONS = (1, 3, 5, None)
 
 
 def metric_names(cutoffs: Sequence[int] = CUTOFFS) -> tuple[str, ...]:
-    """recall, nDCG and hit rate at every cutoff, then diversity at the first and interest-cluster coverage."""
-    return (*(f"{m}@{k}" for k in cutoffs for m in ("recall", "ndcg", "hit")), f"ild@{cutoffs[0]}",
-            "cluster_coverage")
+    """recall, nDCG and hit rate at every cutoff, then diversity at the first and interest-cluster
+    coverage."""
+    return (
+        *(f"{m}@{k}" for k in cutoffs for m in ("recall", "ndcg", "hit")),
+        f"ild@{cutoffs[0]}",
+        "cluster_coverage",
+    )
 
 
 METRICS = metric_names()
@@ -74,8 +78,14 @@ class UserSplit:
     test: frozenset[str]
 
 
-def split_libraries(libraries: Mapping[str, Sequence[str]], holdout: float, seed: int, min_saves: int,
-                    real_times: bool = False, train_size: int | None = None) -> list[UserSplit]:
+def split_libraries(
+    libraries: Mapping[str, Sequence[str]],
+    holdout: float,
+    seed: int,
+    min_saves: int,
+    real_times: bool = False,
+    train_size: int | None = None,
+) -> list[UserSplit]:
     """A hold-out per user, seeded by (seed, user) so a sample never changes anyone's split.
 
     ``train_size`` N (Dacrema et al.'s "P = N"): users with more than N saves keep N training saves, drawn at
@@ -107,23 +117,35 @@ def sample(splits: list[UserSplit], users: int | None, seed: int) -> list[UserSp
     return [s for i, s in enumerate(splits) if i in keep]
 
 
-def ranking_metrics(recommended: Mapping[str, Sequence[str]], splits: Sequence[UserSplit],
-                    cutoffs: Sequence[int] = CUTOFFS) -> dict[str, dict[str, float]]:
+def ranking_metrics(
+    recommended: Mapping[str, Sequence[str]], splits: Sequence[UserSplit], cutoffs: Sequence[int] = CUTOFFS
+) -> dict[str, dict[str, float]]:
     """recall, nDCG and hit rate at each cutoff per user through ranx (binary relevance = held out)."""
     from scix_core.evaluate.metrics import _ranx
 
     Qrels, Run, evaluate = _ranx()
     depth = max(cutoffs)
     qrels = Qrels({s.user: {p: 1 for p in s.test} for s in splits})
-    run = Run({s.user: {p: float(depth - r) for r, p in enumerate(recommended.get(s.user, [])[:depth])}
-               or {"__none__": 0.0} for s in splits})
-    names = {f"{m}@{k}": f"{theirs}@{k}" for k in cutoffs
-             for m, theirs in (("recall", "recall"), ("ndcg", "ndcg"), ("hit", "hit_rate"))}
+    run = Run(
+        {
+            s.user: {p: float(depth - r) for r, p in enumerate(recommended.get(s.user, [])[:depth])}
+            or {"__none__": 0.0}
+            for s in splits
+        }
+    )
+    names = {
+        f"{m}@{k}": f"{theirs}@{k}"
+        for k in cutoffs
+        for m, theirs in (("recall", "recall"), ("ndcg", "ndcg"), ("hit", "hit_rate"))
+    }
     with warnings.catch_warnings():  # numba's uint64 -> int64 cast notice inside ranx's hit_rate
         warnings.simplefilter("ignore")
         values = evaluate(qrels, run, list(names.values()), return_mean=False, make_comparable=True)
     order = list(qrels.keys())
-    return {ours: {u: float(v) for u, v in zip(order, np.asarray(values[theirs]))} for ours, theirs in names.items()}
+    return {
+        ours: {u: float(v) for u, v in zip(order, np.asarray(values[theirs]))}
+        for ours, theirs in names.items()
+    }
 
 
 def diversity(vectors: np.ndarray) -> float:
@@ -150,15 +172,24 @@ class RecEvalReport:
     catalogue_coverage: dict[str, float]
     comparisons: tuple = ()
     gates: dict = field(default_factory=dict)
-    per_tier: dict = field(default_factory=dict)  # truncation -> {"tiers": {tier: users}, run -> metric -> mean}
+    per_tier: dict = field(
+        default_factory=dict
+    )  # truncation -> {"tiers": {tier: users}, run -> metric -> mean}
     seconds: dict[str, float] = field(default_factory=dict)
     setup: dict = field(default_factory=dict)
 
     def to_dict(self, per_user: bool = False) -> dict:
-        out = {"index": self.index, "n_users": self.n_users, "runs": self.runs,
-               "catalogue_coverage": self.catalogue_coverage, "comparisons": [c.to_dict() for c in self.comparisons],
-               "gates": {k: g.to_dict() for k, g in self.gates.items()}, "per_tier": self.per_tier,
-               "seconds": self.seconds, "setup": self.setup}
+        out = {
+            "index": self.index,
+            "n_users": self.n_users,
+            "runs": self.runs,
+            "catalogue_coverage": self.catalogue_coverage,
+            "comparisons": [c.to_dict() for c in self.comparisons],
+            "gates": {k: g.to_dict() for k, g in self.gates.items()},
+            "per_tier": self.per_tier,
+            "seconds": self.seconds,
+            "setup": self.setup,
+        }
         if per_user:
             out["per_user"] = self.per_user
         return out
@@ -181,34 +212,55 @@ class RecEvalReport:
 
         base = self.setup.get("baseline")
         metrics, primary = self.metrics, self.primary
-        protocol = (f"{self.setup['train_size']} training saves a user" if self.setup.get("train_size")
-                    else f"hold-out {self.setup['holdout']:.0%}")
-        table = Table("run", *metrics, "catalogue", *((f"Δ {primary} vs " + base, "p_adj", "gate") if base else ()),
-                      title=f"{self.index}: {self.n_users} users, {protocol} ({self.setup['split']}), "
-                            f"seed {self.setup['seed']}")
+        protocol = (
+            f"{self.setup['train_size']} training saves a user"
+            if self.setup.get("train_size")
+            else f"hold-out {self.setup['holdout']:.0%}"
+        )
+        table = Table(
+            "run",
+            *metrics,
+            "catalogue",
+            *((f"Δ {primary} vs " + base, "p_adj", "gate") if base else ()),
+            title=f"{self.index}: {self.n_users} users, {protocol} ({self.setup['split']}), "
+            f"seed {self.setup['seed']}",
+        )
         by = {c.candidate: c for c in self.comparisons if c.metric == primary and c.baseline == base}
         for run, avg in self.runs.items():
             cells = [f"{avg[m]:.4f}" for m in metrics] + [f"{self.catalogue_coverage[run]:.4f}"]
             if base:
                 c = by.get(run)
-                cells += [f"{c.delta:+.4f}", f"{c.p_adj:.4f}", "SHIP" if self.gates[run].ship else "no"] if c else ["—"] * 3
+                cells += (
+                    [f"{c.delta:+.4f}", f"{c.p_adj:.4f}", "SHIP" if self.gates[run].ship else "no"]
+                    if c
+                    else ["—"] * 3
+                )
             table.add_row(run, *cells)
         console.print(table)
         for name, decision in self.gates.items():
             if " over " in name:
-                console.print(f"gate {name}: {'SHIP' if decision.ship else 'NO-SHIP'} — {'; '.join(decision.reasons)}",
-                              highlight=False)
+                console.print(
+                    f"gate {name}: {'SHIP' if decision.ship else 'NO-SHIP'} — {'; '.join(decision.reasons)}",
+                    highlight=False,
+                )
         for trunc, block in self.per_tier.items():
-            t = Table("run", *metrics, title=f"training saves truncated to {trunc}: tiers run {block['tiers']}")
+            t = Table(
+                "run", *metrics, title=f"training saves truncated to {trunc}: tiers run {block['tiers']}"
+            )
             for run, avg in block["runs"].items():
                 t.add_row(run, *(f"{avg[m]:.4f}" for m in metrics))
             console.print(t)
         for peer, tuned in self.setup.get("tuned", {}).items():
-            console.print(f"{peer}: {tuned['params']} (validation recall@{self.setup['cutoffs'][0]} on training saves"
-                          f"{', cached' if tuned['cached'] else ''})", highlight=False)
+            console.print(
+                f"{peer}: {tuned['params']} (validation recall@{self.setup['cutoffs'][0]} on training saves"
+                f"{', cached' if tuned['cached'] else ''})",
+                highlight=False,
+            )
 
 
-def _replay(rec, train: Mapping[str, Sequence[str]], splits: Sequence[UserSplit], truncate: int | None = None) -> None:
+def _replay(
+    rec, train: Mapping[str, Sequence[str]], splits: Sequence[UserSplit], truncate: int | None = None
+) -> None:
     """Every user's training saves (the evaluated users' truncated to ``truncate``): the community the
     co-save signal and the collaborative peers see."""
     from scix_core.recommend.library import replay
@@ -218,14 +270,21 @@ def _replay(rec, train: Mapping[str, Sequence[str]], splits: Sequence[UserSplit]
         replay(rec, user, papers[:truncate] if truncate and user in evaluated else papers)
 
 
-def _score(rec, recommended: dict[str, list[str]], splits: Sequence[UserSplit], centroids: dict[str, np.ndarray],
-           cutoffs: Sequence[int] = CUTOFFS):
+def _score(
+    rec,
+    recommended: dict[str, list[str]],
+    splits: Sequence[UserSplit],
+    centroids: dict[str, np.ndarray],
+    cutoffs: Sequence[int] = CUTOFFS,
+):
     values = ranking_metrics(recommended, splits, cutoffs)
     side = rec.side
     first = cutoffs[0]
     vectors = {s.user: side.vectors.get(side.rows(recommended[s.user][:first])) for s in splits}
     values[f"ild@{first}"] = {s.user: diversity(vectors[s.user]) for s in splits}
-    values["cluster_coverage"] = {s.user: cluster_coverage(vectors[s.user], centroids[s.user]) for s in splits}
+    values["cluster_coverage"] = {
+        s.user: cluster_coverage(vectors[s.user], centroids[s.user]) for s in splits
+    }
     return values
 
 
@@ -235,8 +294,11 @@ def _centroids(rec, ctx) -> np.ndarray:
 
     cfg = rec.config.recommend
     vecs = rec.side.vectors.get(rec.side.rows(ctx.saved))
-    labels = ward_labels(vecs, cfg.max_clusters, cfg.min_silhouette)[0] if len(vecs) >= cfg.tier1_min_saves \
+    labels = (
+        ward_labels(vecs, cfg.max_clusters, cfg.min_silhouette)[0]
+        if len(vecs) >= cfg.tier1_min_saves
         else np.zeros(len(vecs), dtype=np.int64)
+    )
     return np.stack([unit(vecs[labels == k].mean(axis=0)) for k in range(int(labels.max()) + 1)])
 
 
@@ -244,16 +306,27 @@ def _scorers(rec, lgbm_scorer=None) -> dict[str, object]:
     from dataclasses import replace
 
     cfg = rec.config.recommend
-    scorers = {"default": rec.scorer, "cosine": HeuristicScorer(cfg, use_profiles=False),
-               "profile": HeuristicScorer(cfg, use_profiles=True),
-               "content": HeuristicScorer(replace(cfg, weight_cosave=0.0))}
+    scorers = {
+        "default": rec.scorer,
+        "cosine": HeuristicScorer(cfg, use_profiles=False),
+        "profile": HeuristicScorer(cfg, use_profiles=True),
+        "content": HeuristicScorer(replace(cfg, weight_cosave=0.0)),
+    }
     if lgbm_scorer is not None:
         scorers["lgbm"] = lgbm_scorer
     return scorers
 
 
-def _run_all(rec, runs: Sequence[str], splits: Sequence[UserSplit], peers: rec_runs.Peers, seconds: dict[str, float],
-             progress: bool, lgbm_scorer=None, depth: int = K) -> tuple[dict[str, dict[str, list[str]]], dict[str, np.ndarray]]:
+def _run_all(
+    rec,
+    runs: Sequence[str],
+    splits: Sequence[UserSplit],
+    peers: rec_runs.Peers,
+    seconds: dict[str, float],
+    progress: bool,
+    lgbm_scorer=None,
+    depth: int = K,
+) -> tuple[dict[str, dict[str, list[str]]], dict[str, np.ndarray]]:
     from tqdm.auto import tqdm
 
     family = rec_runs.Tier1Family(rec, depth, _scorers(rec, lgbm_scorer))
@@ -261,9 +334,9 @@ def _run_all(rec, runs: Sequence[str], splits: Sequence[UserSplit], peers: rec_r
     out: dict[str, dict[str, list[str]]] = {r: {} for r in runs}
     centroids = {}
 
-    def timed(name: str, fn):
+    def timed(name: str, fn, *args):
         t = time.perf_counter()
-        value = fn()
+        value = fn(*args)
         seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - t
         return value
 
@@ -272,24 +345,26 @@ def _run_all(rec, runs: Sequence[str], splits: Sequence[UserSplit], peers: rec_r
         centroids[s.user] = _centroids(rec, ctx)
         ranked = {}
         if tier1:
-            base = timed("tier1 candidates (stages 1-6b)", lambda: family.candidates(ctx))
+            base = timed("tier1 candidates (stages 1-6b)", family.candidates, ctx)
         for run in runs:
             if run in tier1:
                 v = rec_runs.variant(run)
                 if v not in ranked:
-                    ranked[v] = timed(f"tier1 scoring ({v})", lambda: family.ranked(base, v))
-                ids = timed(run, lambda: family.finish(ranked[v], run))
+                    ranked[v] = timed(f"tier1 scoring ({v})", family.ranked, base, v)
+                ids = timed(run, family.finish, ranked[v], run)
             elif run in rec_runs.TIERS:
-                ids = timed(run, lambda: rec_runs.forced_tier(rec, run)(ctx, depth))
+                ids = timed(run, rec_runs.forced_tier(rec, run), ctx, depth)
             else:
-                ids = timed(run, lambda: peers.recommend(run, ctx, depth))
+                ids = timed(run, peers.recommend, run, ctx, depth)
             out[run][s.user] = ids
     return out, centroids
 
 
-def _lgbm_scorer(rec, train: Mapping[str, Sequence[str]], splits: Sequence[UserSplit], seconds: dict[str, float]):
-    """A LightGBM scorer trained in the run: every user's training saves are the community, the evaluated users'
-    inner hold-outs the labels (no evaluation label leaks); audit kept."""
+def _lgbm_scorer(
+    rec, train: Mapping[str, Sequence[str]], splits: Sequence[UserSplit], seconds: dict[str, float]
+):
+    """A LightGBM scorer trained in the run: every user's training saves are the community, the evaluated
+    users' inner hold-outs the labels (no evaluation label leaks); audit kept."""
     from scix_core.recommend.scorers.lgbm import LightGBMScorer
     from scix_core.recommend.scorers.train import train_scorer
 
@@ -301,11 +376,22 @@ def _lgbm_scorer(rec, train: Mapping[str, Sequence[str]], splits: Sequence[UserS
     return scorer, manifest["audit"]
 
 
-def evaluate_recs(index: str, config: Config | None = None, *, users: int | None = None, holdout: float = 0.2,
-                  seed: int = 42, runs: Sequence[str] = rec_runs.DEFAULT_RUNS, baseline: str | None = "content-knn",
-                  min_saves: int = 5, per_tier: bool = True, permutations: int = PERMUTATIONS,
-                  progress: bool = True, train_size: int | None = None,
-                  cutoffs: Sequence[int] = CUTOFFS) -> RecEvalReport:
+def evaluate_recs(
+    index: str,
+    config: Config | None = None,
+    *,
+    users: int | None = None,
+    holdout: float = 0.2,
+    seed: int = 42,
+    runs: Sequence[str] = rec_runs.DEFAULT_RUNS,
+    baseline: str | None = "content-knn",
+    min_saves: int = 5,
+    per_tier: bool = True,
+    permutations: int = PERMUTATIONS,
+    progress: bool = True,
+    train_size: int | None = None,
+    cutoffs: Sequence[int] = CUTOFFS,
+) -> RecEvalReport:
     from scix_core.recommend import Recommender, UserState
     from scix_core.recommend.library import library_saves, library_times
 
@@ -317,7 +403,13 @@ def evaluate_recs(index: str, config: Config | None = None, *, users: int | None
         runs = (*runs, rec_runs.check_runs([baseline])[0])
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="scix-eval-recs-") as tmp:
-        probe = Recommender(index, cfg, persist_clusters=False, state=UserState(Path(tmp) / "probe.sqlite"), build_community=False)
+        probe = Recommender(
+            index,
+            cfg,
+            persist_clusters=False,
+            state=UserState(Path(tmp) / "probe.sqlite"),
+            build_community=False,
+        )
         if probe.side.vectors is None:
             raise ConfigError(f"index {index!r} cannot be evaluated: {probe.side.unavailable}")
         libraries = library_saves(probe.build_dir)
@@ -327,34 +419,71 @@ def evaluate_recs(index: str, config: Config | None = None, *, users: int | None
         eligible = split_libraries(libraries, holdout, seed, min_saves, real_times, train_size)
         splits = sample(eligible, users, seed)
         if not splits:
-            raise ConfigError(f"no user of index {index!r} has {min_saves} or more saves"
-                              + (f" and more than {train_size}" if train_size else ""))
+            raise ConfigError(
+                f"no user of index {index!r} has {min_saves} or more saves"
+                + (f" and more than {train_size}" if train_size else "")
+            )
         evaluated = {s.user: s for s in splits}
         train = {u: (evaluated[u].train if u in evaluated else tuple(p)) for u, p in libraries.items()}
         seconds: dict[str, float] = {}
-        rec = Recommender(index, cfg, persist_clusters=False, state=UserState(Path(tmp) / "main.sqlite"), build_community=False)
+        rec = Recommender(
+            index,
+            cfg,
+            persist_clusters=False,
+            state=UserState(Path(tmp) / "main.sqlite"),
+            build_community=False,
+        )
         _replay(rec, train, splits)
-        peers = rec_runs.Peers(rec, train, seed=seed, evaluated=[s.user for s in splits], k=cutoffs[0],
-                               cache_dir=cfg.home / "cache" / "rec-tuning" / index)
+        peers = rec_runs.Peers(
+            rec,
+            train,
+            seed=seed,
+            evaluated=[s.user for s in splits],
+            k=cutoffs[0],
+            cache_dir=cfg.home / "cache" / "rec-tuning" / index,
+        )
         for name in [r for r in runs if r in rec_runs.COLLAB]:
             t = time.perf_counter()
             peers.model(name)  # tuned on the training saves, then fitted
-            seconds[f"{name} tuning + fit"] = seconds.get(f"{name} tuning + fit", 0.0) + time.perf_counter() - t
-        lgbm_scorer, lgbm_audit = _lgbm_scorer(rec, train, splits, seconds) if rec_runs.LGBM in runs else (None, None)
+            seconds[f"{name} tuning + fit"] = (
+                seconds.get(f"{name} tuning + fit", 0.0) + time.perf_counter() - t
+            )
+        lgbm_scorer, lgbm_audit = (
+            _lgbm_scorer(rec, train, splits, seconds) if rec_runs.LGBM in runs else (None, None)
+        )
         recommended, centroids = _run_all(rec, runs, splits, peers, seconds, progress, lgbm_scorer, depth)
         per_user = {run: _score(rec, recommended[run], splits, centroids, cutoffs) for run in runs}
-        catalogue = {run: len({p for ids in recommended[run].values() for p in ids}) / len(rec.side.catalog)
-                     for run in runs}
+        catalogue = {
+            run: len({p for ids in recommended[run].values() for p in ids}) / len(rec.side.catalog)
+            for run in runs
+        }
         tiers: dict = {}
         if per_tier:
-            tiers = _per_tier(index, cfg, train, splits, peers, centroids, Path(tmp), cutoffs,
-                              ("content-knn", *[r for r in runs if r in rec_runs.COLLAB]))
+            tiers = _per_tier(
+                index,
+                cfg,
+                train,
+                splits,
+                peers,
+                centroids,
+                Path(tmp),
+                cutoffs,
+                ("content-knn", *[r for r in runs if r in rec_runs.COLLAB]),
+            )
     comparisons, gates = (), {}
     if baseline:
-        table = holm([c for run in runs if run != baseline
-                      for c in compare(baseline, run, per_user, metrics, permutations)])
+        table = holm(
+            [
+                c
+                for run in runs
+                if run != baseline
+                for c in compare(baseline, run, per_user, metrics, permutations)
+            ]
+        )
         comparisons = tuple(table)
-        gates = {run: gate([c for c in table if c.candidate == run], primary) for run in runs if run != baseline}
+        gates = {
+            run: gate([c for c in table if c.candidate == run], primary) for run in runs if run != baseline
+        }
     same = f"tier1-{cfg.recommend.heuristic}" if cfg.recommend.scorer == "heuristic" else None  # = tier1
     variants = [r for r in runs if r in rec_runs.VARIANTS and r != same]
     if variants and "tier1" in runs and baseline != "tier1":
@@ -364,26 +493,62 @@ def evaluate_recs(index: str, config: Config | None = None, *, users: int | None
         for r in variants:
             gates[f"{r} over tier1"] = gate([c for c in own if c.candidate == r], primary)
     seconds["total"] = time.perf_counter() - t0
-    setup = {"holdout": holdout, "train_size": train_size, "seed": seed, "min_saves": min_saves,
-             "baseline": baseline, "k": cutoffs[0], "cutoffs": list(cutoffs), "lgbm_audit": lgbm_audit,
-             "split": "latest per user (real times)" if real_times else "seeded random per user",
-             "users_eligible": len(eligible), "tuned": {n: t.to_dict() for n, t in peers.tuned.items()},
-             "collab": cfg.recommend.collab,
-             "scorer": cfg.recommend.scorer, "mmr_lambda": cfg.recommend.mmr_lambda}
-    return RecEvalReport(index, len(splits), {r: means(per_user[r]) for r in runs}, per_user, catalogue, comparisons,
-                         gates, tiers, {k: round(v, 3) for k, v in seconds.items()}, setup)
+    setup = {
+        "holdout": holdout,
+        "train_size": train_size,
+        "seed": seed,
+        "min_saves": min_saves,
+        "baseline": baseline,
+        "k": cutoffs[0],
+        "cutoffs": list(cutoffs),
+        "lgbm_audit": lgbm_audit,
+        "split": "latest per user (real times)" if real_times else "seeded random per user",
+        "users_eligible": len(eligible),
+        "tuned": {n: t.to_dict() for n, t in peers.tuned.items()},
+        "collab": cfg.recommend.collab,
+        "scorer": cfg.recommend.scorer,
+        "mmr_lambda": cfg.recommend.mmr_lambda,
+    }
+    return RecEvalReport(
+        index,
+        len(splits),
+        {r: means(per_user[r]) for r in runs},
+        per_user,
+        catalogue,
+        comparisons,
+        gates,
+        tiers,
+        {k: round(v, 3) for k, v in seconds.items()},
+        setup,
+    )
 
 
-def _per_tier(index: str, cfg: Config, train, splits, peers, centroids, tmp: Path, cutoffs: Sequence[int],
-              peer_runs: Sequence[str] = ("content-knn",)) -> dict:
-    """The default cascade and the peers with each evaluated user's training saves truncated to 1, 3, 5, all."""
+def _per_tier(
+    index: str,
+    cfg: Config,
+    train,
+    splits,
+    peers,
+    centroids,
+    tmp: Path,
+    cutoffs: Sequence[int],
+    peer_runs: Sequence[str] = ("content-knn",),
+) -> dict:
+    """The default cascade and the peers with each evaluated user's training saves truncated to 1, 3, 5,
+    all."""
     from scix_core.recommend import Recommender, UserState
 
     out = {}
     depth = max(cutoffs)
     for trunc in TRUNCATIONS:
         name = str(trunc) if trunc else "all"
-        rec = Recommender(index, cfg, persist_clusters=False, state=UserState(tmp / f"trunc-{name}.sqlite"), build_community=False)
+        rec = Recommender(
+            index,
+            cfg,
+            persist_clusters=False,
+            state=UserState(tmp / f"trunc-{name}.sqlite"),
+            build_community=False,
+        )
         _replay(rec, train, splits, trunc)
         lists: dict[str, dict[str, list[str]]] = {run: {} for run in ("cascade", *peer_runs)}
         ran: dict[int, int] = {}
@@ -394,6 +559,8 @@ def _per_tier(index: str, cfg: Config, train, splits, peers, centroids, tmp: Pat
             ctx = rec.context(s.user)
             for peer in peer_runs:
                 lists[peer][s.user] = peers.recommend(peer, ctx, depth)
-        out[name] = {"tiers": {f"tier{t}": n for t, n in sorted(ran.items())},
-                     "runs": {run: means(_score(rec, ids, splits, centroids, cutoffs)) for run, ids in lists.items()}}
+        out[name] = {
+            "tiers": {f"tier{t}": n for t, n in sorted(ran.items())},
+            "runs": {run: means(_score(rec, ids, splits, centroids, cutoffs)) for run, ids in lists.items()},
+        }
     return out

@@ -15,13 +15,15 @@ from another configuration.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from scix_core.evaluate.score_fusion import SCORE_RUNS
 from scix_core.fusion import rrf
 from scix_core.search.options import reranks
-from scix_core.search.stages.rerank import MAX_LIMIT as RERANK_LIMIT  # reranked runs are scored on that window
+from scix_core.search.stages.rerank import (
+    MAX_LIMIT as RERANK_LIMIT,
+)  # reranked runs are scored on that window
 from scix_core.types import Ranking
 
 DEPTH = 100
@@ -35,7 +37,9 @@ DEFAULT_RUNS = ("lexical", "dense", "hybrid")
 @dataclass
 class RunSet:
     rankings: dict[str, dict[str, Ranking]] = field(default_factory=dict)  # run -> query id -> ranking
-    lanes: dict[str, dict[str, Ranking]] = field(default_factory=dict)  # query id -> lane -> ranking (base pass)
+    lanes: dict[str, dict[str, Ranking]] = field(
+        default_factory=dict
+    )  # query id -> lane -> ranking (base pass)
     dropped: dict[str, dict[str, int]] = field(default_factory=dict)  # run -> lane -> queries it dropped on
     seconds: dict[str, float] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)  # run -> why it was not run
@@ -47,9 +51,16 @@ def _note_dropped(runs: RunSet, run: str, result) -> None:
         runs.dropped[run][lane] += 1
 
 
-def collect(searcher, queries: dict[str, str], names: tuple[str, ...], reranker: str | None = None,
-            rewrite: str = "local", body_searcher: Callable[[], object] | None = None,
-            progress: bool = False, configured: dict[str, Callable[[], object]] | None = None) -> RunSet:
+def collect(
+    searcher,
+    queries: dict[str, str],
+    names: tuple[str, ...],
+    reranker: str | None = None,
+    rewrite: str = "local",
+    body_searcher: Callable[[], object] | None = None,
+    progress: bool = False,
+    configured: dict[str, Callable[[], object]] | None = None,
+) -> RunSet:
     """Produce every run in ``names`` for ``queries`` (query id -> text)."""
     from tqdm.auto import tqdm
 
@@ -61,7 +72,9 @@ def collect(searcher, queries: dict[str, str], names: tuple[str, ...], reranker:
     if base_names or any(n in SCORE_RUNS for n in names):
         t = time.perf_counter()
         for qid, text in tqdm(queries.items(), desc="hybrid pass", disable=not progress, leave=False):
-            result = searcher.search(text, "hybrid", limit=DEPTH, boosts=False, rerank="off", rewrite="off", lanes="")
+            result = searcher.search(
+                text, "hybrid", limit=DEPTH, boosts=False, rerank="off", rewrite="off", lanes=""
+            )
             lanes = {n: result.rankings[n] for n in result.metadata["lanes_run"]}
             runs.lanes[qid] = lanes
             for name in base_names:

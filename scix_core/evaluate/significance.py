@@ -9,8 +9,8 @@ permutations by default) and a paired t-test (scipy). Holm's step-down correctio
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -32,15 +32,25 @@ class Comparison:
     significant: bool = False
 
     def to_dict(self) -> dict:
-        return {"baseline": self.baseline, "candidate": self.candidate, "metric": self.metric, "delta": self.delta,
-                "p": self.p, "p_t": self.p_t, "p_adj": self.p_adj, "significant": self.significant}
+        return {
+            "baseline": self.baseline,
+            "candidate": self.candidate,
+            "metric": self.metric,
+            "delta": self.delta,
+            "p": self.p,
+            "p_t": self.p_t,
+            "p_adj": self.p_adj,
+            "significant": self.significant,
+        }
 
 
 def paired(baseline: Mapping[str, float], candidate: Mapping[str, float]) -> tuple[np.ndarray, np.ndarray]:
     ids = sorted(set(baseline) & set(candidate))
     if len(ids) != len(baseline) or len(ids) != len(candidate):
         raise ValueError("the two runs must cover the same queries to be paired")
-    return np.array([baseline[q] for q in ids], dtype=np.float64), np.array([candidate[q] for q in ids], dtype=np.float64)
+    return np.array([baseline[q] for q in ids], dtype=np.float64), np.array(
+        [candidate[q] for q in ids], dtype=np.float64
+    )
 
 
 def randomisation_p(a: np.ndarray, b: np.ndarray, permutations: int = PERMUTATIONS, seed: int = 42) -> float:
@@ -49,10 +59,11 @@ def randomisation_p(a: np.ndarray, b: np.ndarray, permutations: int = PERMUTATIO
     Under the null each query's pair is as likely swapped, i.e. each difference d = b − a as likely negated:
     the null distribution is mean(s ⊙ d) over random sign vectors s — every one of them when 2ⁿ ≤
     ``permutations`` (exact), else ``permutations`` seeded draws with the +1 adjustment. The p-value follows
-    scipy's ``permutation_test`` (``permutation_type="samples"``) exactly: 2 · min(P(null ≤ obs), P(null ≥ obs)),
-    statistics compared with a relative tolerance of 100 ε so that runs differing on a handful of queries are
-    not called significant by rounding noise; a test checks the two agree. scipy draws the swaps with an
-    argsort per resample — 5 s a comparison at 5,551 users, where this one matrix product of ±1 takes 0.5 s.
+    scipy's ``permutation_test`` (``permutation_type="samples"``) exactly: 2 · min(P(null ≤ obs), P(null ≥
+    obs)), statistics compared with a relative tolerance of 100 ε so that runs differing on a handful of
+    queries are not called significant by rounding noise; a test checks the two agree. scipy draws the swaps
+    with an argsort per resample — 5 s a comparison at 5,551 users, where this one matrix product of ±1 takes
+    0.5 s.
     """
     d = np.asarray(b, dtype=np.float64) - np.asarray(a, dtype=np.float64)
     n = len(d)
@@ -60,20 +71,22 @@ def randomisation_p(a: np.ndarray, b: np.ndarray, permutations: int = PERMUTATIO
         return 1.0
     observed = d.mean()
     gamma = abs(np.finfo(np.float64).eps * 100 * observed)
-    exact = n < 63 and 2 ** n <= permutations
+    exact = n < 63 and 2**n <= permutations
     if exact:
-        signs = 1 - 2 * ((np.arange(2 ** n)[:, None] >> np.arange(n)[None, :]) & 1)
+        signs = 1 - 2 * ((np.arange(2**n)[:, None] >> np.arange(n)[None, :]) & 1)
         batches = [signs.astype(np.float64)]
     else:
         rng = np.random.default_rng(seed)
-        batches = (rng.integers(0, 2, size=(min(1000, permutations - start), n), dtype=np.int8) * 2 - 1
-                   for start in range(0, permutations, 1000))
+        batches = (
+            rng.integers(0, 2, size=(min(1000, permutations - start), n), dtype=np.int8) * 2 - 1
+            for start in range(0, permutations, 1000)
+        )
     less = greater = 0
     for s in batches:
         null = (s @ d) / n
         less += int(np.count_nonzero(null <= observed + gamma))
         greater += int(np.count_nonzero(null >= observed - gamma))
-    total, adjust = (2 ** n, 0) if exact else (permutations, 1)
+    total, adjust = (2**n, 0) if exact else (permutations, 1)
     return float(min(1.0, 2 * min((less + adjust) / (total + adjust), (greater + adjust) / (total + adjust))))
 
 
@@ -88,14 +101,27 @@ def t_test_p(a: np.ndarray, b: np.ndarray) -> float:
     return 1.0 if np.isnan(p) else p
 
 
-def compare(baseline: str, candidate: str, values: Mapping[str, Mapping[str, Mapping[str, float]]],
-            metrics: Sequence[str] = METRICS, permutations: int = PERMUTATIONS) -> list[Comparison]:
+def compare(
+    baseline: str,
+    candidate: str,
+    values: Mapping[str, Mapping[str, Mapping[str, float]]],
+    metrics: Sequence[str] = METRICS,
+    permutations: int = PERMUTATIONS,
+) -> list[Comparison]:
     """``values``: run -> metric -> query id -> value."""
     out = []
     for m in metrics:
         a, b = paired(values[baseline][m], values[candidate][m])
-        out.append(Comparison(baseline, candidate, m, float(b.mean() - a.mean()), randomisation_p(a, b, permutations),
-                              t_test_p(a, b)))
+        out.append(
+            Comparison(
+                baseline,
+                candidate,
+                m,
+                float(b.mean() - a.mean()),
+                randomisation_p(a, b, permutations),
+                t_test_p(a, b),
+            )
+        )
     return out
 
 
@@ -135,5 +161,7 @@ def gate(comparisons: Sequence[Comparison], primary: str = PRIMARY) -> GateDecis
         if r.delta < 0 and r.significant:
             reasons.append(f"{r.metric} regresses significantly: {r.delta:+.4f} (p_adj {r.p_adj:.3g})")
     if wins and not reasons:
-        return GateDecision(True, (f"{primary} {c.delta:+.4f} (p_adj {c.p_adj:.3g}), no significant regression",))
+        return GateDecision(
+            True, (f"{primary} {c.delta:+.4f} (p_adj {c.p_adj:.3g}), no significant regression",)
+        )
     return GateDecision(False, tuple(reasons))

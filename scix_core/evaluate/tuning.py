@@ -18,9 +18,9 @@ import hashlib
 import json
 import time
 import zlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
 
 import numpy as np
 from scipy.sparse import csr_matrix
@@ -38,13 +38,19 @@ class Tuned:
     cached: bool = False
 
     def to_dict(self) -> dict:
-        return {"params": self.params, "validation": [{"params": json.loads(p), "recall": v} for p, v in self.table],
-                "seconds": round(self.seconds, 3), "cached": self.cached}
+        return {
+            "params": self.params,
+            "validation": [{"params": json.loads(p), "recall": v} for p, v in self.table],
+            "seconds": round(self.seconds, 3),
+            "cached": self.cached,
+        }
 
 
-def carve(train: Mapping[str, Sequence[str]], users: Sequence[str], share: float,
-          seed: int) -> tuple[dict[str, tuple[str, ...]], dict[str, frozenset[str]]]:
-    """(what the grid is fitted on, user -> set-aside saves): a seeded share of each listed user's training saves."""
+def carve(
+    train: Mapping[str, Sequence[str]], users: Sequence[str], share: float, seed: int
+) -> tuple[dict[str, tuple[str, ...]], dict[str, frozenset[str]]]:
+    """(what the grid is fitted on, user -> set-aside saves): a seeded share of each listed user's training
+    saves."""
     fit = {u: tuple(p) for u, p in train.items()}
     val: dict[str, frozenset[str]] = {}
     for user in users:
@@ -66,8 +72,9 @@ def matrix(libraries: Mapping[str, Sequence[str]], row: Mapping[str, int], n_ite
     return csr_matrix((np.ones(len(r), dtype=np.float32), (r, c)), shape=(max(len(libraries), 1), n_items))
 
 
-def recall_at(model, fit: Mapping[str, Sequence[str]], val: Mapping[str, frozenset[str]], row: Mapping[str, int],
-              k: int) -> float:
+def recall_at(
+    model, fit: Mapping[str, Sequence[str]], val: Mapping[str, frozenset[str]], row: Mapping[str, int], k: int
+) -> float:
     out = []
     for user, held in val.items():
         rows = np.array([row[p] for p in fit[user] if p in row], dtype=np.int64)
@@ -82,17 +89,30 @@ def cache_key(parts: Mapping) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def tune(peer: str, grid: Sequence[dict], build: Callable[[dict], object], fit: Mapping[str, Sequence[str]],
-         val: Mapping[str, frozenset[str]], row: Mapping[str, int], n_items: int, k: int,
-         cache: Path | None = None) -> Tuned:
+def tune(
+    peer: str,
+    grid: Sequence[dict],
+    build: Callable[[dict], object],
+    fit: Mapping[str, Sequence[str]],
+    val: Mapping[str, frozenset[str]],
+    row: Mapping[str, int],
+    n_items: int,
+    k: int,
+    cache: Path | None = None,
+) -> Tuned:
     """The grid's best setting by validation recall@k (``build(params)`` makes an unfitted model).
 
     A setting the model refuses (a ``ConfigError``: no terms left after ``min_df`` on a tiny corpus, say) is
     recorded with no value and skipped; when every setting is refused the last refusal is raised."""
     if cache is not None and cache.exists():
         got = read_json(cache)
-        return Tuned(peer, got["params"], tuple((json.dumps(v["params"], sort_keys=True), v["recall"])
-                                                for v in got["validation"]), got["seconds"], cached=True)
+        return Tuned(
+            peer,
+            got["params"],
+            tuple((json.dumps(v["params"], sort_keys=True), v["recall"]) for v in got["validation"]),
+            got["seconds"],
+            cached=True,
+        )
     t = time.perf_counter()
     x = matrix(fit, row, n_items)
     table: list[tuple[str, float | None]] = []

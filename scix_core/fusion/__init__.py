@@ -6,8 +6,8 @@ typed error listing the valid names.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Callable, Sequence
 
 from scix_core.errors import UnknownNameError
 from scix_core.fusion.combsum import combmnz, combsum

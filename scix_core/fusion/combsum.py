@@ -6,7 +6,7 @@ gives every paper 1.0 instead of dividing by zero.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from scix_core.fusion.order import ordered, summed
 from scix_core.types import Ranking

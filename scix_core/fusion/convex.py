@@ -1,15 +1,15 @@
 """Convex combination of normalised scores (Bruch, Gai & Ingber, "An Analysis of Fusion Functions for Hybrid
 Retrieval", TOIS 2023): score(d) = Σ_i w_i · norm_i(d), the weights summing to one.
 
-``minmax`` maps each ranking's scores to [0, 1]; ``zscore`` to standard scores. A paper a ranking did not return
-gets that ranking's lowest normalised value (0 for min-max): absent is no better than the last paper returned.
-Guarded: a ranking whose scores are all equal gives every paper 1.0 (min-max) or 0.0 (z-score).
+``minmax`` maps each ranking's scores to [0, 1]; ``zscore`` to standard scores. A paper a ranking did not
+return gets that ranking's lowest normalised value (0 for min-max): absent is no better than the last paper
+returned. Guarded: a ranking whose scores are all equal gives every paper 1.0 (min-max) or 0.0 (z-score).
 """
 
 from __future__ import annotations
 
 import statistics
-from typing import Sequence
+from collections.abc import Sequence
 
 from scix_core.fusion.combsum import minmax
 from scix_core.fusion.order import ordered
@@ -29,8 +29,9 @@ def zscore(ranking: Ranking) -> dict[str, float]:
 NORMALISERS = {"minmax": minmax, "zscore": zscore}
 
 
-def convex(rankings: Sequence[Ranking], weights: Sequence[float], normalise: str = "minmax",
-           name: str = "convex") -> Ranking:
+def convex(
+    rankings: Sequence[Ranking], weights: Sequence[float], normalise: str = "minmax", name: str = "convex"
+) -> Ranking:
     if len(weights) != len(rankings):
         raise ValueError(f"{len(weights)} weights for {len(rankings)} rankings")
     if normalise not in NORMALISERS:

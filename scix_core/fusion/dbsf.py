@@ -8,7 +8,7 @@ gives every paper 0.5 (guarded, no division by zero).
 from __future__ import annotations
 
 import statistics
-from typing import Sequence
+from collections.abc import Sequence
 
 from scix_core.fusion.order import ordered, summed
 from scix_core.types import Ranking

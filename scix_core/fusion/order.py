@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from scix_core.types import Ranking
 
@@ -18,8 +18,9 @@ def ordered(name: str, scores: Mapping[str, float], rankings: Sequence[Ranking])
     return Ranking.from_pairs(name, ((p, scores[p]) for p in keys))
 
 
-def summed(rankings: Sequence[Ranking], normalise: Callable[[Ranking], dict[str, float]]
-           ) -> tuple[dict[str, float], dict[str, int]]:
+def summed(
+    rankings: Sequence[Ranking], normalise: Callable[[Ranking], dict[str, float]]
+) -> tuple[dict[str, float], dict[str, int]]:
     """Per paper: the sum of its normalised scores, and how many rankings had it."""
     total: dict[str, float] = {}
     hits: dict[str, int] = {}

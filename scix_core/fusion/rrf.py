@@ -6,7 +6,7 @@ k = 60 is the paper's value and the SciX reference design's RRF_K.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from scix_core.fusion.order import ordered
 from scix_core.types import Ranking
@@ -14,7 +14,9 @@ from scix_core.types import Ranking
 RRF_K = 60
 
 
-def weighted_rrf(rankings: Sequence[Ranking], weights: Sequence[float], k: int = RRF_K, name: str = "rrf") -> Ranking:
+def weighted_rrf(
+    rankings: Sequence[Ranking], weights: Sequence[float], k: int = RRF_K, name: str = "rrf"
+) -> Ranking:
     if len(weights) != len(rankings):
         raise ValueError(f"{len(weights)} weights for {len(rankings)} rankings")
     if k < 0:

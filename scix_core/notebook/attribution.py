@@ -21,23 +21,51 @@ def render_attribution(att: Attribution, bucket: str | None = None) -> Rendered:
     agg = att.aggregate(bucket)
     scope = f"bucket {bucket}" if bucket else "all queries"
     n = sum(1 for q in att.queries if bucket is None or bucket in q.buckets)
-    parts = [heading(f"Lane attribution — run {att.run} on {att.gold} ({n} queries, {scope}), index {att.index}"),
-             banner("a lane 'had' a top-10 hit when the paper was in that lane's own top 10; unique = only that lane "
-                    "had it; (deeper) = no lane had it in its top 10, fusion lifted it", "note")]
-    frame = [{"lane": lane, "share of top 10": s["share_top10"],
-                           "share of relevant top 10": s["share_relevant_top10"],
-                           "unique top 10": s["unique_top10"], "unique relevant top 10": s["unique_relevant_top10"]}
-                          for lane, s in agg.items()]
+    parts = [
+        heading(f"Lane attribution — run {att.run} on {att.gold} ({n} queries, {scope}), index {att.index}"),
+        banner(
+            "a lane 'had' a top-10 hit when the paper was in that lane's own top 10; unique = only that lane "
+            "had it; (deeper) = no lane had it in its top 10, fusion lifted it",
+            "note",
+        ),
+    ]
+    frame = [
+        {
+            "lane": lane,
+            "share of top 10": s["share_top10"],
+            "share of relevant top 10": s["share_relevant_top10"],
+            "unique top 10": s["unique_top10"],
+            "unique relevant top 10": s["unique_relevant_top10"],
+        }
+        for lane, s in agg.items()
+    ]
     parts.append(table(frame, "scix-attribution"))
     overlap, relevant = att.overlap(bucket=bucket), att.overlap(True, bucket)
     parts.append(heading("Overlap between lanes (top-10 hits by exact lane combination)"))
-    parts.append(table([{"lanes": " + ".join(sorted(k)), "top-10 hits": v,
-                                      "relevant": relevant.get(k, 0)} for k, v in overlap.items()],
-                       "scix-overlap"))
+    parts.append(
+        table(
+            [
+                {"lanes": " + ".join(sorted(k)), "top-10 hits": v, "relevant": relevant.get(k, 0)}
+                for k, v in overlap.items()
+            ],
+            "scix-overlap",
+        )
+    )
     parts.append(heading("Per bucket (query length; every query field)"))
-    parts.append(table([{"bucket": b, "queries": v["n"], "nDCG@10": v["ndcg@10"],
-                                      **{f"{lane} rel share": s["share_relevant_top10"] for lane, s in v["lanes"].items()}}
-                                     for b, v in att.by_bucket().items()], "scix-buckets"))
+    parts.append(
+        table(
+            [
+                {
+                    "bucket": b,
+                    "queries": v["n"],
+                    "nDCG@10": v["ndcg@10"],
+                    **{f"{lane} rel share": s["share_relevant_top10"] for lane, s in v["lanes"].items()},
+                }
+                for b, v in att.by_bucket().items()
+            ],
+            "scix-buckets",
+        )
+    )
     per_query = att.frame()
     if bucket:
         keep = {q.query_id for q in att.queries if bucket in q.buckets}
@@ -48,10 +76,16 @@ def render_attribution(att: Attribution, bucket: str | None = None) -> Rendered:
     parts.append(table(per_query, "scix-per-query"))
     lanes = list(agg)
     figures = (
-        charts.grouped_bars(lanes, {"share of top 10": [agg[l]["share_top10"] for l in lanes],
-                                    "share of relevant top 10": [agg[l]["share_relevant_top10"] for l in lanes],
-                                    "unique relevant": [agg[l]["unique_relevant_top10"] for l in lanes]},
-                            f"lane contribution ({scope})", "share"),
+        charts.grouped_bars(
+            lanes,
+            {
+                "share of top 10": [agg[ln]["share_top10"] for ln in lanes],
+                "share of relevant top 10": [agg[ln]["share_relevant_top10"] for ln in lanes],
+                "unique relevant": [agg[ln]["unique_relevant_top10"] for ln in lanes],
+            },
+            f"lane contribution ({scope})",
+            "share",
+        ),
         charts.upset(overlap, lanes, f"top-10 hits by lane combination ({scope})"),
         charts.upset(relevant, lanes, f"relevant top-10 hits by lane combination ({scope})"),
     )
@@ -60,17 +94,36 @@ def render_attribution(att: Attribution, bucket: str | None = None) -> Rendered:
 
 def render_query(att: Attribution, query_id: str) -> Rendered:
     q = att.for_query(query_id)
-    rows = [{"#": i, "paper": h.paper_id, "relevant": "✓" if h.relevant else "",
-             "lanes in top 10": " + ".join(sorted(h.lanes)) or "(deeper)",
-             **{f"{lane} rank": h.ranks.get(lane) for lane in att.lanes}} for i, h in enumerate(q.hits, start=1)]
-    return Rendered(heading(f"{q.query_id}: {q.text} — nDCG@10 {q.ndcg:.4f}, {q.n_relevant} judged relevant")
-                    + table(rows, "scix-query-attribution", [h.relevant for h in q.hits]))
+    rows = [
+        {
+            "#": i,
+            "paper": h.paper_id,
+            "relevant": "✓" if h.relevant else "",
+            "lanes in top 10": " + ".join(sorted(h.lanes)) or "(deeper)",
+            **{f"{lane} rank": h.ranks.get(lane) for lane in att.lanes},
+        }
+        for i, h in enumerate(q.hits, start=1)
+    ]
+    return Rendered(
+        heading(f"{q.query_id}: {q.text} — nDCG@10 {q.ndcg:.4f}, {q.n_relevant} judged relevant")
+        + table(rows, "scix-query-attribution", [h.relevant for h in q.hits])
+    )
 
 
 class LaneAttributionView(View):
-    def __init__(self, index: str, config: Config | None = None, *, gold: Gold | str | None = None,
-                 run: str = "hybrid", sample: int | None = 50, seed: int = 13, lexical_mode: str | None = None,
-                 query_id: str | None = None, attribution: Attribution | None = None):
+    def __init__(
+        self,
+        index: str,
+        config: Config | None = None,
+        *,
+        gold: Gold | str | None = None,
+        run: str = "hybrid",
+        sample: int | None = 50,
+        seed: int = 13,
+        lexical_mode: str | None = None,
+        query_id: str | None = None,
+        attribution: Attribution | None = None,
+    ):
         from scix_core.evaluate.gold import for_index
 
         cfg = config or load_config()
@@ -98,19 +151,25 @@ class LaneAttributionView(View):
         import ipywidgets as w
 
         worst_first = sorted(self.attribution.queries, key=lambda q: q.ndcg)
-        self.bucket_control = w.Dropdown(options=[("all queries", "")] + [(f"{b} ({n})", b) for b, n in
-                                                                           self.attribution.buckets().items()],
-                                         description="bucket")
-        self.query_control = w.Select(options=[(f"{q.ndcg:.3f} · {q.query_id}: {q.text[:70]}", q.query_id)
-                                               for q in worst_first], rows=8, description="query",
-                                      layout=w.Layout(width="90%"))
+        self.bucket_control = w.Dropdown(
+            options=[("all queries", "")]
+            + [(f"{b} ({n})", b) for b, n in self.attribution.buckets().items()],
+            description="bucket",
+        )
+        self.query_control = w.Select(
+            options=[(f"{q.ndcg:.3f} · {q.query_id}: {q.text[:70]}", q.query_id) for q in worst_first],
+            rows=8,
+            description="query",
+            layout=w.Layout(width="90%"),
+        )
         self.open_button = w.Button(description="Open in inspector", icon="search")
         self.output, self.inspector_output = w.Output(), w.Output()
         self.bucket_control.observe(self._pick_bucket, names="value")
         self.query_control.observe(self._pick_query, names="value")
         self.open_button.on_click(self._open)
-        return w.VBox([self.bucket_control, self.output, self.query_control, self.open_button,
-                              self.inspector_output])
+        return w.VBox(
+            [self.bucket_control, self.output, self.query_control, self.open_button, self.inspector_output]
+        )
 
     def _pick_bucket(self, change) -> None:
         self.bucket = change["new"] or None

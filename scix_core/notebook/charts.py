@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
-LANE_COLOURS = {"lexical": "#1f77b4", "body": "#17becf", "dense": "#ff7f0e", "sparse": "#9467bd",
-                "alias_1": "#8c564b", "alias_2": "#bcbd22", "alias_3": "#7f7f7f"}
+LANE_COLOURS = {
+    "lexical": "#1f77b4",
+    "body": "#17becf",
+    "dense": "#ff7f0e",
+    "sparse": "#9467bd",
+    "alias_1": "#8c564b",
+    "alias_2": "#bcbd22",
+    "alias_3": "#7f7f7f",
+}
 
 
 def _figure(width: float, height: float):
@@ -23,12 +30,17 @@ def timing_bars(timing_ms: Mapping[str, float]):
     for i, (_, v) in enumerate(stages[::-1]):
         ax.text(v, i, f" {v:.2f}", va="center", fontsize=8)
     ax.set_xlabel("ms")
-    ax.set_title(f"stage timing (total {timing_ms.get('total', sum(v for _, v in stages)):.1f} ms; "
-                 "lanes run concurrently)", fontsize=10)
+    ax.set_title(
+        f"stage timing (total {timing_ms.get('total', sum(v for _, v in stages)):.1f} ms; "
+        "lanes run concurrently)",
+        fontsize=10,
+    )
     return fig
 
 
-def fused_breakdown(labels: Sequence[str], shares: Mapping[str, Sequence[float]], relevant: Sequence[bool] | None = None):
+def fused_breakdown(
+    labels: Sequence[str], shares: Mapping[str, Sequence[float]], relevant: Sequence[bool] | None = None
+):
     """Stacked horizontal bars, one per hit: each lane's 1/(k+rank) share of the fused score."""
     fig = _figure(6.5, 0.3 * max(4, len(labels)) + 1.0)
     ax = fig.subplots()
@@ -37,7 +49,9 @@ def fused_breakdown(labels: Sequence[str], shares: Mapping[str, Sequence[float]]
     for lane, values in shares.items():
         ax.barh(ys, values, left=left, label=lane, color=LANE_COLOURS.get(lane))
         left = [a + b for a, b in zip(left, values)]
-    ax.set_yticks(ys, [("✓ " if relevant and relevant[i] else "") + lab for i, lab in enumerate(labels)], fontsize=8)
+    ax.set_yticks(
+        ys, [("✓ " if relevant and relevant[i] else "") + lab for i, lab in enumerate(labels)], fontsize=8
+    )
     ax.set_xlabel("fused score = Σ 1/(k + rank)")
     ax.set_title("fused score by lane", fontsize=10)
     ax.legend(fontsize=8, loc="lower right")
@@ -47,7 +61,7 @@ def fused_breakdown(labels: Sequence[str], shares: Mapping[str, Sequence[float]]
 def upset(combinations: Mapping[frozenset, int], lanes: Sequence[str], title: str):
     """UpSet-style chart: a bar per exact lane combination, the dot matrix below says which lanes."""
     combos = list(combinations.items())
-    rows = list(lanes) + sorted({l for c, _ in combos for l in c} - set(lanes))
+    rows = list(lanes) + sorted({ln for c, _ in combos for ln in c} - set(lanes))
     fig = _figure(max(4.0, 0.7 * len(combos) + 2), 1.8 + 0.35 * len(rows) + 1.2)
     top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[3, max(1, 0.5 * len(rows))])
     xs = range(len(combos))
@@ -75,16 +89,24 @@ def grouped_bars(groups: Sequence[str], series: Mapping[str, Sequence[float]], t
     width = 0.8 / max(1, len(series))
     for i, (name, values) in enumerate(series.items()):
         ax.bar([g + i * width for g in range(len(groups))], values, width, label=name)
-    ax.set_xticks([g + width * (len(series) - 1) / 2 for g in range(len(groups))], groups, fontsize=8, rotation=20)
+    ax.set_xticks(
+        [g + width * (len(series) - 1) / 2 for g in range(len(groups))], groups, fontsize=8, rotation=20
+    )
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
     return fig
 
 
-def metric_by_run(runs: Sequence[str], values: Sequence[float], metric: str, baseline: str | None,
-                  verdicts: Mapping[str, str] | None = None):
-    """One bar per run; the baseline dashed; bars coloured by verdict (significantly better / worse / n.s.)."""
+def metric_by_run(
+    runs: Sequence[str],
+    values: Sequence[float],
+    metric: str,
+    baseline: str | None,
+    verdicts: Mapping[str, str] | None = None,
+):
+    """One bar per run; the baseline dashed; bars coloured by verdict (significantly better / worse /
+    n.s.)."""
     colours = {"better": "#2e7d32", "worse": "#c0392b", "n.s.": "#9e9e9e", "baseline": "#4c72b0"}
     fig = _figure(max(5.0, 0.75 * len(runs) + 2), 3.4)
     ax = fig.subplots()

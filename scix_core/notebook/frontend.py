@@ -39,10 +39,10 @@ class Rendered:
 
     html: str
     figures: tuple = field(default_factory=tuple)
-    sections: tuple["Rendered", ...] = ()  # set by concat(): shown one after another, each with its figures
+    sections: tuple[Rendered, ...] = ()  # set by concat(): shown one after another, each with its figures
 
     @classmethod
-    def concat(cls, parts: "list[Rendered]") -> "Rendered":
+    def concat(cls, parts: list[Rendered]) -> Rendered:
         return cls("".join(p.html for p in parts), tuple(f for p in parts for f in p.figures), tuple(parts))
 
     def show(self) -> None:
@@ -72,8 +72,8 @@ def heading(text: str) -> str:
 
 
 def table(rows, css: str = "", highlight: list[bool] | None = None, float_format: str = "{:.4f}") -> str:
-    """Rows (dicts, or a pandas frame) as an escaped HTML table; ``highlight`` marks rows (class ``relevant``).
-    Values keep their types: ranks stay integers, a missing value shows as —."""
+    """Rows (dicts, or a pandas frame) as an escaped HTML table; ``highlight`` marks rows (class
+    ``relevant``). Values keep their types: ranks stay integers, a missing value shows as —."""
     if hasattr(rows, "to_dict"):
         rows = rows.to_dict("records")
     columns = list(dict.fromkeys(k for row in rows for k in row))

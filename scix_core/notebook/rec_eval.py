@@ -16,31 +16,56 @@ of users (either protocol: hold-out share, or ``train_size`` saves a user).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from scix_core.config import Config, load_config
 from scix_core.notebook import charts
 from scix_core.notebook.frontend import Rendered, View, banner, heading, table
 
 
-def _load(report: str | Path | None, index: str | None, users: int | None, runs, min_saves: int,
-          config: Config, train_size: int | None = None, cutoffs: str | Sequence[int] = "10") -> dict:
+def _load(
+    report: str | Path | None,
+    index: str | None,
+    users: int | None,
+    runs,
+    min_saves: int,
+    config: Config,
+    train_size: int | None = None,
+    cutoffs: str | Sequence[int] = "10",
+) -> dict:
     if report:
         return json.loads(Path(report).read_text())
     from scix_core.evaluate import rec_runs
     from scix_core.evaluate.recs import evaluate_recs
 
-    names = rec_runs.DEFAULT_RUNS if not runs else tuple(r.strip() for r in runs.split(",")) if isinstance(runs, str) \
+    names = (
+        rec_runs.DEFAULT_RUNS
+        if not runs
+        else tuple(r.strip() for r in runs.split(","))
+        if isinstance(runs, str)
         else tuple(runs)
+    )
     cuts = tuple(int(k) for k in cutoffs.split(",")) if isinstance(cutoffs, str) else tuple(cutoffs)
-    return evaluate_recs(index, config, users=users, runs=names, min_saves=min_saves, permutations=2000,
-                         progress=False, train_size=train_size, cutoffs=cuts).to_dict()
+    return evaluate_recs(
+        index,
+        config,
+        users=users,
+        runs=names,
+        min_saves=min_saves,
+        permutations=2000,
+        progress=False,
+        train_size=train_size,
+        cutoffs=cuts,
+    ).to_dict()
 
 
 def sweep_figure(runs: dict, k: int = 10):
-    points = sorted((float(r.split("_")[1]), m[f"recall@{k}"], m[f"ild@{k}"]) for r, m in runs.items()
-                    if r.startswith("mmr_"))
+    points = sorted(
+        (float(r.split("_")[1]), m[f"recall@{k}"], m[f"ild@{k}"])
+        for r, m in runs.items()
+        if r.startswith("mmr_")
+    )
     fig = charts._figure(6.0, 4.2)
     ax = fig.subplots()
     ax.plot([p[2] for p in points], [p[1] for p in points], marker="o")
@@ -57,51 +82,104 @@ def render_rec_eval(report: dict) -> Rendered:
     base = setup.get("baseline")
     k = setup.get("cutoffs", [10])[0]
     primary = f"recall@{k}"
-    protocol = (f"{setup['train_size']} training saves a user" if setup.get("train_size")
-                else f"hold-out {setup['holdout']:.0%}")
-    parts = [heading(f"{report['index']}: {report['n_users']} users, {protocol} ({setup['split']}), "
-                     f"seed {setup['seed']}, baseline {base}")]
-    by = {c["candidate"]: c for c in report["comparisons"] if c["metric"] == primary and c["baseline"] == base}
+    protocol = (
+        f"{setup['train_size']} training saves a user"
+        if setup.get("train_size")
+        else f"hold-out {setup['holdout']:.0%}"
+    )
+    parts = [
+        heading(
+            f"{report['index']}: {report['n_users']} users, {protocol} ({setup['split']}), "
+            f"seed {setup['seed']}, baseline {base}"
+        )
+    ]
+    by = {
+        c["candidate"]: c for c in report["comparisons"] if c["metric"] == primary and c["baseline"] == base
+    }
     rows = []
     for run, means in report["runs"].items():
         c, g = by.get(run), report["gates"].get(run)
-        rows.append({"run": run, **means, "catalogue": report["catalogue_coverage"][run],
-                     "Δ recall": c["delta"] if c else None, "p_adj": c["p_adj"] if c else None,
-                     "gate": (g["decision"] if g else "—")})
+        rows.append(
+            {
+                "run": run,
+                **means,
+                "catalogue": report["catalogue_coverage"][run],
+                "Δ recall": c["delta"] if c else None,
+                "p_adj": c["p_adj"] if c else None,
+                "gate": (g["decision"] if g else "—"),
+            }
+        )
     parts.append(table(rows, "scix-rec-eval"))
     for trunc, block in report.get("per_tier", {}).items():
         parts.append(heading(f"Training saves truncated to {trunc}: tiers run {block['tiers']}"))
         parts.append(table([{"run": r, **m} for r, m in block["runs"].items()], "scix-rec-tier"))
     for name, decision in report["gates"].items():
         if " over " in name:
-            parts.append(banner(f"gate {name}: {decision['decision'].upper()} — {'; '.join(decision['reasons'])}",
-                                "ok" if decision["decision"] == "ship" else "note"))
+            parts.append(
+                banner(
+                    f"gate {name}: {decision['decision'].upper()} — {'; '.join(decision['reasons'])}",
+                    "ok" if decision["decision"] == "ship" else "note",
+                )
+            )
     tuned = setup.get("tuned") or {}
     if tuned:
         parts.append(heading(f"Peers tuned on a validation split of the training saves (recall@{k})"))
-        parts.append(table([{"peer": peer, "chosen": json.dumps(t["params"], sort_keys=True),
-                             "validation": max(v["recall"] for v in t["validation"] if v["recall"] is not None), "grid": len(t["validation"]),
-                             "cached": t["cached"]} for peer, t in tuned.items()], "scix-rec-tuned"))
+        parts.append(
+            table(
+                [
+                    {
+                        "peer": peer,
+                        "chosen": json.dumps(t["params"], sort_keys=True),
+                        "validation": max(v["recall"] for v in t["validation"] if v["recall"] is not None),
+                        "grid": len(t["validation"]),
+                        "cached": t["cached"],
+                    }
+                    for peer, t in tuned.items()
+                ],
+                "scix-rec-tuned",
+            )
+        )
     audit = setup.get("lgbm_audit")
     if audit:
         parts.append(heading("LightGBM feature audit (tier1-lgbm)"))
         parts.append(table([{"feature": f, **a} for f, a in audit["features"].items()], "scix-audit"))
         parts += [banner(e) for e in audit["errors"]]
     runs = list(report["runs"])
-    verdicts = {c["candidate"]: ("better" if c["delta"] > 0 else "worse") if c["significant"] else "n.s."
-                for c in report["comparisons"] if c["metric"] == primary and c["baseline"] == base}
-    figures = [charts.metric_by_run(runs, [report["runs"][r][primary] for r in runs], primary, base,
-                                    {**verdicts, **({base: "baseline"} if base else {})})]
+    verdicts = {
+        c["candidate"]: ("better" if c["delta"] > 0 else "worse") if c["significant"] else "n.s."
+        for c in report["comparisons"]
+        if c["metric"] == primary and c["baseline"] == base
+    }
+    figures = [
+        charts.metric_by_run(
+            runs,
+            [report["runs"][r][primary] for r in runs],
+            primary,
+            base,
+            {**verdicts, **({base: "baseline"} if base else {})},
+        )
+    ]
     if any(r.startswith("mmr_") for r in runs):
         figures.append(sweep_figure(report["runs"], k))
     return Rendered("".join(parts), tuple(figures))
 
 
 class RecEvalView(View):
-    def __init__(self, report: str | Path | None = None, *, index: str | None = None, users: int | None = 200,
-                 runs: str | Sequence[str] | None = None, min_saves: int = 5, config: Config | None = None,
-                 train_size: int | None = None, cutoffs: str | Sequence[int] = "10"):
-        self.report = _load(report, index, users, runs, min_saves, config or load_config(), train_size, cutoffs)
+    def __init__(
+        self,
+        report: str | Path | None = None,
+        *,
+        index: str | None = None,
+        users: int | None = 200,
+        runs: str | Sequence[str] | None = None,
+        min_saves: int = 5,
+        config: Config | None = None,
+        train_size: int | None = None,
+        cutoffs: str | Sequence[int] = "10",
+    ):
+        self.report = _load(
+            report, index, users, runs, min_saves, config or load_config(), train_size, cutoffs
+        )
 
     def render(self) -> Rendered:
         return render_rec_eval(self.report)

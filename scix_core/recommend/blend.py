@@ -20,8 +20,8 @@ the reference design's exactly.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -49,24 +49,58 @@ def depth(side: IndexSide, ctx: UserContext, limit: int) -> int:
     return limit * side.config.oversample if active(side, ctx) else limit
 
 
-def tier_items(side: IndexSide, ctx: UserContext, hits: list[VectorHit], similarity: Callable[[np.ndarray], np.ndarray],
-               limit: int, tier: int, source: str, feature: str) -> tuple[tuple[RecItem, ...], dict]:
+def tier_items(
+    side: IndexSide,
+    ctx: UserContext,
+    hits: list[VectorHit],
+    similarity: Callable[[np.ndarray], np.ndarray],
+    limit: int,
+    tier: int,
+    source: str,
+    feature: str,
+) -> tuple[tuple[RecItem, ...], dict]:
     """A tier's items — its content hits as they are, or blended with the community — and summary facts.
     ``feature`` names the tier's similarity in each item's scores (``best_score``, ``longterm_sim``)."""
     codes = side.catalog.codes
     if not active(side, ctx):
-        items = tuple(RecItem(h.paper_id, "", rank, h.score, tier, source, scores=((feature, h.score),),
-                              codes=codes[h.point_id]) for rank, h in enumerate(hits, start=1))
+        items = tuple(
+            RecItem(
+                h.paper_id,
+                "",
+                rank,
+                h.score,
+                tier,
+                source,
+                scores=((feature, h.score),),
+                codes=codes[h.point_id],
+            )
+            for rank, h in enumerate(hits, start=1)
+        )
         return items, {"community": False, "co_saved": 0}
-    items = tuple(RecItem(b.paper_id, "", rank, b.score, tier, b.source, scores=((feature, b.similarity),
-                                                                                ("cosave", b.cosave)),
-                          codes=codes[b.row]) for rank, b in enumerate(blend(side, ctx, hits, similarity, limit, source),
-                                                                       start=1))
+    items = tuple(
+        RecItem(
+            b.paper_id,
+            "",
+            rank,
+            b.score,
+            tier,
+            b.source,
+            scores=((feature, b.similarity), ("cosave", b.cosave)),
+            codes=codes[b.row],
+        )
+        for rank, b in enumerate(blend(side, ctx, hits, similarity, limit, source), start=1)
+    )
     return items, {"community": True, "co_saved": sum(1 for i in items if i.source == "co-saved")}
 
 
-def blend(side: IndexSide, ctx: UserContext, hits: list[VectorHit], similarity: Callable[[np.ndarray], np.ndarray],
-          limit: int, source: str) -> list[Blended]:
+def blend(
+    side: IndexSide,
+    ctx: UserContext,
+    hits: list[VectorHit],
+    similarity: Callable[[np.ndarray], np.ndarray],
+    limit: int,
+    source: str,
+) -> list[Blended]:
     """``hits`` (the tier's content results) ∪ the top co-saved papers, scored and cut to ``limit``."""
     cfg, cat, cos = side.config, side.catalog, ctx.cosaves
     content = {h.point_id: float(h.score) for h in hits}
@@ -78,5 +112,14 @@ def blend(side: IndexSide, ctx: UserContext, hits: list[VectorHit], similarity: 
     collab = cos.scores[np.array(rows, dtype=np.int64)].astype(np.float64) if rows else np.zeros(0)
     score = cfg.weight_cosine * sims + cfg.community_weight * collab
     order = np.lexsort((np.array(rows), -score))[:limit]
-    return [Blended(rows[i], cat.ids[rows[i]], float(score[i]), float(sims[i]), float(collab[i]),
-                    source if rows[i] in content else "co-saved") for i in order]
+    return [
+        Blended(
+            rows[i],
+            cat.ids[rows[i]],
+            float(score[i]),
+            float(sims[i]),
+            float(collab[i]),
+            source if rows[i] in content else "co-saved",
+        )
+        for i in order
+    ]

@@ -39,12 +39,18 @@ class Catalog:
     citations: np.ndarray  # int64 per row
 
     @classmethod
-    def load(cls, index: str, store_path: Path) -> "Catalog":
+    def load(cls, index: str, store_path: Path) -> Catalog:
         conn = connect(store_path, readonly=True)
         try:
-            rows = conn.execute("SELECT idx, paper_id, categories, published, citation_count FROM papers ORDER BY idx").fetchall()
-            indegree = dict(conn.execute("SELECT target, count(DISTINCT source) FROM citations "
-                                         "WHERE kind = 'direct' GROUP BY target").fetchall())
+            rows = conn.execute(
+                "SELECT idx, paper_id, categories, published, citation_count FROM papers ORDER BY idx"
+            ).fetchall()
+            indegree = dict(
+                conn.execute(
+                    "SELECT target, count(DISTINCT source) FROM citations "
+                    "WHERE kind = 'direct' GROUP BY target"
+                ).fetchall()
+            )
             tags: dict[str, list[str]] = {}
             if not any(r["categories"] != "[]" for r in rows):
                 for pid, tag in conn.execute("SELECT paper_id, tag FROM tags ORDER BY rowid"):
@@ -57,9 +63,13 @@ class Catalog:
         else:
             codes = tuple(tuple(json.loads(r["categories"])) for r in rows)
             source = "categories" if any(codes) else "none"
-        month = np.array([months(dt.date.fromisoformat(r["published"])) if r["published"] else -1 for r in rows],
-                         dtype=np.int32)
-        cites = np.array([max(r["citation_count"], indegree.get(r["paper_id"], 0)) for r in rows], dtype=np.int64)
+        month = np.array(
+            [months(dt.date.fromisoformat(r["published"])) if r["published"] else -1 for r in rows],
+            dtype=np.int32,
+        )
+        cites = np.array(
+            [max(r["citation_count"], indegree.get(r["paper_id"], 0)) for r in rows], dtype=np.int64
+        )
         return cls(index, ids, {pid: i for i, pid in enumerate(ids)}, codes, source, month, cites)
 
     def __len__(self) -> int:
@@ -82,7 +92,8 @@ class Catalog:
         return codes[0] if codes else None
 
     def suppression_codes(self, row: int) -> tuple[str, ...]:
-        """The codes a dismissal counts for: the primary category code, or every tag (tags have no primary)."""
+        """The codes a dismissal counts for: the primary category code, or every tag (tags have no
+        primary)."""
         codes = self.codes[row]
         if self.code_source == "categories":
             return codes[:1]

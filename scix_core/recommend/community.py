@@ -27,8 +27,8 @@ returns None and every tier is content-only.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable
 
 import numpy as np
 
@@ -61,7 +61,8 @@ COLLAB = ("rp3beta", "cosine")
 
 
 def collab_model(kind: str = "rp3beta", alpha: float = 0.8, beta: float = 0.4) -> RP3Beta:
-    """The co-save scorer: RP3beta, or item-kNN cosine (the same walk with α 0.5 on items, none on users, β 0.5)."""
+    """The co-save scorer: RP3beta, or item-kNN cosine (the same walk with α 0.5 on items, none on users, β
+    0.5)."""
     if kind == "cosine":
         return RP3Beta(alpha=0.5, beta=0.5, alpha_user=0.0)
     if kind != "rp3beta":
@@ -78,8 +79,14 @@ class Community:
     pairs and counts once.
     """
 
-    def __init__(self, state: UserState, index: str, catalog: Catalog, model: RP3Beta | None = None,
-                 base: Callable[[], Iterable[tuple[str, str]]] | None = None):
+    def __init__(
+        self,
+        state: UserState,
+        index: str,
+        catalog: Catalog,
+        model: RP3Beta | None = None,
+        base: Callable[[], Iterable[tuple[str, str]]] | None = None,
+    ):
         self.state, self.index, self.catalog = state, index, catalog
         self.model = model or collab_model()
         self._base = base
@@ -120,8 +127,10 @@ class Community:
         if new or base or self._matrix is None:
             users = np.asarray(self._user_col, dtype=np.int64)
             items = np.asarray(self._item_col, dtype=np.int64)
-            self._matrix = csr_matrix((np.ones(len(users), dtype=np.float32), (users, items)),
-                                      shape=(max(len(self._users), 1), len(self.catalog)))
+            self._matrix = csr_matrix(
+                (np.ones(len(users), dtype=np.float32), (users, items)),
+                shape=(max(len(self._users), 1), len(self.catalog)),
+            )
             self._savers = np.bincount(items, minlength=len(self.catalog))
             self._fitted = replace(self.model).fit(self._matrix)
         self._seen_id = last

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 import numpy as np
 
@@ -48,7 +48,7 @@ class UserContext:
     cosaves: CoSaves | None = None  # what the index's other users saved alongside (``community``)
 
     @classmethod
-    def build(cls, user: User, events: list[Event], profiles: Mapping[str, Profile]) -> "UserContext":
+    def build(cls, user: User, events: list[Event], profiles: Mapping[str, Profile]) -> UserContext:
         saved = tuple(dict.fromkeys(e.paper_id for e in events if e.kind == "save"))
         dismissed = tuple(dict.fromkeys(e.paper_id for e in events if e.kind == "dismiss"))
         return cls(user, tuple(events), saved, dismissed, dict(profiles))

@@ -12,14 +12,14 @@ transaction.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from scix_core.recommend.profile import compute_profiles
 from scix_core.recommend.state import Event
 from scix_core.stores.papers import connect
 
-SYNTHETIC_ORIGIN = dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc)
+SYNTHETIC_ORIGIN = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
 
 
 @dataclass(frozen=True)
@@ -35,20 +35,23 @@ class ImportReport:
 def _rows(build_dir) -> list[tuple[str, str, str | None]]:
     conn = connect(build_dir / "papers.sqlite", readonly=True)
     try:
-        return conn.execute("SELECT user_id, paper_id, at FROM interactions WHERE action = 'save' ORDER BY rowid").fetchall()
+        return conn.execute(
+            "SELECT user_id, paper_id, at FROM interactions WHERE action = 'save' ORDER BY rowid"
+        ).fetchall()
     finally:
         conn.close()
 
 
 def library_times(build_dir) -> dict[str, list[dt.datetime]] | None:
-    """user -> save times in the order of :func:`library_saves`, when *every* save has a real timestamp; else None."""
+    """user -> save times in the order of :func:`library_saves`, when *every* save has a real timestamp; else
+    None."""
     rows = _rows(build_dir)
     if not rows or any(at is None for _, _, at in rows):
         return None
     out: dict[str, list[dt.datetime]] = {}
     for user, _, at in sorted(rows, key=lambda r: (r[0], r[2])):  # per user the same order as library_saves
         when = dt.datetime.fromisoformat(at)
-        out.setdefault(user, []).append(when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc))
+        out.setdefault(user, []).append(when if when.tzinfo else when.replace(tzinfo=dt.UTC))
     return out
 
 
@@ -64,7 +67,9 @@ def library_saves(build_dir) -> dict[str, list[str]]:
         order: dict[str, int] = {}
         for user, _, _ in rows:
             order.setdefault(user, len(order))
-        rows = sorted(rows, key=lambda r: (order[r[0]], r[2]))  # users in file order, each one's saves oldest first
+        rows = sorted(
+            rows, key=lambda r: (order[r[0]], r[2])
+        )  # users in file order, each one's saves oldest first
     out: dict[str, list[str]] = {}
     for user, paper, _ in rows:
         out.setdefault(user, []).append(paper)
@@ -74,9 +79,15 @@ def library_saves(build_dir) -> dict[str, list[str]]:
 def replay(rec, user: str, papers: Sequence[str], at: Sequence[dt.datetime] | None = None) -> None:
     """Store a new user with ``papers`` saved (at ``at``, or at synthetic times in order) and their profiles,
     in one transaction of ``rec``'s user state."""
-    times = list(at) if at is not None else [SYNTHETIC_ORIGIN + dt.timedelta(seconds=i) for i in range(len(papers))]
+    times = (
+        list(at)
+        if at is not None
+        else [SYNTHETIC_ORIGIN + dt.timedelta(seconds=i) for i in range(len(papers))]
+    )
     events = [Event(0, p, "save", when) for p, when in zip(papers, times)]
-    rec.state.import_library(rec.index, user, papers, times, compute_profiles(rec.side, events), synthetic=at is None)
+    rec.state.import_library(
+        rec.index, user, papers, times, compute_profiles(rec.side, events), synthetic=at is None
+    )
 
 
 def import_libraries(rec, users: list[str] | None = None, progress: bool = False) -> ImportReport:

@@ -14,7 +14,7 @@ facts and output land in the result (:class:`StageRecord`), which is what
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 from scix_core.recommend.context import IndexSide, UserContext
 from scix_core.recommend.result import RecItem, StageRecord
@@ -33,8 +33,15 @@ from scix_core.recommend.tiers import TierRun
 
 def candidate_stages(stored: Sequence[StoredCluster] = (), next_id: int = 0) -> list[Stage]:
     """Stages 1-6b: from the saved papers to the candidate pool."""
-    return [SavedVectors(), WardClustering(), HungarianMatch(stored, next_id), QuotaAllocation(), ClusterKnn(),
-            ShortTermSupplement(), CoSaved()]
+    return [
+        SavedVectors(),
+        WardClustering(),
+        HungarianMatch(stored, next_id),
+        QuotaAllocation(),
+        ClusterKnn(),
+        ShortTermSupplement(),
+        CoSaved(),
+    ]
 
 
 def ranking_stages(scorer, health: dict) -> list[Stage]:
@@ -51,17 +58,31 @@ def run_stages(state: Tier1State, pipeline: Sequence[Stage]) -> tuple[Tier1State
     for stage in pipeline:
         t = time.perf_counter()
         state, summary = stage.run(state)
-        records.append(StageRecord(stage.name, (time.perf_counter() - t) * 1000, summary, getattr(state, stage.writes)))
+        records.append(
+            StageRecord(stage.name, (time.perf_counter() - t) * 1000, summary, getattr(state, stage.writes))
+        )
     return state, tuple(records)
 
 
 def _item(c: Candidate, rank: int, side: IndexSide, mmr_position: int | None) -> RecItem:
-    return RecItem(c.paper_id, "", rank, c.score if c.source != "exploration" else 0.0, 1, c.source, c.cluster_id,
-                   c.scores, mmr_position, c.source == "exploration", side.catalog.codes[c.row])
+    return RecItem(
+        c.paper_id,
+        "",
+        rank,
+        c.score if c.source != "exploration" else 0.0,
+        1,
+        c.source,
+        c.cluster_id,
+        c.scores,
+        mmr_position,
+        c.source == "exploration",
+        side.catalog.codes[c.row],
+    )
 
 
 class ClusterTier:
-    """Tier 1. Persists the matched medoids (one transaction) after each run; ``persist=False`` for dry runs."""
+    """Tier 1. Persists the matched medoids (one transaction) after each run; ``persist=False`` for dry
+    runs."""
 
     number = 1
 
@@ -70,16 +91,22 @@ class ClusterTier:
 
     def run(self, side: IndexSide, ctx: UserContext, limit: int) -> TierRun:
         stored, next_id = self.store.clusters(side.index, ctx.user_id)
-        state, records = run_stages(Tier1State(side, ctx, limit), stages(stored, next_id, self.scorer, self.health))
+        state, records = run_stages(
+            Tier1State(side, ctx, limit), stages(stored, next_id, self.scorer, self.health)
+        )
         new = [StoredCluster(c.cluster_id, c.medoid, c.medoid_vector, len(c.members)) for c in state.clusters]
-        unchanged = (next_id == state.next_cluster_id and [(c.cluster_id, c.medoid_paper, c.size) for c in stored]
-                     == sorted((c.cluster_id, c.medoid_paper, c.size) for c in new))
+        unchanged = next_id == state.next_cluster_id and [
+            (c.cluster_id, c.medoid_paper, c.size) for c in stored
+        ] == sorted((c.cluster_id, c.medoid_paper, c.size) for c in new)
         if self.persist and not unchanged:
             self.store.replace_clusters(side.index, ctx.user_id, new, state.next_cluster_id)
         items = [_item(c, pos, side, pos) for pos, c in enumerate(state.selected, start=1)]
         items += [_item(c, len(items) + i, side, None) for i, c in enumerate(state.explore, start=1)]
         notes = ()
         if state.scorer.get("configured") != state.scorer.get("scoring_with"):
-            notes = (f"scorer {state.scorer['configured']!r} configured but {state.scorer['scoring_with']!r} scored: "
-                     f"{state.scorer.get('error')}",)
+            notes = (
+                f"scorer {state.scorer['configured']!r} configured but {state.scorer['scoring_with']!r} "
+                "scored: "
+                f"{state.scorer.get('error')}",
+            )
         return TierRun(tuple(items), records, notes, state.scorer)

@@ -50,14 +50,19 @@ def compute_profiles(side: IndexSide, events: list[Event] | tuple[Event, ...]) -
     vecs = side.vectors.get(side.rows(saves))
     last = utc_text(max(e.at for e in saves.values()))
     cfg = side.config
-    return [Profile(kind, side.model, ewma(vecs, h), len(saves), last)
-            for kind, h in (("long", cfg.longterm_half_life), ("short", cfg.shortterm_half_life))]
+    return [
+        Profile(kind, side.model, ewma(vecs, h), len(saves), last)
+        for kind, h in (("long", cfg.longterm_half_life), ("short", cfg.shortterm_half_life))
+    ]
 
 
 def profiles_current(side: IndexSide, ctx: UserContext) -> bool:
     stored = ctx.profiles
-    return (set(stored) == {"long", "short"} and all(p.model == side.model for p in stored.values())
-            and stored["long"].saves == len([p for p in ctx.saved if p in side.catalog.row]))
+    return (
+        set(stored) == {"long", "short"}
+        and all(p.model == side.model for p in stored.values())
+        and stored["long"].saves == len([p for p in ctx.saved if p in side.catalog.row])
+    )
 
 
 class ProfileTier:
@@ -68,9 +73,19 @@ class ProfileTier:
     def run(self, side: IndexSide, ctx: UserContext, limit: int) -> TierRun:
         t = time.perf_counter()
         long = unit(ctx.profiles["long"].vector)
-        hits = hits_minus(side.store.search(long, depth(side, ctx, limit), ctx.exclusion(side),
-                                            exact=knobs.qdrant_exact()), ctx.seen)
-        items, facts = tier_items(side, ctx, hits, lambda rows: side.vectors.get(rows) @ long, limit, 2, "profile-knn",
-                                  "longterm_sim")
+        hits = hits_minus(
+            side.store.search(long, depth(side, ctx, limit), ctx.exclusion(side), exact=knobs.qdrant_exact()),
+            ctx.seen,
+        )
+        items, facts = tier_items(
+            side,
+            ctx,
+            hits,
+            lambda rows: side.vectors.get(rows) @ long,
+            limit,
+            2,
+            "profile-knn",
+            "longterm_sim",
+        )
         summary = {"saves": len(ctx.saved), "candidates": len(items), **facts}
         return TierRun(items, (StageRecord("profile-knn", (time.perf_counter() - t) * 1000, summary),))

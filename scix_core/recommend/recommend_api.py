@@ -28,10 +28,31 @@ class RecommendTier:
         pos = [p for p in ctx.saved if p in side.catalog.row][-EXAMPLES:]
         neg = [p for p in ctx.dismissed if p in side.catalog.row][-EXAMPLES:]
         positives = side.vectors.get(side.rows(pos))
-        hits = hits_minus(side.store.recommend(positives, side.vectors.get(side.rows(neg)), depth(side, ctx, limit),
-                                               ctx.exclusion(side), exact=knobs.qdrant_exact()), ctx.seen)
-        items, facts = tier_items(side, ctx, hits, lambda rows: (side.vectors.get(rows) @ positives.T).max(axis=1),
-                                  limit, 3, "recommend", "best_score")
-        summary = {"positives": len(pos), "negatives": len(neg), "strategy": "best_score", "candidates": len(items),
-                   **facts}
+        hits = hits_minus(
+            side.store.recommend(
+                positives,
+                side.vectors.get(side.rows(neg)),
+                depth(side, ctx, limit),
+                ctx.exclusion(side),
+                exact=knobs.qdrant_exact(),
+            ),
+            ctx.seen,
+        )
+        items, facts = tier_items(
+            side,
+            ctx,
+            hits,
+            lambda rows: (side.vectors.get(rows) @ positives.T).max(axis=1),
+            limit,
+            3,
+            "recommend",
+            "best_score",
+        )
+        summary = {
+            "positives": len(pos),
+            "negatives": len(neg),
+            "strategy": "best_score",
+            "candidates": len(items),
+            **facts,
+        }
         return TierRun(items, (StageRecord("recommend", (time.perf_counter() - t) * 1000, summary),))

@@ -13,8 +13,8 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import time
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Sequence
 
 from scix_core.config import Config, load_config
 from scix_core.errors import ConfigError, InteractionError, ScixError, UnknownPaperError
@@ -45,9 +45,13 @@ MAX_LIMIT = 1000
 def _check_config(cfg) -> None:
     r = cfg.recommend
     if not (r.tier1_min_saves >= r.tier2_min_saves >= r.tier3_min_saves >= 1):
-        raise ConfigError("recommend thresholds must satisfy tier1_min_saves >= tier2_min_saves >= tier3_min_saves >= 1")
+        raise ConfigError(
+            "recommend thresholds must satisfy tier1_min_saves >= tier2_min_saves >= tier3_min_saves >= 1"
+        )
     if not r.trending_months or any(m <= 0 for m in r.trending_months):
-        raise ConfigError(f"recommend.trending_months must be positive month counts, not {r.trending_months!r}")
+        raise ConfigError(
+            f"recommend.trending_months must be positive month counts, not {r.trending_months!r}"
+        )
     if not 0.0 <= r.mmr_lambda <= 1.0:
         raise ConfigError(f"recommend.mmr_lambda must be within [0, 1], not {r.mmr_lambda}")
     if r.total_slots <= 0 or r.min_slots < 0 or r.oversample <= 0:
@@ -55,14 +59,23 @@ def _check_config(cfg) -> None:
     if min(r.longterm_half_life, r.shortterm_half_life, r.recency_half_life_saves) <= 0:
         raise ConfigError("recommend half-lives must be positive")
     if min(r.collab_alpha, r.collab_beta, r.mmr_quota_bonus, r.weight_cosave, r.community_weight) < 0:
-        raise ConfigError("recommend.collab_alpha, collab_beta, mmr_quota_bonus, weight_cosave and community_weight "
-                          "must be >= 0")
+        raise ConfigError(
+            "recommend.collab_alpha, collab_beta, mmr_quota_bonus, weight_cosave and community_weight "
+            "must be >= 0"
+        )
     collab_model(r.collab)  # an unknown name lists the valid ones
 
 
 class Recommender:
-    def __init__(self, index: str, config: Config | None = None, *, persist_clusters: bool = True,
-                 state: UserState | None = None, build_community: bool = True):
+    def __init__(
+        self,
+        index: str,
+        config: Config | None = None,
+        *,
+        persist_clusters: bool = True,
+        state: UserState | None = None,
+        build_community: bool = True,
+    ):
         """``state``: another user-state store than the workspace's (benchmarks, offline evaluation).
         ``build_community``: the user libraries the index was built from count as other users' saves (the
         offline evaluation turns it off: it replays only the training saves)."""
@@ -77,11 +90,19 @@ class Recommender:
         self.scorer, self._health = load_scorer(cfg.recommend, cfg.home, index)
         self.side = self._side()
         r = cfg.recommend
-        self.community = Community(self.state, index, self.side.catalog,
-                                   collab_model(r.collab, r.collab_alpha, r.collab_beta),
-                                   (lambda: library_pairs(self.build_dir)) if build_community else None)
-        self.tiers = {0: TrendingTier(), 3: RecommendTier(), 2: ProfileTier(),
-                      1: ClusterTier(self.state, self.scorer, self._health, persist_clusters)}
+        self.community = Community(
+            self.state,
+            index,
+            self.side.catalog,
+            collab_model(r.collab, r.collab_alpha, r.collab_beta),
+            (lambda: library_pairs(self.build_dir)) if build_community else None,
+        )
+        self.tiers = {
+            0: TrendingTier(),
+            3: RecommendTier(),
+            2: ProfileTier(),
+            1: ClusterTier(self.state, self.scorer, self._health, persist_clusters),
+        }
         self._papers = PaperStore(self.build_dir / "papers.sqlite")
         self._last_scorer: str | None = None
 
@@ -89,14 +110,21 @@ class Recommender:
         catalog = shared_catalog(self.index, self.build_dir)
         side = IndexSide(self.index, self.manifest.get("model", ""), catalog, self.config.recommend)
         if not self.manifest.get("vectors"):
-            return replace(side, unavailable="index built without vectors (--no-embed): only Tier 0 (trending) runs")
+            return replace(
+                side, unavailable="index built without vectors (--no-embed): only Tier 0 (trending) runs"
+            )
         from scix_core.vectors import open_reader
         from scix_core.vectors.local import shared_local
 
         try:
-            vectors = shared_local(self.build_dir, self.manifest, self.workspace.embedding_cache(self.manifest["model_slug"]))
-            vcfg = replace(self.config.vectors, backend=self.manifest.get("vector_backend", self.config.vectors.backend),
-                           url=self.manifest.get("vector_url") or self.config.vectors.url)
+            vectors = shared_local(
+                self.build_dir, self.manifest, self.workspace.embedding_cache(self.manifest["model_slug"])
+            )
+            vcfg = replace(
+                self.config.vectors,
+                backend=self.manifest.get("vector_backend", self.config.vectors.backend),
+                url=self.manifest.get("vector_url") or self.config.vectors.url,
+            )
             store = open_reader(vcfg, self.build_dir, self.index)
             self._reader = vcfg
         except ScixError as exc:
@@ -110,18 +138,24 @@ class Recommender:
         self._papers.close()
         reader, self._reader = getattr(self, "_reader", None), None
         if reader is not None:
-            release_reader(reader, self.build_dir, self.index, keep=self.workspace.is_current(self.index, self.build_dir))
+            release_reader(
+                reader, self.build_dir, self.index, keep=self.workspace.is_current(self.index, self.build_dir)
+            )
         self.lease.release()
 
     def titles(self, paper_ids) -> dict[str, str]:
         return {p: t for p, (t, _) in self._papers.titles(paper_ids).items()}
 
-    # users and interactions ----------------------------------------------------------------------------------
+    # users and interactions
+    # ----------------------------------------------------------------------------------
     def check_paper(self, paper_id: str) -> int:
         """The paper's row, or UnknownPaperError naming it (and the other index that has it, if any)."""
         if not isinstance(paper_id, str) or paper_id not in self.side.catalog.row:
-            elsewhere = [name for name in self.workspace.indexes()
-                         if name != self.index and isinstance(paper_id, str) and self._holds(name, paper_id)]
+            elsewhere = [
+                name
+                for name in self.workspace.indexes()
+                if name != self.index and isinstance(paper_id, str) and self._holds(name, paper_id)
+            ]
             hint = f" (it is a paper of index {', '.join(elsewhere)})" if elsewhere else ""
             raise UnknownPaperError(f"paper {paper_id!r} is not in index {self.index!r}{hint}")
         return self.side.catalog.row[paper_id]
@@ -140,8 +174,10 @@ class Recommender:
         if bad:
             hints = {c: difflib.get_close_matches(c, sorted(known), n=3) for c in bad}
             what = "category codes" if self.side.catalog.code_source == "categories" else "tags"
-            raise InteractionError(f"unknown {what} for index {self.index!r}: "
-                                   + "; ".join(f"{c!r}" + (f" (close: {', '.join(h)})" if h else "") for c, h in hints.items()))
+            raise InteractionError(
+                f"unknown {what} for index {self.index!r}: "
+                + "; ".join(f"{c!r}" + (f" (close: {', '.join(h)})" if h else "") for c, h in hints.items())
+            )
         return cats
 
     def create_user(self, user: str, categories: Sequence[str] = ()) -> str:
@@ -159,7 +195,8 @@ class Recommender:
         return self.state.record(self.index, user, paper_id, kind, when, update)
 
     def context(self, user: str) -> UserContext:
-        """The user's interactions and profiles; stale profiles (another model, missed saves) are recomputed."""
+        """The user's interactions and profiles; stale profiles (another model, missed saves) are
+        recomputed."""
         record = self.state.user(self.index, check_user_id(user))
         events = self.state.events(self.index, user)
         ctx = UserContext.build(record, events, self.state.profiles(self.index, user))
@@ -172,7 +209,8 @@ class Recommender:
             ctx = replace(ctx, cosaves=self.community.cosaves(self.side.rows(known)))
         return ctx
 
-    # recommending --------------------------------------------------------------------------------------------
+    # recommending
+    # --------------------------------------------------------------------------------------------
     def recommend(self, user: str, limit: int | None = None, *, log: bool | None = None) -> Recommendations:
         t0 = time.perf_counter()
         cfg = self.config.recommend
@@ -188,18 +226,46 @@ class Recommender:
         scorer = dict(run.scorer) if run.scorer else {**self._health, "scoring_with": None}
         notes = tuple(run.notes) + ((self.side.unavailable,) if self.side.unavailable else ())
         self._last_scorer = scorer.get("scoring_with")
-        result = Recommendations(self.index, user, tier, why, next_tier_message(cfg, entitled(cfg, len(ctx.saved)), len(ctx.saved)), items,
-                                 run.stages, scorer, notes,
-                                 {"context": context_ms, f"tier{tier}": tier_ms,
-                                  "total": (time.perf_counter() - t0) * 1000})
+        result = Recommendations(
+            self.index,
+            user,
+            tier,
+            why,
+            next_tier_message(cfg, entitled(cfg, len(ctx.saved)), len(ctx.saved)),
+            items,
+            run.stages,
+            scorer,
+            notes,
+            {"context": context_ms, f"tier{tier}": tier_ms, "total": (time.perf_counter() - t0) * 1000},
+        )
         if cfg.log if log is None else log:
-            self.state.log(self.index, user, tier, str(scorer.get("scoring_with") or f"tier{tier}"),
-                           [{"paper_id": i.paper_id, "rank": i.rank, "score": i.score, "source": i.source,
-                             "cluster_id": i.cluster_id, "exploration": i.exploration, "features": dict(i.scores)}
-                            for i in items])
+            self.state.log(
+                self.index,
+                user,
+                tier,
+                str(scorer.get("scoring_with") or f"tier{tier}"),
+                [
+                    {
+                        "paper_id": i.paper_id,
+                        "rank": i.rank,
+                        "score": i.score,
+                        "source": i.source,
+                        "cluster_id": i.cluster_id,
+                        "exploration": i.exploration,
+                        "features": dict(i.scores),
+                    }
+                    for i in items
+                ],
+            )
         return result
 
     def health(self) -> dict:
         """Which scorer is configured, whether its model loaded, what would score, and the vector side."""
-        return {**self._health, "last_scored_with": self._last_scorer, "index": self.index, "vectors": self.side.unavailable or "ok",
-                "codes": self.side.catalog.code_source, "papers": len(self.side.catalog)}
+        return {
+            **self._health,
+            "last_scored_with": self._last_scorer,
+            "index": self.index,
+            "vectors": self.side.unavailable or "ok",
+            "codes": self.side.catalog.code_source,
+            "papers": len(self.side.catalog),
+        }

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -103,18 +104,33 @@ class Recommendations:
     def to_dict(self, outputs: bool = False) -> dict[str, Any]:
         """Everything but the stage outputs (``outputs=True`` adds them: vectors included, large)."""
         return {
-            "index": self.index, "user": self.user, "tier": self.tier, "tier_name": self.tier_name,
-            "reason": self.reason, "next_tier": self.next_tier, "items": [i.to_dict() for i in self.items],
-            "stages": [{"name": s.name, "ms": s.ms, "summary": plain(s.summary),
-                        **({"output": plain(s.output)} if outputs else {})} for s in self.stages],
-            "scorer": plain(self.scorer), "notes": list(self.notes), "timing_ms": dict(self.timing_ms),
+            "index": self.index,
+            "user": self.user,
+            "tier": self.tier,
+            "tier_name": self.tier_name,
+            "reason": self.reason,
+            "next_tier": self.next_tier,
+            "items": [i.to_dict() for i in self.items],
+            "stages": [
+                {
+                    "name": s.name,
+                    "ms": s.ms,
+                    "summary": plain(s.summary),
+                    **({"output": plain(s.output)} if outputs else {}),
+                }
+                for s in self.stages
+            ],
+            "scorer": plain(self.scorer),
+            "notes": list(self.notes),
+            "timing_ms": dict(self.timing_ms),
         }
 
     def to_json(self, outputs: bool = False) -> str:
         return json.dumps(self.to_dict(outputs), indent=2, default=str)
 
     def to_frame(self):
-        """One row per item: rank, id, title, tier, source, cluster, MMR pick, exploration, then one column per score."""
+        """One row per item: rank, id, title, tier, source, cluster, MMR pick, exploration, then one column
+        per score."""
         import pandas as pd
 
         rows = []

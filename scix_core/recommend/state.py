@@ -20,10 +20,10 @@ import datetime as dt
 import json
 import sqlite3
 import unicodedata
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -39,46 +39,52 @@ CREATE TABLE IF NOT EXISTS users (
     index_name TEXT NOT NULL, user_id TEXT NOT NULL, categories TEXT NOT NULL, created TEXT NOT NULL,
     PRIMARY KEY (index_name, user_id));
 CREATE TABLE IF NOT EXISTS interactions (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, index_name TEXT NOT NULL, user_id TEXT NOT NULL, paper_id TEXT NOT NULL,
+    id INTEGER PRIMARY KEY AUTOINCREMENT, index_name TEXT NOT NULL, user_id TEXT NOT NULL,
+    paper_id TEXT NOT NULL,
     kind TEXT NOT NULL CHECK (kind IN ('save', 'dismiss', 'view')), at TEXT NOT NULL,
     synthetic INTEGER NOT NULL DEFAULT 0,
     FOREIGN KEY (index_name, user_id) REFERENCES users (index_name, user_id));
 CREATE INDEX IF NOT EXISTS interactions_user ON interactions (index_name, user_id, at, id);
 CREATE TABLE IF NOT EXISTS profiles (
     index_name TEXT NOT NULL, user_id TEXT NOT NULL, kind TEXT NOT NULL CHECK (kind IN ('long', 'short')),
-    model TEXT NOT NULL, vector BLOB NOT NULL, saves INTEGER NOT NULL, last_at TEXT NOT NULL, updated TEXT NOT NULL,
+    model TEXT NOT NULL, vector BLOB NOT NULL, saves INTEGER NOT NULL, last_at TEXT NOT NULL,
+    updated TEXT NOT NULL,
     PRIMARY KEY (index_name, user_id, kind));
 CREATE TABLE IF NOT EXISTS clusters (
     index_name TEXT NOT NULL, user_id TEXT NOT NULL, cluster_id INTEGER NOT NULL, medoid_paper TEXT NOT NULL,
     medoid BLOB NOT NULL, size INTEGER NOT NULL, updated TEXT NOT NULL,
     PRIMARY KEY (index_name, user_id, cluster_id));
 CREATE TABLE IF NOT EXISTS cluster_counters (
-    index_name TEXT NOT NULL, user_id TEXT NOT NULL, next_id INTEGER NOT NULL, PRIMARY KEY (index_name, user_id));
+    index_name TEXT NOT NULL, user_id TEXT NOT NULL, next_id INTEGER NOT NULL, PRIMARY KEY (index_name,
+    user_id));
 CREATE TABLE IF NOT EXISTS rec_log (
-    id INTEGER PRIMARY KEY AUTOINCREMENT, index_name TEXT NOT NULL, user_id TEXT NOT NULL, tier INTEGER NOT NULL,
+    id INTEGER PRIMARY KEY AUTOINCREMENT, index_name TEXT NOT NULL, user_id TEXT NOT NULL,
+    tier INTEGER NOT NULL,
     scorer TEXT NOT NULL, items TEXT NOT NULL, at TEXT NOT NULL);
 """
 
 
 def utc_text(at: dt.datetime) -> str:
     """A fixed-width UTC ISO timestamp: lexicographic order is time order."""
-    return at.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return at.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def parse_time(value: str | dt.datetime | None) -> dt.datetime:
     """An aware UTC datetime from ISO 8601 text (naive = UTC); now when ``value`` is None."""
     if value is None:
-        return dt.datetime.now(dt.timezone.utc)
+        return dt.datetime.now(dt.UTC)
     if isinstance(value, str):
         try:
             value = dt.datetime.fromisoformat(value.strip())
         except ValueError:
-            raise InteractionError(f"timestamp {value!r} is not ISO 8601 (e.g. 2024-05-01T12:00:00Z)") from None
+            raise InteractionError(
+                f"timestamp {value!r} is not ISO 8601 (e.g. 2024-05-01T12:00:00Z)"
+            ) from None
     if not isinstance(value, dt.datetime):
         raise InteractionError(f"timestamp {value!r} is not a datetime")
     if not 1900 <= value.year <= 9998:
         raise InteractionError(f"timestamp {value.isoformat()!r} is outside the years 1900-9998")
-    return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
 
 
 def check_user_id(user_id: object) -> str:
@@ -144,7 +150,8 @@ ProfileUpdate = Callable[[dict[str, Profile], list[Event]], Sequence[Profile]]
 
 
 class UserState:
-    """The store. Cheap to construct; every call opens its own short-lived connection (thread- and fork-safe)."""
+    """The store. Cheap to construct; every call opens its own short-lived connection (thread- and
+    fork-safe)."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
@@ -159,13 +166,17 @@ class UserState:
                     conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
                 elif row[0] > SCHEMA_VERSION:
                     raise BackendUnavailableError(
-                        f"user state {self.path} has schema version {row[0]}; this scix_core reads up to {SCHEMA_VERSION}")
+                        f"user state {self.path} has schema version {row[0]}; this scix_core reads up to "
+                        f"{SCHEMA_VERSION}"
+                    )
         except sqlite3.DatabaseError as exc:
-            raise BackendUnavailableError(f"user state {self.path} is not a usable SQLite database: {exc}; "
-                                          "move it aside (nothing is overwritten) and retry") from exc
+            raise BackendUnavailableError(
+                f"user state {self.path} is not a usable SQLite database: {exc}; "
+                "move it aside (nothing is overwritten) and retry"
+            ) from exc
 
     @classmethod
-    def for_home(cls, home: Path) -> "UserState":
+    def for_home(cls, home: Path) -> UserState:
         return cls(Path(home) / "state" / "users.sqlite")
 
     @contextmanager
@@ -194,27 +205,40 @@ class UserState:
                 raise
             conn.execute("COMMIT")
 
-    # users ---------------------------------------------------------------------------------------------------
-    def upsert_user(self, index: str, user_id: str, categories: Sequence[str], at: dt.datetime | None = None) -> str:
+    # users
+    # ---------------------------------------------------------------------------------------------------
+    def upsert_user(
+        self, index: str, user_id: str, categories: Sequence[str], at: dt.datetime | None = None
+    ) -> str:
         """Create the user, or replace its onboarding categories; returns ``created`` or ``updated``."""
         check_user_id(user_id)
         with self._write() as conn:
-            exists = conn.execute("SELECT 1 FROM users WHERE index_name=? AND user_id=?", (index, user_id)).fetchone()
+            exists = conn.execute(
+                "SELECT 1 FROM users WHERE index_name=? AND user_id=?", (index, user_id)
+            ).fetchone()
             if exists:
-                conn.execute("UPDATE users SET categories=? WHERE index_name=? AND user_id=?",
-                             (json.dumps(list(categories)), index, user_id))
+                conn.execute(
+                    "UPDATE users SET categories=? WHERE index_name=? AND user_id=?",
+                    (json.dumps(list(categories)), index, user_id),
+                )
                 return "updated"
-            conn.execute("INSERT INTO users VALUES (?,?,?,?)",
-                         (index, user_id, json.dumps(list(categories)), utc_text(parse_time(at))))
+            conn.execute(
+                "INSERT INTO users VALUES (?,?,?,?)",
+                (index, user_id, json.dumps(list(categories)), utc_text(parse_time(at))),
+            )
             return "created"
 
     def user(self, index: str, user_id: str) -> User:
         with self._connect() as conn:
-            row = conn.execute("SELECT user_id, categories, created FROM users WHERE index_name=? AND user_id=?",
-                               (index, user_id)).fetchone()
+            row = conn.execute(
+                "SELECT user_id, categories, created FROM users WHERE index_name=? AND user_id=?",
+                (index, user_id),
+            ).fetchone()
         if row is None:
-            raise UnknownUserError(f"no user {user_id!r} for index {index!r}; "
-                                   f"create one with `scix users create --index {index} --user {user_id} --categories ...`")
+            raise UnknownUserError(
+                f"no user {user_id!r} for index {index!r}; "
+                f"create one with `scix users create --index {index} --user {user_id} --categories ...`"
+            )
         return User(row[0], tuple(json.loads(row[1])), row[2])
 
     def users(self, index: str) -> list[dict]:
@@ -225,18 +249,31 @@ class UserState:
                  WHERE u.index_name=? GROUP BY u.user_id ORDER BY u.rowid"""
         with self._connect() as conn:
             rows = conn.execute(sql, (index,)).fetchall()
-        return [{"user": r[0], "categories": json.loads(r[1]), "created": r[2], "saves": r[3] or 0,
-                 "dismissals": r[4] or 0, "views": r[5] or 0} for r in rows]
+        return [
+            {
+                "user": r[0],
+                "categories": json.loads(r[1]),
+                "created": r[2],
+                "saves": r[3] or 0,
+                "dismissals": r[4] or 0,
+                "views": r[5] or 0,
+            }
+            for r in rows
+        ]
 
     def existing(self, index: str, user_ids: Iterable[str]) -> set[str]:
         with self._connect() as conn:
             have = {r[0] for r in conn.execute("SELECT user_id FROM users WHERE index_name=?", (index,))}
         return have.intersection(user_ids)
 
-    # interactions --------------------------------------------------------------------------------------------
+    # interactions
+    # --------------------------------------------------------------------------------------------
     def events(self, index: str, user_id: str, conn: sqlite3.Connection | None = None) -> list[Event]:
         """A user's interactions in time order (ties: insertion order)."""
-        sql = "SELECT id, paper_id, kind, at, synthetic FROM interactions WHERE index_name=? AND user_id=? ORDER BY at, id"
+        sql = (
+            "SELECT id, paper_id, kind, at, synthetic FROM interactions "
+            "WHERE index_name=? AND user_id=? ORDER BY at, id"
+        )
         if conn is None:
             with self._connect() as own:
                 rows = own.execute(sql, (index, user_id)).fetchall()
@@ -244,39 +281,77 @@ class UserState:
             rows = conn.execute(sql, (index, user_id)).fetchall()
         return [Event(r[0], r[1], r[2], dt.datetime.fromisoformat(r[3]), bool(r[4])) for r in rows]
 
-    def record(self, index: str, user_id: str, paper_id: str, kind: str, at: dt.datetime,
-               update: ProfileUpdate | None = None) -> Event:
+    def record(
+        self,
+        index: str,
+        user_id: str,
+        paper_id: str,
+        kind: str,
+        at: dt.datetime,
+        update: ProfileUpdate | None = None,
+    ) -> Event:
         """Append one interaction (and, for a save, the profiles ``update`` computes) in one transaction."""
         check_kind(kind)
         with self._write() as conn:
-            if not conn.execute("SELECT 1 FROM users WHERE index_name=? AND user_id=?", (index, user_id)).fetchone():
-                raise UnknownUserError(f"no user {user_id!r} for index {index!r}; create it with `scix users create`")
-            cur = conn.execute("INSERT INTO interactions (index_name, user_id, paper_id, kind, at) VALUES (?,?,?,?,?)",
-                               (index, user_id, paper_id, kind, utc_text(at)))
+            if not conn.execute(
+                "SELECT 1 FROM users WHERE index_name=? AND user_id=?", (index, user_id)
+            ).fetchone():
+                raise UnknownUserError(
+                    f"no user {user_id!r} for index {index!r}; create it with `scix users create`"
+                )
+            cur = conn.execute(
+                "INSERT INTO interactions (index_name, user_id, paper_id, kind, at) VALUES (?,?,?,?,?)",
+                (index, user_id, paper_id, kind, utc_text(at)),
+            )
             if update is not None:
-                self._write_profiles(conn, index, user_id, update(self._profiles(conn, index, user_id),
-                                                                  self.events(index, user_id, conn)))
+                self._write_profiles(
+                    conn,
+                    index,
+                    user_id,
+                    update(self._profiles(conn, index, user_id), self.events(index, user_id, conn)),
+                )
             return Event(int(cur.lastrowid), paper_id, kind, at)
 
-    def import_library(self, index: str, user_id: str, paper_ids: Sequence[str],
-                       at: dt.datetime | Sequence[dt.datetime], profiles: Sequence[Profile],
-                       synthetic: bool = True) -> None:
+    def import_library(
+        self,
+        index: str,
+        user_id: str,
+        paper_ids: Sequence[str],
+        at: dt.datetime | Sequence[dt.datetime],
+        profiles: Sequence[Profile],
+        synthetic: bool = True,
+    ) -> None:
         """A new user with its saves in one transaction. ``at``: one time per save, or a start from which the
         saves are one second apart (synthetic times in file order)."""
-        times = [at + dt.timedelta(seconds=i) for i in range(len(paper_ids))] if isinstance(at, dt.datetime) else list(at)
+        times = (
+            [at + dt.timedelta(seconds=i) for i in range(len(paper_ids))]
+            if isinstance(at, dt.datetime)
+            else list(at)
+        )
         with self._write() as conn:
-            conn.execute("INSERT INTO users VALUES (?,?,?,?)",
-                         (index, user_id, "[]", utc_text(min(times, default=parse_time(None)))))
+            conn.execute(
+                "INSERT INTO users VALUES (?,?,?,?)",
+                (index, user_id, "[]", utc_text(min(times, default=parse_time(None)))),
+            )
             conn.executemany(
-                "INSERT INTO interactions (index_name, user_id, paper_id, kind, at, synthetic) VALUES (?,?,?,'save',?,?)",
-                ((index, user_id, pid, utc_text(when), int(synthetic)) for pid, when in zip(paper_ids, times)))
+                "INSERT INTO interactions (index_name, user_id, paper_id, kind, at, synthetic) VALUES "
+                "(?,?,?,'save',?,?)",
+                (
+                    (index, user_id, pid, utc_text(when), int(synthetic))
+                    for pid, when in zip(paper_ids, times)
+                ),
+            )
             self._write_profiles(conn, index, user_id, profiles)
 
     def saves_since(self, index: str, after_id: int = 0) -> list[tuple[int, str, str]]:
-        """(interaction id, user, paper) of every save of ``index`` with an id above ``after_id``, in id order."""
+        """(interaction id, user, paper) of every save of ``index`` with an id above ``after_id``, in id
+        order."""
         with self._connect() as conn:
-            return conn.execute("SELECT id, user_id, paper_id FROM interactions WHERE index_name=? AND kind='save' "
-                                "AND id>? ORDER BY id", (index, after_id)).fetchall()
+            return conn.execute(
+                "SELECT id, user_id, paper_id FROM interactions WHERE index_name=? AND kind='save' "
+                "AND id>? ORDER BY id",
+                (index, after_id),
+            ).fetchall()
 
     def last_interaction(self) -> int:
         """The newest interaction id of the whole store (ids only grow; rows are never deleted)."""
@@ -284,11 +359,14 @@ class UserState:
             row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name='interactions'").fetchone()
         return int(row[0]) if row else 0
 
-    # profiles ------------------------------------------------------------------------------------------------
+    # profiles
+    # ------------------------------------------------------------------------------------------------
     @staticmethod
     def _profiles(conn: sqlite3.Connection, index: str, user_id: str) -> dict[str, Profile]:
-        rows = conn.execute("SELECT kind, model, vector, saves, last_at FROM profiles WHERE index_name=? AND user_id=?",
-                            (index, user_id)).fetchall()
+        rows = conn.execute(
+            "SELECT kind, model, vector, saves, last_at FROM profiles WHERE index_name=? AND user_id=?",
+            (index, user_id),
+        ).fetchall()
         return {r[0]: Profile(r[0], r[1], from_blob(r[2]), r[3], r[4]) for r in rows}
 
     def profiles(self, index: str, user_id: str) -> dict[str, Profile]:
@@ -296,41 +374,60 @@ class UserState:
             return self._profiles(conn, index, user_id)
 
     @staticmethod
-    def _write_profiles(conn: sqlite3.Connection, index: str, user_id: str, profiles: Sequence[Profile]) -> None:
+    def _write_profiles(
+        conn: sqlite3.Connection, index: str, user_id: str, profiles: Sequence[Profile]
+    ) -> None:
         now = utc_text(parse_time(None))
-        conn.executemany("INSERT OR REPLACE INTO profiles VALUES (?,?,?,?,?,?,?,?)",
-                         ((index, user_id, p.kind, p.model, to_blob(p.vector), p.saves, p.last_at, now) for p in profiles))
+        conn.executemany(
+            "INSERT OR REPLACE INTO profiles VALUES (?,?,?,?,?,?,?,?)",
+            ((index, user_id, p.kind, p.model, to_blob(p.vector), p.saves, p.last_at, now) for p in profiles),
+        )
 
     def replace_profiles(self, index: str, user_id: str, profiles: Sequence[Profile]) -> None:
         with self._write() as conn:
             conn.execute("DELETE FROM profiles WHERE index_name=? AND user_id=?", (index, user_id))
             self._write_profiles(conn, index, user_id, profiles)
 
-    # clusters ------------------------------------------------------------------------------------------------
+    # clusters
+    # ------------------------------------------------------------------------------------------------
     def clusters(self, index: str, user_id: str) -> tuple[list[StoredCluster], int]:
         """The persisted medoids and the next unused cluster id."""
         with self._connect() as conn:
-            rows = conn.execute("SELECT cluster_id, medoid_paper, medoid, size FROM clusters "
-                                "WHERE index_name=? AND user_id=? ORDER BY cluster_id", (index, user_id)).fetchall()
-            nxt = conn.execute("SELECT next_id FROM cluster_counters WHERE index_name=? AND user_id=?",
-                               (index, user_id)).fetchone()
+            rows = conn.execute(
+                "SELECT cluster_id, medoid_paper, medoid, size FROM clusters "
+                "WHERE index_name=? AND user_id=? ORDER BY cluster_id",
+                (index, user_id),
+            ).fetchall()
+            nxt = conn.execute(
+                "SELECT next_id FROM cluster_counters WHERE index_name=? AND user_id=?", (index, user_id)
+            ).fetchone()
         return [StoredCluster(r[0], r[1], from_blob(r[2]), r[3]) for r in rows], (nxt[0] if nxt else 0)
 
-    def replace_clusters(self, index: str, user_id: str, clusters: Sequence[StoredCluster], next_id: int) -> None:
-        """Swap the whole medoid set in one transaction: readers see the old set or the new one, never a mix."""
+    def replace_clusters(
+        self, index: str, user_id: str, clusters: Sequence[StoredCluster], next_id: int
+    ) -> None:
+        """Swap the whole medoid set in one transaction: readers see the old set or the new one, never a
+        mix."""
         now = utc_text(parse_time(None))
         with self._write() as conn:
             conn.execute("DELETE FROM clusters WHERE index_name=? AND user_id=?", (index, user_id))
-            conn.executemany("INSERT INTO clusters VALUES (?,?,?,?,?,?,?)",
-                             ((index, user_id, c.cluster_id, c.medoid_paper, to_blob(c.medoid), c.size, now)
-                              for c in clusters))
+            conn.executemany(
+                "INSERT INTO clusters VALUES (?,?,?,?,?,?,?)",
+                (
+                    (index, user_id, c.cluster_id, c.medoid_paper, to_blob(c.medoid), c.size, now)
+                    for c in clusters
+                ),
+            )
             conn.execute("INSERT OR REPLACE INTO cluster_counters VALUES (?,?,?)", (index, user_id, next_id))
 
-    # the recommendation log ----------------------------------------------------------------------------------
+    # the recommendation log
+    # ----------------------------------------------------------------------------------
     def log(self, index: str, user_id: str, tier: int, scorer: str, items: list[dict]) -> None:
         with self._write() as conn:
-            conn.execute("INSERT INTO rec_log (index_name, user_id, tier, scorer, items, at) VALUES (?,?,?,?,?,?)",
-                         (index, user_id, tier, scorer, json.dumps(items), utc_text(parse_time(None))))
+            conn.execute(
+                "INSERT INTO rec_log (index_name, user_id, tier, scorer, items, at) VALUES (?,?,?,?,?,?)",
+                (index, user_id, tier, scorer, json.dumps(items), utc_text(parse_time(None))),
+            )
 
     def served(self, index: str, user_id: str | None = None) -> list[dict]:
         sql = "SELECT user_id, tier, scorer, items, at FROM rec_log WHERE index_name=?"
@@ -339,4 +436,6 @@ class UserState:
             sql, args = sql + " AND user_id=?", (index, user_id)
         with self._connect() as conn:
             rows = conn.execute(sql + " ORDER BY id", args).fetchall()
-        return [{"user": r[0], "tier": r[1], "scorer": r[2], "items": json.loads(r[3]), "at": r[4]} for r in rows]
+        return [
+            {"user": r[0], "tier": r[1], "scorer": r[2], "items": json.loads(r[3]), "at": r[4]} for r in rows
+        ]

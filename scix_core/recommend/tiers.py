@@ -13,16 +13,20 @@ nothing told the user 5 is a threshold.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, Protocol
+from typing import Any, Protocol
 
 from scix_core.config import RecommendConfig
 from scix_core.errors import ScixError
 from scix_core.recommend.result import TIER_NAMES, RecItem, StageRecord
 
 ORDER = (1, 2, 3, 0)
-UNLOCKS = {0: (3, "recommendations from your saved papers"), 3: (2, "profile-based recommendations"),
-           2: (1, "clustered recommendations")}
+UNLOCKS = {
+    0: (3, "recommendations from your saved papers"),
+    3: (2, "profile-based recommendations"),
+    2: (1, "clustered recommendations"),
+}
 
 
 @dataclass(frozen=True)
@@ -53,7 +57,9 @@ def next_tier_message(cfg: RecommendConfig, tier: int, saves: int) -> str | None
         return None
     target, what = UNLOCKS[tier]
     more = max(1, threshold(cfg, target) - saves)
-    return f"{more} more save{'s' if more != 1 else ''} unlock{'s' if more == 1 else ''} {what} (Tier {target})"
+    return (
+        f"{more} more save{'s' if more != 1 else ''} unlock{'s' if more == 1 else ''} {what} (Tier {target})"
+    )
 
 
 def entitled(cfg: RecommendConfig, saves: int) -> int:
@@ -70,8 +76,9 @@ def reason(cfg: RecommendConfig, tier: int, saves: int) -> str:
     return f"Tier {tier} ({name}): {saves} saves >= {threshold(cfg, tier)}"
 
 
-def select(tiers: Mapping[int, Tier], cfg: RecommendConfig, side, ctx, limit: int,
-           vectors_missing: str = "") -> tuple[int, str, TierRun, list[str], float]:
+def select(
+    tiers: Mapping[int, Tier], cfg: RecommendConfig, side, ctx, limit: int, vectors_missing: str = ""
+) -> tuple[int, str, TierRun, list[str], float]:
     """Run tiers in order until one answers: (tier, reason, run, notes about skipped tiers, ms)."""
     saves = len(ctx.saved)
     notes: list[str] = []

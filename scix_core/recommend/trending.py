@@ -32,8 +32,9 @@ class Trending:
     notes: tuple[str, ...]
 
 
-def trending(catalog: Catalog, categories: tuple[str, ...], exclude: np.ndarray, wanted: int,
-             windows: tuple[int, ...]) -> Trending:
+def trending(
+    catalog: Catalog, categories: tuple[str, ...], exclude: np.ndarray, wanted: int, windows: tuple[int, ...]
+) -> Trending:
     """The ranking of Tier 0 for ``categories`` (all papers when empty), ``exclude`` rows left out."""
     mask = catalog.rows_with_codes(frozenset(categories)) if categories else np.ones(len(catalog), dtype=bool)
     mask[exclude] = False
@@ -48,15 +49,24 @@ def trending(catalog: Catalog, categories: tuple[str, ...], exclude: np.ndarray,
             if inside.sum() >= wanted:
                 break
             if months != windows[-1]:
-                notes.append(f"only {int(inside.sum())} papers of {label} within {months} months of the newest paper: "
-                             f"window widened")
+                notes.append(
+                    f"only {int(inside.sum())} papers of {label} within {months} months of the newest paper: "
+                    f"window widened"
+                )
         mask = inside
     else:
-        notes.append("no publication dates in this index: ranked by citations alone, without a recency window")
-    signals = tuple(s for s, ok in (("citations", catalog.has_citations), ("recency", catalog.has_dates)) if ok)
+        notes.append(
+            "no publication dates in this index: ranked by citations alone, without a recency window"
+        )
+    signals = tuple(
+        s for s, ok in (("citations", catalog.has_citations), ("recency", catalog.has_dates)) if ok
+    )
     if not catalog.has_citations:
-        notes.append("no citation data in this index: ranked by recency alone" if catalog.has_dates
-                     else "no citation data and no dates in this index: corpus order")
+        notes.append(
+            "no citation data in this index: ranked by recency alone"
+            if catalog.has_dates
+            else "no citation data and no dates in this index: corpus order"
+        )
     rows = np.flatnonzero(mask)
     # lexsort: last key first; citations desc, then newer first, then corpus order
     order = np.lexsort((rows, -catalog.month[rows], -catalog.citations[rows]))
@@ -69,14 +79,38 @@ class TrendingTier:
     def run(self, side: IndexSide, ctx: UserContext, limit: int) -> TierRun:
         t = time.perf_counter()
         cats = ctx.user.categories
-        ranked = trending(side.catalog, cats, side.rows(ctx.seen), max(limit, side.config.trending_min_papers),
-                          side.config.trending_months)
+        ranked = trending(
+            side.catalog,
+            cats,
+            side.rows(ctx.seen),
+            max(limit, side.config.trending_min_papers),
+            side.config.trending_months,
+        )
         cat = side.catalog
         items = tuple(
-            RecItem(cat.ids[r], "", rank, float(cat.citations[r]), 0, "trending",
-                    scores=(("citations", float(cat.citations[r])), ("month", float(cat.month[r]))), codes=cat.codes[r])
-            for rank, r in enumerate(ranked.rows[:limit].tolist(), start=1))
-        notes = ranked.notes if cats else ("no onboarding categories: trending across the whole index", *ranked.notes)
-        summary = {"categories": list(cats), "window_months": ranked.window_months, "in_window": ranked.in_window,
-                   "signals": list(ranked.signals)}
-        return TierRun(items, (StageRecord("trending", (time.perf_counter() - t) * 1000, summary, ranked),), notes)
+            RecItem(
+                cat.ids[r],
+                "",
+                rank,
+                float(cat.citations[r]),
+                0,
+                "trending",
+                scores=(("citations", float(cat.citations[r])), ("month", float(cat.month[r]))),
+                codes=cat.codes[r],
+            )
+            for rank, r in enumerate(ranked.rows[:limit].tolist(), start=1)
+        )
+        notes = (
+            ranked.notes
+            if cats
+            else ("no onboarding categories: trending across the whole index", *ranked.notes)
+        )
+        summary = {
+            "categories": list(cats),
+            "window_months": ranked.window_months,
+            "in_window": ranked.in_window,
+            "signals": list(ranked.signals),
+        }
+        return TierRun(
+            items, (StageRecord("trending", (time.perf_counter() - t) * 1000, summary, ranked),), notes
+        )

@@ -36,7 +36,9 @@ class CitationCommunities:
 
         graph = nx.Graph()
         marks = ",".join("?" * len(self.kinds))
-        rows = self.store.conn.execute(f"SELECT source, target FROM citations WHERE kind IN ({marks})", self.kinds)
+        rows = self.store.conn.execute(
+            f"SELECT source, target FROM citations WHERE kind IN ({marks})", self.kinds
+        )
         for source, target in rows:
             if source != target:
                 weight = graph.get_edge_data(source, target, {"weight": 0})["weight"]
@@ -48,7 +50,9 @@ class CitationCommunities:
         from networkx.algorithms.community import louvain_communities
 
         with self._lock:
-            parts = louvain_communities(self.graph, weight="weight", seed=self.seed) if len(self.graph) else []
+            parts = (
+                louvain_communities(self.graph, weight="weight", seed=self.seed) if len(self.graph) else []
+            )
         return {node: i for i, part in enumerate(parts) for node in part}
 
     def expand(self, seeds: list[str], k: int, max_size: int = MAX_COMMUNITY) -> tuple[Ranking, dict]:
@@ -61,14 +65,22 @@ class CitationCommunities:
         if unknown:
             raise QueryError(f"unknown seed paper id(s): {', '.join(unknown)}")
         if not len(self.graph):
-            raise QueryError("this index has no citation links: load a corpus with a citation graph (e.g. CACM)")
+            raise QueryError(
+                "this index has no citation links: load a corpus with a citation graph (e.g. CACM)"
+            )
         ids = {self.membership[s] for s in seeds if s in self.membership}
         members = {n for n, c in self.membership.items() if c in ids}
-        info = {"seeds": list(seeds), "communities": sorted(ids), "community_size": len(members),
-                "seeds_without_links": [s for s in seeds if s not in self.membership]}
+        info = {
+            "seeds": list(seeds),
+            "communities": sorted(ids),
+            "community_size": len(members),
+            "seeds_without_links": [s for s in seeds if s not in self.membership],
+        }
         if len(members) > max_size:
-            raise SeedTooBroadError(f"the seeds' community has {len(members):,} papers (> {max_size:,}): "
-                                    "pick more specific seeds or add filters")
+            raise SeedTooBroadError(
+                f"the seeds' community has {len(members):,} papers (> {max_size:,}): "
+                "pick more specific seeds or add filters"
+            )
         sub = self.graph.subgraph(members)
         start = {s: 1.0 for s in seeds if s in members}
         scores = nx.pagerank(sub, personalization=start, weight="weight") if start else {}

@@ -68,12 +68,18 @@ def parse_fielded(query: str) -> FieldedQuery:
                 raise QuerySyntaxError(pos, "year: given twice")
             lifted["year_min"], lifted["year_max"] = _year(value, pos)
         else:
-            key = {("cat", False): "categories", ("cat", True): "exclude_categories",
-                   ("author", False): "authors", ("author", True): "exclude_authors"}[field, neg]
+            key = {
+                ("cat", False): "categories",
+                ("cat", True): "exclude_categories",
+                ("author", False): "authors",
+                ("author", True): "exclude_authors",
+            }[field, neg]
             lifted.setdefault(key, []).append(value.strip())
         terms.append(m.group(0))
     text = " ".join(_FIELD.sub(" ", query).split())
-    return FieldedQuery(text, {k: tuple(v) if isinstance(v, list) else v for k, v in lifted.items()}, tuple(terms))
+    return FieldedQuery(
+        text, {k: tuple(v) if isinstance(v, list) else v for k, v in lifted.items()}, tuple(terms)
+    )
 
 
 def merge_filters(base: SearchFilters, lifted: dict[str, Any]) -> SearchFilters:

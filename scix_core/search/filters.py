@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from scix_core.errors import FilterError
 from scix_core.vectors import VectorFilter
@@ -66,7 +67,9 @@ class SearchFilters:
 
     def vector_filter(self) -> VectorFilter:
         """The part a vector store evaluates as payload filters."""
-        return VectorFilter(self.year_min, self.year_max, self.categories, self.paper_ids, self.exclude_categories)
+        return VectorFilter(
+            self.year_min, self.year_max, self.categories, self.paper_ids, self.exclude_categories
+        )
 
     @property
     def needs_post_filter(self) -> bool:
@@ -74,12 +77,16 @@ class SearchFilters:
         return bool(self.authors or self.exclude_authors) or self.has_body is not None
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()
-                if v not in (None, ())}
+        return {
+            k: list(v) if isinstance(v, tuple) else v
+            for k, v in dataclasses.asdict(self).items()
+            if v not in (None, ())
+        }
 
     @classmethod
-    def parse(cls, spec: "SearchFilters | Mapping[str, Any] | None") -> "SearchFilters":
-        """From a mapping: the field names above, plus ``year`` as ``"2019-2021"``, ``2020`` or ``(2019, 2021)``."""
+    def parse(cls, spec: SearchFilters | Mapping[str, Any] | None) -> SearchFilters:
+        """From a mapping: the field names above, plus ``year`` as ``"2019-2021"``, ``2020`` or ``(2019,
+        2021)``."""
         if spec is None:
             return cls()
         if isinstance(spec, SearchFilters):
@@ -89,7 +96,9 @@ class SearchFilters:
         valid = {f.name for f in dataclasses.fields(cls)} | {"year"}
         unknown = sorted(set(spec) - valid)
         if unknown:
-            raise FilterError(f"unknown filter key(s) {', '.join(map(repr, unknown))}; valid: {', '.join(sorted(valid))}")
+            raise FilterError(
+                f"unknown filter key(s) {', '.join(map(repr, unknown))}; valid: {', '.join(sorted(valid))}"
+            )
         fields = {k: v for k, v in spec.items() if k != "year" and v is not None}
         for name in _LISTS:
             if isinstance(fields.get(name), str):

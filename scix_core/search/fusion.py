@@ -3,9 +3,9 @@
 ``rrf`` (the default): Reciprocal Rank Fusion, k = ``search.rrf_k`` — ranks only, no score scale to agree on.
 ``convex``: a convex combination of min-max normalised lane scores (Bruch et al., TOIS 2023), the dense lane
 weighing ``search.convex_alpha`` and every other lane 1 − α; a paper a lane did not return gets that lane's 0.
-On SciFact (claims against long abstracts) it beat RRF significantly; on Cranfield and CACM the two are level —
-figures in the README. Each step also says what each lane added to every paper's fused score (the inspector's
-lane attribution) and the largest score it can give (the boosts' scale).
+On SciFact (claims against long abstracts) it beat RRF significantly; on Cranfield and CACM the two are level
+— figures in the README. Each step also says what each lane added to every paper's fused score (the
+inspector's lane attribution) and the largest score it can give (the boosts' scale).
 """
 
 from __future__ import annotations
@@ -77,5 +77,6 @@ def fusion_step(fusion: str, rrf_k: int, alpha: float) -> RrfFusion | ConvexFusi
 def from_metadata(metadata: Mapping) -> RrfFusion | ConvexFusion:
     """The step a search result was fused by (results from before ``search.fusion`` are RRF)."""
     alpha = metadata.get("convex_alpha")
-    return fusion_step(metadata.get("fusion", "rrf"), metadata["rrf_k"],
-                       ConvexFusion.alpha if alpha is None else alpha)
+    return fusion_step(
+        metadata.get("fusion", "rrf"), metadata["rrf_k"], ConvexFusion.alpha if alpha is None else alpha
+    )

@@ -25,4 +25,5 @@ def check_broad(query: PreparedQuery, filters: SearchFilters) -> None:
     if len(words) >= MIN_TOKENS or len(query.text) >= MIN_CHARS:
         raise BroadQueryError(
             f"unscoped broad query ({len(words)} words, {len(query.text)} characters, no filters): "
-            "add a year range, categories or authors, or turn off search.broad_query_guard")
+            "add a year range, categories or authors, or turn off search.broad_query_guard"
+        )

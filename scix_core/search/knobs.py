@@ -30,8 +30,11 @@ class Knobs:
     exact: bool
 
     def to_dict(self) -> dict:
-        return {"lexical_pool": "inf" if self.pool is None else self.pool, "rank_flag": self.rank_flag,
-                "qdrant_exact": self.exact}
+        return {
+            "lexical_pool": "inf" if self.pool is None else self.pool,
+            "rank_flag": self.rank_flag,
+            "qdrant_exact": self.exact,
+        }
 
 
 def lexical_pool() -> int | None:

@@ -32,7 +32,17 @@ class SearchOptions:
     lanes: frozenset[str]
 
     @classmethod
-    def resolve(cls, cfg: SearchConfig, rerank: str | None = None, boosts: bool | None = None,
-                rewrite: str | None = None, lanes=None) -> "SearchOptions":
-        return cls(cfg.rerank if rerank is None else rerank, cfg.boosts if boosts is None else bool(boosts),
-                   cfg.rewrite if rewrite is None else rewrite, parse_lanes(cfg.lanes if lanes is None else lanes))
+    def resolve(
+        cls,
+        cfg: SearchConfig,
+        rerank: str | None = None,
+        boosts: bool | None = None,
+        rewrite: str | None = None,
+        lanes=None,
+    ) -> SearchOptions:
+        return cls(
+            cfg.rerank if rerank is None else rerank,
+            cfg.boosts if boosts is None else bool(boosts),
+            cfg.rewrite if rewrite is None else rewrite,
+            parse_lanes(cfg.lanes if lanes is None else lanes),
+        )

@@ -18,15 +18,22 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from scix_core.config import Config, load_config
-from scix_core.errors import (BackendUnavailableError, ConfigError, QueryError, ScixError, UnknownNameError,
-                              VectorIndexUnavailableError)
+from scix_core.errors import (
+    BackendUnavailableError,
+    ConfigError,
+    QueryError,
+    ScixError,
+    UnknownNameError,
+    VectorIndexUnavailableError,
+)
 from scix_core.search import knobs
 from scix_core.search.community import CitationCommunities
 from scix_core.search.fielded import merge_filters, parse_fielded
@@ -72,7 +79,9 @@ class Searcher:
         if backend:
             cfg = cfg.replace(**{"search.lexical_backend": backend})
         self.config, self.index = cfg, index
-        self.lease = Workspace(cfg.home).lease_build(index)  # this build stays on disk while the searcher lives
+        self.lease = Workspace(cfg.home).lease_build(
+            index
+        )  # this build stays on disk while the searcher lives
         self.build_dir = self.lease.path
         self.manifest = read_json(self.build_dir / "manifest.json")
         self.store = PaperStore(self.build_dir / "papers.sqlite")
@@ -99,8 +108,11 @@ class Searcher:
         from scix_core.vectors import open_reader
 
         try:
-            vectors = replace(self.config.vectors, backend=self.manifest.get("vector_backend", self.config.vectors.backend),
-                              url=self.manifest.get("vector_url") or self.config.vectors.url)
+            vectors = replace(
+                self.config.vectors,
+                backend=self.manifest.get("vector_backend", self.config.vectors.backend),
+                url=self.manifest.get("vector_url") or self.config.vectors.url,
+            )
             store = open_reader(vectors, self.build_dir, self.index)
             self._reader = vectors
         except ScixError as exc:
@@ -110,15 +122,21 @@ class Searcher:
         encoder = shared_encoder(index_embedding(self.config.embedding, self.manifest), self.config.home)
         built = self.manifest.get("model_slug")
         if built and built != encoder.slug and encoder.config.backend != "torch":
-            # e.g. an int8 index from an earlier (unfused) export: close, not the same space — say so on every query
-            self.dense_notes = ((f"dense: the index's vectors are {built}, queries are encoded by {encoder.slug}; "
-                                 f"`scix ingest --index {self.index} --force` re-encodes the corpus to match"),)
-        return DenseLane(store, connect(self.build_dir / "papers.sqlite", readonly=True),
-                         passages=self._passages(vectors)), encoder
+            # e.g. an int8 index from an earlier (unfused) export: close, not the same space — say so on every
+            # query
+            self.dense_notes = (
+                (
+                    f"dense: the index's vectors are {built}, queries are encoded by {encoder.slug}; "
+                    f"`scix ingest --index {self.index} --force` re-encodes the corpus to match"
+                ),
+            )
+        return DenseLane(
+            store, connect(self.build_dir / "papers.sqlite", readonly=True), passages=self._passages(vectors)
+        ), encoder
 
     def _passages(self, vectors):
-        """The passage vectors' store when the index has them and ``search.passages`` is on; a store that cannot
-        be opened leaves the lane on the papers' own vectors, with a note on every query."""
+        """The passage vectors' store when the index has them and ``search.passages`` is on; a store that
+        cannot be opened leaves the lane on the papers' own vectors, with a note on every query."""
         from scix_core.vectors import open_reader
 
         if not (self.manifest.get("passages") and self.config.search.passages):
@@ -126,7 +144,9 @@ class Searcher:
         try:
             store = open_reader(vectors, self.build_dir, self.index, part="passages")
         except ScixError as exc:
-            self.dense_notes += (f"dense: passage vectors unavailable, papers' own vectors only: {_reason(exc)}",)
+            self.dense_notes += (
+                f"dense: passage vectors unavailable, papers' own vectors only: {_reason(exc)}",
+            )
             return None
         self._passage_reader = vectors
         return store
@@ -145,7 +165,9 @@ class Searcher:
 
     @property
     def lane_names(self) -> list[str]:
-        return [lane.name for lane in self.lexical] + (["dense"] if self.dense else []) + list(self.unavailable)
+        return (
+            [lane.name for lane in self.lexical] + (["dense"] if self.dense else []) + list(self.unavailable)
+        )
 
     def warm(self) -> None:
         """Load the query encoder now rather than inside the first query's timing."""
@@ -157,45 +179,71 @@ class Searcher:
                 self.dense = None
 
     def close(self, keep_vectors: bool | None = None) -> None:
-        """Idempotent. The shared vector reader is closed too once no one in this process uses it and the build is
-        superseded — or whatever the build, with ``keep_vectors=False`` (a long job done searching frees an
-        embedded shard, which one process at a time can open, for other processes)."""
+        """Idempotent. The shared vector reader is closed too once no one in this process uses it and the
+        build is superseded — or whatever the build, with ``keep_vectors=False`` (a long job done searching
+        frees an embedded shard, which one process at a time can open, for other processes)."""
         from scix_core.vectors import release_reader
 
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.store.close()
-        readers = [(reader, part) for reader, part in ((getattr(self, "_reader", None), "vectors"),
-                                                       (getattr(self, "_passage_reader", None), "passages"))
-                   if reader is not None]
+        readers = [
+            (reader, part)
+            for reader, part in (
+                (getattr(self, "_reader", None), "vectors"),
+                (getattr(self, "_passage_reader", None), "passages"),
+            )
+            if reader is not None
+        ]
         self._reader = self._passage_reader = None
         if readers:
-            keep = (Workspace(self.config.home).is_current(self.index, self.build_dir) if keep_vectors is None
-                    else keep_vectors)
+            keep = (
+                Workspace(self.config.home).is_current(self.index, self.build_dir)
+                if keep_vectors is None
+                else keep_vectors
+            )
             for reader, part in readers:
                 release_reader(reader, self.build_dir, self.index, keep=keep, part=part)
         self.lease.release()
 
-    def search(self, query: str, mode: str = "hybrid", filters: SearchFilters | Mapping | None = None,
-               limit: int | None = None, *, rerank: str | None = None, boosts: bool | None = None,
-               rewrite: str | None = None, lanes: str | list[str] | None = None) -> SearchResult:
-        """One query -> ranked papers. ``rerank``/``boosts``/``rewrite``/``lanes`` override the config per call."""
+    def search(
+        self,
+        query: str,
+        mode: str = "hybrid",
+        filters: SearchFilters | Mapping | None = None,
+        limit: int | None = None,
+        *,
+        rerank: str | None = None,
+        boosts: bool | None = None,
+        rewrite: str | None = None,
+        lanes: str | list[str] | None = None,
+    ) -> SearchResult:
+        """One query -> ranked papers. ``rerank``/``boosts``/``rewrite``/``lanes`` override the config per
+        call."""
         t0 = time.perf_counter()
         if mode not in MODES:
             raise UnknownNameError("search mode", mode, MODES)
         s = self.config.search
         limit = self._limit(limit)
         opts = SearchOptions.resolve(s, rerank, boosts, rewrite, lanes)
-        fusion = fusion_step(s.fusion, s.rrf_k, s.convex_alpha)  # a bad fusion setting fails before any lane runs
+        fusion = fusion_step(
+            s.fusion, s.rrf_k, s.convex_alpha
+        )  # a bad fusion setting fails before any lane runs
         flt, text, meta = SearchFilters.parse(filters), query, {}
         if "fielded" in opts.lanes and isinstance(query, str):
             fielded = parse_fielded(query)
-            flt, text, meta["fielded"] = merge_filters(flt, fielded.filters), fielded.text, list(fielded.fields)
+            flt, text, meta["fielded"] = (
+                merge_filters(flt, fielded.filters),
+                fielded.text,
+                list(fielded.fields),
+            )
         prepared, prep_ms = _timed(prepare, text, s.max_query_chars, s.max_query_tokens)
         prepared = replace(prepared, original=query)
         if s.broad_query_guard:
             check_broad(prepared, flt)
         reranker = self._reranker(opts.rerank)
-        rerank_why = reranker.check(limit) if reranker else "off"  # refuses a window <= limit before any lane runs
+        rerank_why = (
+            reranker.check(limit) if reranker else "off"
+        )  # refuses a window <= limit before any lane runs
         request = LaneRequest(prepared, flt, knobs.read())
         timing, dropped = {"prepare": prep_ms}, {}
         rankings = self._retrieve(mode, request, max(s.depth, limit), opts, timing, dropped, meta)
@@ -205,30 +253,52 @@ class Searcher:
         context = StageContext(prepared, limit, self.store, fusion.max_score(lane_order))
         stages = {"rerank": rerank_why or "ran", "boosts": "ran" if opts.boosts else "off"}
         final = fused
-        for stage in [st for st in (reranker if rerank_why is None else None,
-                                    self.boost_stage if opts.boosts else None) if st is not None]:
+        for stage in [
+            st
+            for st in (reranker if rerank_why is None else None, self.boost_stage if opts.boosts else None)
+            if st is not None
+        ]:
             try:
                 out, timing[stage.name] = _timed(stage.run, final, context)
             except StageBypassed as why:
                 stages[stage.name] = str(why)
                 continue
             rankings[stage.name] = final = out
-        hits, timing["hydrate"] = _timed(self._hits, final.top(limit), fused, {n: rankings[n] for n in lane_order})
+        hits, timing["hydrate"] = _timed(
+            self._hits, final.top(limit), fused, {n: rankings[n] for n in lane_order}
+        )
         timing["total"] = (time.perf_counter() - t0) * 1000
         concurrent = [n for n in ("rewrite", "encode", *lane_order) if n in timing and n != "dense"]
         metadata = {
-            "index": self.index, "mode": mode, "lexical_backend": s.lexical_backend if mode != "semantic" else None,
-            "lanes_run": lane_order, "dropped_lanes": dropped, "lanes_skipped": self._skipped(mode, opts, meta),
-            "fusion": s.fusion, "rrf_k": s.rrf_k, "convex_alpha": s.convex_alpha if s.fusion == "convex" else None,
-            "depth": max(s.depth, limit), "limit": limit, "filters": flt.to_dict(),
-            "knobs": request.knobs.to_dict(), "lexical_mode": s.lexical_mode, "query_text": prepared.text,
+            "index": self.index,
+            "mode": mode,
+            "lexical_backend": s.lexical_backend if mode != "semantic" else None,
+            "lanes_run": lane_order,
+            "dropped_lanes": dropped,
+            "lanes_skipped": self._skipped(mode, opts, meta),
+            "fusion": s.fusion,
+            "rrf_k": s.rrf_k,
+            "convex_alpha": s.convex_alpha if s.fusion == "convex" else None,
+            "depth": max(s.depth, limit),
+            "limit": limit,
+            "filters": flt.to_dict(),
+            "knobs": request.knobs.to_dict(),
+            "lexical_mode": s.lexical_mode,
+            "query_text": prepared.text,
             "lexical_terms": list(meta.get("lexical_terms", prepared.tokens)),
-            "notes": [*prepared.notes, *(self.lane_notes if mode != "semantic" else ()),
-                      *(self.dense_notes if mode != "keyword" else ())],
-            "degraded": bool(dropped), "reranked": "rerank" in rankings,
-            "rerank_reason": opts.rerank if "rerank" in rankings else stages["rerank"], "stages": stages,
+            "notes": [
+                *prepared.notes,
+                *(self.lane_notes if mode != "semantic" else ()),
+                *(self.dense_notes if mode != "keyword" else ()),
+            ],
+            "degraded": bool(dropped),
+            "reranked": "rerank" in rankings,
+            "rerank_reason": opts.rerank if "rerank" in rankings else stages["rerank"],
+            "stages": stages,
             "rewrite": meta.get("rewrite", {"mode": "off", "status": "off", "text": None}),
-            "optional_lanes": sorted(opts.lanes), "fielded": meta.get("fielded", []), "aliases": meta.get("aliases", []),
+            "optional_lanes": sorted(opts.lanes),
+            "fielded": meta.get("fielded", []),
+            "aliases": meta.get("aliases", []),
             "overlapped_stages": concurrent if len(concurrent) > 1 else [],
             "dense_passages": bool(self.dense and self.dense.passages is not None and "dense" in rankings),
         }
@@ -241,18 +311,39 @@ class Searcher:
         return limit
 
     def community(self, seeds: list[str], limit: int | None = None) -> SearchResult:
-        """The seeds' citation community (replaces retrieval and fusion; see :mod:`scix_core.search.community`)."""
+        """The seeds' citation community (replaces retrieval and fusion; see
+        :mod:`scix_core.search.community`)."""
         t0 = time.perf_counter()
         limit = self._limit(limit)
-        (ranking, info), expand_ms = _timed(self.communities.expand, list(seeds), limit, self.config.search.community_max)
+        (ranking, info), expand_ms = _timed(
+            self.communities.expand, list(seeds), limit, self.config.search.community_max
+        )
         hits, hydrate_ms = _timed(self._hits, ranking, ranking, {"community": ranking})
         timing = {"community": expand_ms, "hydrate": hydrate_ms, "total": (time.perf_counter() - t0) * 1000}
-        metadata = {"index": self.index, "mode": "community", "lanes_run": ["community"], "dropped_lanes": {},
-                    "limit": limit, "degraded": False, "community": info, "algorithm": "louvain + personalised pagerank"}
-        return SearchResult(" ".join(seeds), hits, info["community_size"], timing, metadata, {"community": ranking})
+        metadata = {
+            "index": self.index,
+            "mode": "community",
+            "lanes_run": ["community"],
+            "dropped_lanes": {},
+            "limit": limit,
+            "degraded": False,
+            "community": info,
+            "algorithm": "louvain + personalised pagerank",
+        }
+        return SearchResult(
+            " ".join(seeds), hits, info["community_size"], timing, metadata, {"community": ranking}
+        )
 
-    def _retrieve(self, mode: str, request: LaneRequest, depth: int, opts: SearchOptions, timing: dict,
-                  dropped: dict, meta: dict) -> dict[str, Ranking]:
+    def _retrieve(
+        self,
+        mode: str,
+        request: LaneRequest,
+        depth: int,
+        opts: SearchOptions,
+        timing: dict,
+        dropped: dict,
+        meta: dict,
+    ) -> dict[str, Ranking]:
         """Encode (and rewrite) concurrently, run every lane isolated, return the rankings that came back."""
         s = self.config.search
         want_lexical, want_dense = mode != "semantic", mode != "keyword"
@@ -270,7 +361,9 @@ class Searcher:
         if "encode" in futures:
             try:
                 vector, timing["encode"] = futures.pop("encode").result(timeout=budget)
-                rankings["dense"], timing["dense"] = _timed(self.dense.search, replace(request, vector=vector), depth)
+                rankings["dense"], timing["dense"] = _timed(
+                    self.dense.search, replace(request, vector=vector), depth
+                )
             except FutureTimeout:
                 dropped["dense"] = f"lane_timeout: query encoding took longer than {budget:g} s"
             except Exception as exc:  # noqa: BLE001 — isolation: any lane failure drops only that lane
@@ -283,8 +376,13 @@ class Searcher:
             except Exception as exc:  # noqa: BLE001
                 dropped[name] = _reason(exc)
         # lanes this mode would have run but that could not be built (no vectors, server down)
-        dropped.update({n: why for n, why in self.unavailable.items()
-                        if mode == "hybrid" or (n == "dense") == (mode == "semantic")})
+        dropped.update(
+            {
+                n: why
+                for n, why in self.unavailable.items()
+                if mode == "hybrid" or (n == "dense") == (mode == "semantic")
+            }
+        )
         self._check_answerable(mode, rankings, dropped)
         return rankings
 
@@ -314,13 +412,17 @@ class Searcher:
         if "alias" in opts.lanes:
             table = alias_table(self.config.search.alias_file or None)
             found = table.find(request.query.text)[:MAX_ALIAS_LANES]
-            meta["aliases"] = [{"alias": a.alias, "canonical": a.canonical, "lane": f"alias_{i}"}
-                               for i, a in enumerate(found, start=1)]
+            meta["aliases"] = [
+                {"alias": a.alias, "canonical": a.canonical, "lane": f"alias_{i}"}
+                for i, a in enumerate(found, start=1)
+            ]
             for i, alias in enumerate(found, start=1):
                 lane = self._alias_lane(i)
                 if lane is not None:
                     text = table.variant(request.query.text, alias, found)
-                    prepared = prepare(text, self.config.search.max_query_chars, self.config.search.max_query_tokens)
+                    prepared = prepare(
+                        text, self.config.search.max_query_chars, self.config.search.max_query_tokens
+                    )
                     yield lane, replace(request, query=replace(prepared, original=request.query.original))
         if "sparse" in opts.lanes and self.sparse is not None:
             yield self.sparse, request
@@ -328,7 +430,9 @@ class Searcher:
     def _check_answerable(self, mode: str, rankings: dict, dropped: dict) -> None:
         if mode == "semantic" and "dense" not in rankings:
             raise VectorIndexUnavailableError(
-                f"semantic search needs the dense lane of index {self.index!r}: {dropped.get('dense', 'not available')}")
+                f"semantic search needs the dense lane of index {self.index!r}: "
+                f"{dropped.get('dense', 'not available')}"
+            )
         if not rankings:
             raise BackendUnavailableError(f"no lane could answer: {dropped}")
         if mode == "hybrid" and "dense" in dropped:
@@ -358,11 +462,20 @@ class Searcher:
         ranks = {n: r.ranks() for n, r in lanes.items()}
         scores = {n: r.scores() for n, r in lanes.items()}
         return tuple(
-            Hit(item.paper_id, titles[item.paper_id][0] if item.paper_id in titles else "", item.score,
+            Hit(
+                item.paper_id,
+                titles[item.paper_id][0] if item.paper_id in titles else "",
+                item.score,
                 fused_scores.get(item.paper_id, 0.0),
-                {n: LaneScore(ranks[n][item.paper_id], scores[n][item.paper_id]) for n in lanes if item.paper_id in ranks[n]},
-                {k: v for k, v in item.detail if k != "base"})
-            for item in top.items)
+                {
+                    n: LaneScore(ranks[n][item.paper_id], scores[n][item.paper_id])
+                    for n in lanes
+                    if item.paper_id in ranks[n]
+                },
+                {k: v for k, v in item.detail if k != "base"},
+            )
+            for item in top.items
+        )
 
     def _reranker(self, spec: str):
         if not reranks(spec):
@@ -376,11 +489,22 @@ class Searcher:
             except ConfigError:
                 pass  # not a valid name either: the reranker reports the path as missing
         s = self.config.search
-        key = (str(path), s.rerank_window, self.config.embedding.device, s.rerank_backend, s.rerank_max_length)
+        key = (
+            str(path),
+            s.rerank_window,
+            self.config.embedding.device,
+            s.rerank_backend,
+            s.rerank_max_length,
+        )
         with _SHARED_LOCK:
             if key not in _RERANKERS:
-                _RERANKERS[key] = CrossEncoderReranker(path, s.rerank_window, max_length=s.rerank_max_length,
-                                                       device=self.config.embedding.device, backend=s.rerank_backend)
+                _RERANKERS[key] = CrossEncoderReranker(
+                    path,
+                    s.rerank_window,
+                    max_length=s.rerank_max_length,
+                    device=self.config.embedding.device,
+                    backend=s.rerank_backend,
+                )
             return _RERANKERS[key]
 
     def _alias_lane(self, i: int) -> Lane | None:
@@ -401,9 +525,17 @@ _SEARCHERS: dict[tuple, Searcher] = {}
 _SEARCHERS_LOCK = threading.Lock()
 
 
-def search(query: str, index: str = "scifact", mode: str = "hybrid", filters: SearchFilters | Mapping | None = None,
-           limit: int | None = None, *, backend: str | None = None, config: Config | None = None,
-           **options) -> SearchResult:
+def search(
+    query: str,
+    index: str = "scifact",
+    mode: str = "hybrid",
+    filters: SearchFilters | Mapping | None = None,
+    limit: int | None = None,
+    *,
+    backend: str | None = None,
+    config: Config | None = None,
+    **options,
+) -> SearchResult:
     """Module-level entry point: a cached :class:`Searcher` per index, backend and config."""
     cfg = config or load_config()
     key = (index, backend or cfg.search.lexical_backend, cfg)

@@ -29,8 +29,8 @@ def stopwords() -> frozenset[str]:
 
 
 def lexical_words(text: str) -> list[str]:
-    """Case-folded runs of letters and digits minus the stopwords, in order, repeats kept: the words of a query
-    and (stemmed) of a paper in the term matrix."""
+    """Case-folded runs of letters and digits minus the stopwords, in order, repeats kept: the words of a
+    query and (stemmed) of a paper in the term matrix."""
     stop = stopwords()
     return [t for t in _TOKEN.findall(text.casefold()) if t not in stop]
 
@@ -41,7 +41,9 @@ class PreparedQuery:
     text: str  # cleaned and capped: what the lanes search
     tokens: tuple[str, ...]  # lexical terms: case-folded, stopwords removed, each once, capped
     notes: tuple[str, ...] = ()
-    counts: tuple[int, ...] = ()  # how often each token occurs in the query (BM25's query term frequency); () = once
+    counts: tuple[
+        int, ...
+    ] = ()  # how often each token occurs in the query (BM25's query term frequency); () = once
 
     def frequency(self, i: int) -> int:
         """How many times the ``i``-th token occurs in the query, at most ``MAX_REPEAT``."""
@@ -49,11 +51,14 @@ class PreparedQuery:
 
     def repeated(self) -> tuple[str, ...]:
         """The tokens, each as often as it occurs in the query (at most ``MAX_REPEAT``): a term a long query
-        states three times weighs three times in bm25, as in every BM25 engine that scores query term frequency."""
+        states three times weighs three times in bm25, as in every BM25 engine that scores query term
+        frequency."""
         return tuple(t for i, t in enumerate(self.tokens) for _ in range(self.frequency(i)))
 
 
-MAX_REPEAT = 8  # a query term counts at most this often (a pasted text repeating one word is not 1,000 times as sure)
+MAX_REPEAT = (
+    8  # a query term counts at most this often (a pasted text repeating one word is not 1,000 times as sure)
+)
 
 
 def prepare(query: str, max_chars: int = 2000, max_tokens: int = 64) -> PreparedQuery:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 from scix_core.types import Ranking
 
@@ -36,9 +37,14 @@ class Hit:
         object.__setattr__(self, "boosts", _frozen(self.boosts))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"paper_id": self.paper_id, "title": self.title, "score": self.score, "fused_score": self.fused_score,
-                "lanes": {n: {"rank": s.rank, "score": s.score} for n, s in self.lanes.items()},
-                "boosts": dict(self.boosts)}
+        return {
+            "paper_id": self.paper_id,
+            "title": self.title,
+            "score": self.score,
+            "fused_score": self.fused_score,
+            "lanes": {n: {"rank": s.rank, "score": s.score} for n, s in self.lanes.items()},
+            "boosts": dict(self.boosts),
+        }
 
 
 @dataclass(frozen=True)
@@ -66,8 +72,13 @@ class SearchResult:
         return Ranking.from_pairs("final", ((h.paper_id, h.score) for h in self.hits))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"query": self.query, "hits": [h.to_dict() for h in self.hits], "total": self.total,
-                "timing_ms": dict(self.timing_ms), "metadata": _plain(self.metadata)}
+        return {
+            "query": self.query,
+            "hits": [h.to_dict() for h in self.hits],
+            "total": self.total,
+            "timing_ms": dict(self.timing_ms),
+            "metadata": _plain(self.metadata),
+        }
 
     def to_json(self, **kwargs) -> str:
         return json.dumps(self.to_dict(), **kwargs)
@@ -77,9 +88,17 @@ class SearchResult:
         import pandas as pd
 
         lanes = list(self.metadata.get("lanes_run", ()))
-        rows = [{"rank": i, "paper_id": h.paper_id, "title": h.title, "score": h.score, "fused": h.fused_score,
-                 **{f"{n}_rank": (h.lanes[n].rank if n in h.lanes else None) for n in lanes}}
-                for i, h in enumerate(self.hits, start=1)]
+        rows = [
+            {
+                "rank": i,
+                "paper_id": h.paper_id,
+                "title": h.title,
+                "score": h.score,
+                "fused": h.fused_score,
+                **{f"{n}_rank": (h.lanes[n].rank if n in h.lanes else None) for n in lanes},
+            }
+            for i, h in enumerate(self.hits, start=1)
+        ]
         return pd.DataFrame(rows)
 
 

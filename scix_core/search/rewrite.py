@@ -63,10 +63,12 @@ class AliasTable:
     def __init__(self, entries: dict[str, str]):
         self.entries = dict(entries)
         keys = sorted(self.entries, key=len, reverse=True)  # longest first: "SNe Ia" before "SN"
-        self._pattern = re.compile("|".join(rf"(?<![\w-]){re.escape(k)}(?![\w-])" for k in keys)) if keys else None
+        self._pattern = (
+            re.compile("|".join(rf"(?<![\w-]){re.escape(k)}(?![\w-])" for k in keys)) if keys else None
+        )
 
     @classmethod
-    def load(cls, extra: Path | str | None = None) -> "AliasTable":
+    def load(cls, extra: Path | str | None = None) -> AliasTable:
         entries = _read(files("scix_core.search").joinpath("aliases.tsv").read_text(), "aliases.tsv")
         if extra:
             path = Path(extra).expanduser()
@@ -87,13 +89,13 @@ class AliasTable:
         return out
 
     def replace(self, text: str, alias: Alias) -> str:
-        return f"{text[:alias.start]}{alias.canonical}{text[alias.end:]}"
+        return f"{text[: alias.start]}{alias.canonical}{text[alias.end :]}"
 
     def variant(self, text: str, keep: Alias, found: list[Alias]) -> str:
         """``text`` with ``keep`` replaced by its canonical name and the other found aliases removed:
         the query of one alias lane (so the AND semantics do not demand the other acronyms)."""
         for alias in sorted(found, key=lambda a: a.start, reverse=True):
-            text = self.replace(text, alias) if alias == keep else f"{text[:alias.start]}{text[alias.end:]}"
+            text = self.replace(text, alias) if alias == keep else f"{text[: alias.start]}{text[alias.end :]}"
         return " ".join(text.split())
 
 
@@ -127,22 +129,30 @@ class AliasRewriter:
 
 
 class ChatRewriter:
-    """An OpenAI-compatible chat endpoint (``URL/chat/completions``), e.g. a local llama.cpp or vLLM server."""
+    """An OpenAI-compatible chat endpoint (``URL/chat/completions``), e.g. a local llama.cpp or vLLM
+    server."""
 
     name = "chat"
-    PROMPT = ("Rewrite the user's search query into a concise academic literature search query. "
-              "Expand acronyms, use standard scientific terms, keep it under 20 words. Reply with the query only.")
+    PROMPT = (
+        "Rewrite the user's search query into a concise academic literature search query. "
+        "Expand acronyms, use standard scientific terms, keep it under 20 words. Reply with the query only."
+    )
 
     def __init__(self, url: str, model: str = "default", timeout_s: float = 5.0, api_key: str | None = None):
-        self.url = url.rstrip("/") + ("" if url.rstrip("/").endswith("/chat/completions") else "/chat/completions")
+        self.url = url.rstrip("/") + (
+            "" if url.rstrip("/").endswith("/chat/completions") else "/chat/completions"
+        )
         self.model, self.timeout_s, self.api_key = model, timeout_s, api_key
 
     def rewrite(self, text: str) -> str:
         import httpx
 
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        body = {"model": self.model, "temperature": 0,
-                "messages": [{"role": "system", "content": self.PROMPT}, {"role": "user", "content": text}]}
+        body = {
+            "model": self.model,
+            "temperature": 0,
+            "messages": [{"role": "system", "content": self.PROMPT}, {"role": "user", "content": text}],
+        }
         response = httpx.post(self.url, json=body, headers=headers, timeout=self.timeout_s)
         response.raise_for_status()
         content = response.json()["choices"][0]["message"]["content"]
@@ -152,8 +162,9 @@ class ChatRewriter:
         return rewritten[:1000]
 
 
-def get_rewriter(spec: str, alias_file: str | None = None, model: str = "default",
-                 timeout_s: float = 5.0) -> Rewriter | None:
+def get_rewriter(
+    spec: str, alias_file: str | None = None, model: str = "default", timeout_s: float = 5.0
+) -> Rewriter | None:
     """``off`` -> None, ``local`` -> aliases, ``http(s)://...`` -> an OpenAI-compatible endpoint."""
     if spec in ("off", "", None):
         return None
@@ -163,4 +174,6 @@ def get_rewriter(spec: str, alias_file: str | None = None, model: str = "default
         import os
 
         return ChatRewriter(spec, model, timeout_s, os.environ.get("SCIX_REWRITE_API_KEY"))
-    raise ConfigError(f"rewrite must be off, local or an http(s) URL of an OpenAI-compatible server; got {spec!r}")
+    raise ConfigError(
+        f"rewrite must be off, local or an http(s) URL of an OpenAI-compatible server; got {spec!r}"
+    )

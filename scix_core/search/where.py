@@ -22,11 +22,13 @@ def _adder(sql: list[str], params: list):
     def add(clause: str, value) -> None:
         sql.append(clause)
         params.append(value)
+
     return add
 
 
 def sqlite_where(flt: SearchFilters) -> tuple[str, list]:
-    """For the SQLite store (``scix_author_match`` is registered by :func:`scix_core.stores.papers.connect`)."""
+    """For the SQLite store (``scix_author_match`` is registered by
+    :func:`scix_core.stores.papers.connect`)."""
     sql, params = [], []
     add = _adder(sql, params)
     if flt.year_min is not None:
@@ -34,15 +36,20 @@ def sqlite_where(flt: SearchFilters) -> tuple[str, list]:
     if flt.year_max is not None:
         add("p.year <= ?", flt.year_max)
     if flt.categories:
-        add("p.idx IN (SELECT idx FROM paper_categories WHERE category IN (SELECT value FROM json_each(?)))",
-            json.dumps(list(flt.categories)))
+        add(
+            "p.idx IN (SELECT idx FROM paper_categories WHERE category IN (SELECT value FROM json_each(?)))",
+            json.dumps(list(flt.categories)),
+        )
     if flt.authors:
         add("scix_author_match(p.authors, ?)", json.dumps(list(flt.author_needles)))
     if flt.paper_ids:
         add("p.paper_id IN (SELECT value FROM json_each(?))", json.dumps(list(flt.paper_ids)))
     if flt.exclude_categories:
-        add("p.idx NOT IN (SELECT idx FROM paper_categories WHERE category IN (SELECT value FROM json_each(?)))",
-            json.dumps(list(flt.exclude_categories)))
+        add(
+            "p.idx NOT IN (SELECT idx FROM paper_categories WHERE category IN (SELECT value FROM "
+            "json_each(?)))",
+            json.dumps(list(flt.exclude_categories)),
+        )
     if flt.exclude_authors:
         add("NOT scix_author_match(p.authors, ?)", json.dumps(list(flt.excluded_author_needles)))
     sql += _body(flt)
@@ -60,15 +67,20 @@ def postgres_where(flt: SearchFilters) -> tuple[str, list]:
     if flt.categories:
         add("p.categories && %s::text[]", list(flt.categories))
     if flt.authors:
-        add("EXISTS (SELECT 1 FROM unnest(p.authors_folded) a, unnest(%s::text[]) n WHERE strpos(a, n) > 0)",
-            list(flt.author_needles))
+        add(
+            "EXISTS (SELECT 1 FROM unnest(p.authors_folded) a, unnest(%s::text[]) n WHERE strpos(a, n) > 0)",
+            list(flt.author_needles),
+        )
     if flt.paper_ids:
         add("p.paper_id = ANY(%s::text[])", list(flt.paper_ids))
     if flt.exclude_categories:
         add("NOT (p.categories && %s::text[])", list(flt.exclude_categories))
     if flt.exclude_authors:
-        add("NOT EXISTS (SELECT 1 FROM unnest(p.authors_folded) a, unnest(%s::text[]) n WHERE strpos(a, n) > 0)",
-            list(flt.excluded_author_needles))
+        add(
+            "NOT EXISTS (SELECT 1 FROM unnest(p.authors_folded) a, unnest(%s::text[]) n WHERE strpos(a, n) > "
+            "0)",
+            list(flt.excluded_author_needles),
+        )
     sql += _body(flt)
     return " AND ".join(sql) or "TRUE", params
 

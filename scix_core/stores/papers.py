@@ -13,9 +13,9 @@ import datetime as dt
 import json
 import sqlite3
 import time
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from scix_core.data.dataset import Dataset
 from scix_core.errors import BackendUnavailableError
@@ -43,7 +43,8 @@ CREATE VIRTUAL TABLE body_fts USING fts5(
     body, content='papers', content_rowid='idx', tokenize='porter unicode61');
 CREATE TABLE paper_categories (idx INTEGER NOT NULL, category TEXT NOT NULL, PRIMARY KEY (category, idx));
 CREATE TABLE queries (query_id TEXT PRIMARY KEY, text TEXT NOT NULL, fields TEXT NOT NULL);
-CREATE TABLE qrels (split TEXT NOT NULL, query_id TEXT NOT NULL, paper_id TEXT NOT NULL, grade INTEGER NOT NULL,
+CREATE TABLE qrels (split TEXT NOT NULL, query_id TEXT NOT NULL, paper_id TEXT NOT NULL,
+grade INTEGER NOT NULL,
                     PRIMARY KEY (split, query_id, paper_id));
 CREATE TABLE interactions (user_id TEXT NOT NULL, paper_id TEXT NOT NULL, action TEXT NOT NULL,
                            position INTEGER NOT NULL, at TEXT);
@@ -53,17 +54,32 @@ CREATE TABLE tags (paper_id TEXT NOT NULL, tag TEXT NOT NULL);
 
 
 def _row(idx: int, p: Paper) -> tuple:
-    return (idx, p.paper_id, p.title, p.abstract, p.body, json.dumps(list(p.authors)),
-            json.dumps(list(p.categories)), p.published.isoformat() if p.published else None,
-            p.year, p.citation_count, json.dumps(list(p.references)))
+    return (
+        idx,
+        p.paper_id,
+        p.title,
+        p.abstract,
+        p.body,
+        json.dumps(list(p.authors)),
+        json.dumps(list(p.categories)),
+        p.published.isoformat() if p.published else None,
+        p.year,
+        p.citation_count,
+        json.dumps(list(p.references)),
+    )
 
 
 def _paper(row: sqlite3.Row) -> Paper:
     return Paper(
-        paper_id=row["paper_id"], title=row["title"], abstract=row["abstract"], body=row["body"],
-        authors=tuple(json.loads(row["authors"])), categories=tuple(json.loads(row["categories"])),
+        paper_id=row["paper_id"],
+        title=row["title"],
+        abstract=row["abstract"],
+        body=row["body"],
+        authors=tuple(json.loads(row["authors"])),
+        categories=tuple(json.loads(row["categories"])),
         published=dt.date.fromisoformat(row["published"]) if row["published"] else None,
-        citation_count=row["citation_count"], references=tuple(json.loads(row["refs"])),
+        citation_count=row["citation_count"],
+        references=tuple(json.loads(row["refs"])),
     )
 
 
@@ -106,21 +122,45 @@ def build_store(path: Path, dataset: Dataset, meta: dict[str, str]) -> None:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.executescript(SCHEMA)
         with conn:
-            conn.executemany("INSERT INTO papers VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                             (_row(i, p) for i, p in enumerate(dataset.papers)))
-            conn.executemany("INSERT INTO paper_categories VALUES (?,?)",
-                             ((i, c) for i, p in enumerate(dataset.papers) for c in dict.fromkeys(p.categories)))
+            conn.executemany(
+                "INSERT INTO papers VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (_row(i, p) for i, p in enumerate(dataset.papers)),
+            )
+            conn.executemany(
+                "INSERT INTO paper_categories VALUES (?,?)",
+                ((i, c) for i, p in enumerate(dataset.papers) for c in dict.fromkeys(p.categories)),
+            )
             conn.execute("INSERT INTO papers_fts(papers_fts) VALUES ('rebuild')")
-            conn.execute("INSERT INTO body_fts(rowid, body) SELECT idx, body FROM papers WHERE body IS NOT NULL")
-            conn.executemany("INSERT INTO queries VALUES (?,?,?)",
-                             ((q.query_id, q.text, json.dumps(dict(q.fields), sort_keys=True)) for q in dataset.queries))
-            conn.executemany("INSERT OR REPLACE INTO qrels VALUES (?,?,?,?)",
-                             ((s, q, d, g) for s, qr in dataset.qrels.items() for q, docs in qr.items() for d, g in docs.items()))
-            conn.executemany("INSERT INTO interactions VALUES (?,?,?,?,?)",
-                             ((i.user_id, i.paper_id, i.action, i.position, i.at.isoformat() if i.at else None)
-                              for i in dataset.interactions))
-            conn.executemany("INSERT INTO citations VALUES (?,?,?)", ((c.source, c.target, c.kind) for c in dataset.citations))
-            conn.executemany("INSERT INTO tags VALUES (?,?)", ((p, t) for p, ts in dataset.tags.items() for t in ts))
+            conn.execute(
+                "INSERT INTO body_fts(rowid, body) SELECT idx, body FROM papers WHERE body IS NOT NULL"
+            )
+            conn.executemany(
+                "INSERT INTO queries VALUES (?,?,?)",
+                ((q.query_id, q.text, json.dumps(dict(q.fields), sort_keys=True)) for q in dataset.queries),
+            )
+            conn.executemany(
+                "INSERT OR REPLACE INTO qrels VALUES (?,?,?,?)",
+                (
+                    (s, q, d, g)
+                    for s, qr in dataset.qrels.items()
+                    for q, docs in qr.items()
+                    for d, g in docs.items()
+                ),
+            )
+            conn.executemany(
+                "INSERT INTO interactions VALUES (?,?,?,?,?)",
+                (
+                    (i.user_id, i.paper_id, i.action, i.position, i.at.isoformat() if i.at else None)
+                    for i in dataset.interactions
+                ),
+            )
+            conn.executemany(
+                "INSERT INTO citations VALUES (?,?,?)",
+                ((c.source, c.target, c.kind) for c in dataset.citations),
+            )
+            conn.executemany(
+                "INSERT INTO tags VALUES (?,?)", ((p, t) for p, ts in dataset.tags.items() for t in ts)
+            )
             conn.executemany("INSERT INTO meta VALUES (?,?)", sorted(meta.items()))
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
@@ -155,7 +195,10 @@ class PaperStore:
 
     def titles(self, paper_ids: Iterable[str]) -> dict[str, tuple[str, int]]:
         """paper id -> (title, citation count): the cheap lookup the boosts need."""
-        sql = "SELECT paper_id, title, citation_count FROM papers WHERE paper_id IN (SELECT value FROM json_each(?))"
+        sql = (
+            "SELECT paper_id, title, citation_count FROM papers "
+            "WHERE paper_id IN (SELECT value FROM json_each(?))"
+        )
         return {r[0]: (r[1], r[2]) for r in self.conn.execute(sql, [json.dumps(list(paper_ids))])}
 
     def papers(self) -> Iterator[Paper]:
@@ -163,8 +206,10 @@ class PaperStore:
             yield _paper(row)
 
     def queries(self) -> list[Query]:
-        return [Query(r["query_id"], r["text"], json.loads(r["fields"]))
-                for r in self.conn.execute("SELECT * FROM queries ORDER BY rowid")]
+        return [
+            Query(r["query_id"], r["text"], json.loads(r["fields"]))
+            for r in self.conn.execute("SELECT * FROM queries ORDER BY rowid")
+        ]
 
     def qrels(self, split: str) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}
@@ -187,6 +232,12 @@ class PaperStore:
 
     def dump(self) -> list[tuple]:
         """Every row of every table, for comparing two builds."""
-        tables = [r[0] for r in self.conn.execute(
-            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE '%fts%' ORDER BY name")]
-        return [(t, *tuple(r)) for t in tables for r in self.conn.execute(f"SELECT * FROM {t} ORDER BY rowid")]
+        tables = [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE '%fts%' ORDER BY name"
+            )
+        ]
+        return [
+            (t, *tuple(r)) for t in tables for r in self.conn.execute(f"SELECT * FROM {t} ORDER BY rowid")
+        ]

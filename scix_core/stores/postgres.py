@@ -69,35 +69,43 @@ def _ddl(schema):
     from psycopg import sql
 
     s = sql.Identifier(schema)
-    return [sql.SQL(q).format(s=s) for q in (
-        "CREATE SCHEMA {s}",
-        "CREATE TABLE {s}.meta (key text PRIMARY KEY, value text NOT NULL)",
-        f"""CREATE TABLE {{s}}.papers (
-            idx integer PRIMARY KEY, paper_id text NOT NULL UNIQUE, title text NOT NULL, abstract text NOT NULL,
+    return [
+        sql.SQL(q).format(s=s)
+        for q in (
+            "CREATE SCHEMA {s}",
+            "CREATE TABLE {s}.meta (key text PRIMARY KEY, value text NOT NULL)",
+            f"""CREATE TABLE {{s}}.papers (
+            idx integer PRIMARY KEY, paper_id text NOT NULL UNIQUE, title text NOT NULL,
+            abstract text NOT NULL,
             body text, authors text[] NOT NULL, authors_folded text[] NOT NULL, categories text[] NOT NULL,
             published date, year integer, citation_count integer NOT NULL DEFAULT 0,
             tsv tsvector GENERATED ALWAYS AS (
                 setweight(to_tsvector('{INDEX_TS_CONFIG}'::regconfig, title), 'A') ||
                 setweight(to_tsvector('{INDEX_TS_CONFIG}'::regconfig, abstract), 'B')) STORED)""",
-        "CREATE TABLE {s}.terms (id integer PRIMARY KEY, term text NOT NULL UNIQUE, df integer NOT NULL)",
-        "CREATE TABLE {s}.postings (term integer NOT NULL, idx integer NOT NULL, tf integer NOT NULL, dl real NOT NULL)",
-    )]
+            "CREATE TABLE {s}.terms (id integer PRIMARY KEY, term text NOT NULL UNIQUE, df integer NOT NULL)",
+            "CREATE TABLE {s}.postings (term integer NOT NULL, idx integer NOT NULL, tf integer NOT NULL, dl "
+            "real NOT NULL)",
+        )
+    ]
 
 
 def _indexes(schema):
     from psycopg import sql
 
     s = sql.Identifier(schema)
-    return [sql.SQL(q).format(s=s) for q in (
-        "CREATE INDEX papers_tsv_gin ON {s}.papers USING gin (tsv)",
-        f"CREATE INDEX papers_body_gin ON {{s}}.papers USING gin ({BODY_VECTOR}) WHERE {BODY_PREDICATE}",
-        "CREATE INDEX papers_year ON {s}.papers (year)",
-        "CREATE INDEX papers_categories_gin ON {s}.papers USING gin (categories)",
-        "CREATE INDEX postings_term ON {s}.postings (term)",
-        "ANALYZE {s}.papers",
-        "ANALYZE {s}.terms",
-        "ANALYZE {s}.postings",
-    )]
+    return [
+        sql.SQL(q).format(s=s)
+        for q in (
+            "CREATE INDEX papers_tsv_gin ON {s}.papers USING gin (tsv)",
+            f"CREATE INDEX papers_body_gin ON {{s}}.papers USING gin ({BODY_VECTOR}) WHERE {BODY_PREDICATE}",
+            "CREATE INDEX papers_year ON {s}.papers (year)",
+            "CREATE INDEX papers_categories_gin ON {s}.papers USING gin (categories)",
+            "CREATE INDEX postings_term ON {s}.postings (term)",
+            "ANALYZE {s}.papers",
+            "ANALYZE {s}.terms",
+            "ANALYZE {s}.postings",
+        )
+    ]
 
 
 @dataclass(frozen=True)
@@ -116,7 +124,9 @@ def synced_meta(conn, schema: str) -> dict[str, str]:
         return {}
     from psycopg import sql
 
-    return dict(conn.execute(sql.SQL("SELECT key, value FROM {}.meta").format(sql.Identifier(schema))).fetchall())
+    return dict(
+        conn.execute(sql.SQL("SELECT key, value FROM {}.meta").format(sql.Identifier(schema))).fetchall()
+    )
 
 
 def synced_build_key(conn, schema: str) -> str | None:
@@ -136,11 +146,15 @@ def _copy_terms(conn, schema: str, terms_dir: Path) -> dict[str, str]:
     indptr = np.asarray(matrix.indptr)
     df = np.diff(indptr)
     with conn.cursor() as cur:
-        with cur.copy(sql.SQL("COPY {}.terms (id, term, df) FROM STDIN").format(sql.Identifier(schema))) as out:
+        with cur.copy(
+            sql.SQL("COPY {}.terms (id, term, df) FROM STDIN").format(sql.Identifier(schema))
+        ) as out:
             for term, t in matrix.vocab.items():
                 out.write_row((t, term, int(df[t])))
         docs, tf, dl = np.asarray(matrix.docs), np.asarray(matrix.tf), matrix.relative_len
-        with cur.copy(sql.SQL("COPY {}.postings (term, idx, tf, dl) FROM STDIN").format(sql.Identifier(schema))) as out:
+        with cur.copy(
+            sql.SQL("COPY {}.postings (term, idx, tf, dl) FROM STDIN").format(sql.Identifier(schema))
+        ) as out:
             for t in range(len(df)):
                 for j in range(indptr[t], indptr[t + 1]):
                     d = int(docs[j])
@@ -153,8 +167,9 @@ def _text(value: str | None) -> str | None:
     return value.replace("\x00", "") if value else value
 
 
-def sync_index(index: str, build_dir: Path, dsn: str | None, force: bool = False,
-               lock_timeout_ms: int = 30_000) -> SyncReport:
+def sync_index(
+    index: str, build_dir: Path, dsn: str | None, force: bool = False, lock_timeout_ms: int = 30_000
+) -> SyncReport:
     """Mirror the build at ``build_dir`` (its ``papers.sqlite``) into PostgreSQL, atomically.
 
     Readers holding the old schema for longer than ``lock_timeout_ms`` make the
@@ -176,33 +191,71 @@ def sync_index(index: str, build_dir: Path, dsn: str | None, force: bool = False
                 conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(staging)))
                 for stmt in _ddl(staging):
                     conn.execute(stmt)
-                columns = ("idx", "paper_id", "title", "abstract", "body", "authors", "authors_folded", "categories",
-                           "published", "year", "citation_count")
+                columns = (
+                    "idx",
+                    "paper_id",
+                    "title",
+                    "abstract",
+                    "body",
+                    "authors",
+                    "authors_folded",
+                    "categories",
+                    "published",
+                    "year",
+                    "citation_count",
+                )
                 copy = sql.SQL("COPY {}.papers ({}) FROM STDIN").format(
-                    sql.Identifier(staging), sql.SQL(", ").join(map(sql.Identifier, columns)))
+                    sql.Identifier(staging), sql.SQL(", ").join(map(sql.Identifier, columns))
+                )
                 n = 0
                 with conn.cursor() as cur, cur.copy(copy) as out:
-                    for row in store.conn.execute("SELECT idx, paper_id, title, abstract, body, authors, categories, "
-                                                  "published, year, citation_count FROM papers ORDER BY idx"):
+                    for row in store.conn.execute(
+                        "SELECT idx, paper_id, title, abstract, body, authors, categories, "
+                        "published, year, citation_count FROM papers ORDER BY idx"
+                    ):
                         authors = json.loads(row["authors"])
-                        out.write_row((row["idx"], row["paper_id"], _text(row["title"]), _text(row["abstract"]),
-                                       _text(row["body"]), authors,
-                                       [a.casefold() for a in authors], json.loads(row["categories"]),
-                                       row["published"], row["year"], row["citation_count"]))
+                        out.write_row(
+                            (
+                                row["idx"],
+                                row["paper_id"],
+                                _text(row["title"]),
+                                _text(row["abstract"]),
+                                _text(row["body"]),
+                                authors,
+                                [a.casefold() for a in authors],
+                                json.loads(row["categories"]),
+                                row["published"],
+                                row["year"],
+                                row["citation_count"],
+                            )
+                        )
                         n += 1
-                meta = {"index": index, "build_key": key, "ts_config": INDEX_TS_CONFIG, "papers": str(n),
-                        "sync_format": SYNC_FORMAT}
+                meta = {
+                    "index": index,
+                    "build_key": key,
+                    "ts_config": INDEX_TS_CONFIG,
+                    "papers": str(n),
+                    "sync_format": SYNC_FORMAT,
+                }
                 if (Path(build_dir) / "terms").is_dir():
                     meta.update(_copy_terms(conn, staging, Path(build_dir) / "terms"))
-                conn.cursor().executemany(sql.SQL("INSERT INTO {}.meta VALUES (%s, %s)").format(sql.Identifier(staging)),
-                                          sorted(meta.items()))
+                conn.cursor().executemany(
+                    sql.SQL("INSERT INTO {}.meta VALUES (%s, %s)").format(sql.Identifier(staging)),
+                    sorted(meta.items()),
+                )
                 for stmt in _indexes(staging):
                     conn.execute(stmt)
                 conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
-                conn.execute(sql.SQL("ALTER SCHEMA {} RENAME TO {}").format(sql.Identifier(staging), sql.Identifier(schema)))
+                conn.execute(
+                    sql.SQL("ALTER SCHEMA {} RENAME TO {}").format(
+                        sql.Identifier(staging), sql.Identifier(schema)
+                    )
+                )
     except psycopg.Error as exc:
-        raise BackendUnavailableError(f"sync of index {index!r} to PostgreSQL failed and was rolled back "
-                                      f"(PostgreSQL is unchanged): {exc}") from exc
+        raise BackendUnavailableError(
+            f"sync of index {index!r} to PostgreSQL failed and was rolled back "
+            f"(PostgreSQL is unchanged): {exc}"
+        ) from exc
     finally:
         store.close()
     return SyncReport(index, schema, "synced", n, time.perf_counter() - t)

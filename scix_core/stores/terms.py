@@ -1,10 +1,11 @@
 """The term–document matrix: the ``bm25`` lexical backend's index (``terms/`` in a build).
 
-Each paper's title and abstract are analysed as a query is (case-folded runs of letters and digits, PostgreSQL's
-English stopwords dropped — :mod:`scix_core.search.query`), stripped of diacritics and Snowball-stemmed
-(PyStemmer, the stemmer ``bm25s`` uses), then counted into a term-major CSC matrix of raw term frequencies beside each paper's length in terms.
-Nothing of BM25 is baked in: k1, b and the IDF are applied at query time, so they stay configuration
-(``search.bm25_k1``, ``search.bm25_b``) that a sweep can vary without rebuilding. Arrays are memory-mapped.
+Each paper's title and abstract are analysed as a query is (case-folded runs of letters and digits,
+PostgreSQL's English stopwords dropped — :mod:`scix_core.search.query`), stripped of diacritics and
+Snowball-stemmed (PyStemmer, the stemmer ``bm25s`` uses), then counted into a term-major CSC matrix of raw
+term frequencies beside each paper's length in terms. Nothing of BM25 is baked in: k1, b and the IDF are
+applied at query time, so they stay configuration (``search.bm25_k1``, ``search.bm25_b``) that a sweep can
+vary without rebuilding. Arrays are memory-mapped.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ from __future__ import annotations
 import json
 import unicodedata
 from collections import Counter
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 
@@ -52,7 +53,8 @@ def analyse(text: str) -> list[str]:
 
 
 def build_terms(path: Path, texts: Iterable[str]) -> dict:
-    """Write the matrix for ``texts`` (paper ``i`` = row ``i``) into the new folder ``path``; returns its figures."""
+    """Write the matrix for ``texts`` (paper ``i`` = row ``i``) into the new folder ``path``; returns its
+    figures."""
     vocab: dict[str, int] = {}
     rows: list[np.ndarray] = []
     cols: list[np.ndarray] = []
@@ -73,12 +75,21 @@ def build_terms(path: Path, texts: Iterable[str]) -> dict:
     matrix = coo_matrix((join(counts), (join(rows), join(cols))), shape=(len(lengths), len(vocab))).tocsc()
     matrix.sort_indices()
     path.mkdir(parents=True)
-    for name, array in (("indptr", matrix.indptr), ("docs", matrix.indices), ("tf", matrix.data),
-                        ("lengths", np.asarray(lengths, np.int32))):
+    for name, array in (
+        ("indptr", matrix.indptr),
+        ("docs", matrix.indices),
+        ("tf", matrix.data),
+        ("lengths", np.asarray(lengths, np.int32)),
+    ):
         np.save(path / f"{name}.npy", array)
     (path / "vocab.json").write_text(json.dumps(vocab))
-    return {"papers": len(lengths), "vocabulary": len(vocab), "postings": int(matrix.nnz),
-            "avg_len": round(float(np.mean(lengths)) if lengths else 0.0, 3), "stemmer": STEMMER}
+    return {
+        "papers": len(lengths),
+        "vocabulary": len(vocab),
+        "postings": int(matrix.nnz),
+        "avg_len": round(float(np.mean(lengths)) if lengths else 0.0, 3),
+        "stemmer": STEMMER,
+    }
 
 
 class TermIndex:
@@ -86,13 +97,17 @@ class TermIndex:
 
     def __init__(self, path: Path):
         try:
-            self.indptr, self.docs, self.tf, self.lengths = (npy.load(path / f, mmap_mode="r") for f in FILES[:4])
+            self.indptr, self.docs, self.tf, self.lengths = (
+                npy.load(path / f, mmap_mode="r") for f in FILES[:4]
+            )
             self.vocab: dict[str, int] = json.loads((path / "vocab.json").read_text())
         except (OSError, ValueError) as exc:
             raise BackendUnavailableError(f"cannot open the term matrix at {path}: {exc}") from exc
         self.n = len(self.lengths)
         self.avg_len = float(np.mean(self.lengths)) if self.n else 0.0
-        self.relative_len = (self.lengths / self.avg_len).astype(np.float32) if self.avg_len else np.ones(self.n, np.float32)
+        self.relative_len = (
+            (self.lengths / self.avg_len).astype(np.float32) if self.avg_len else np.ones(self.n, np.float32)
+        )
 
     def postings(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         """(papers, term frequencies) of a stemmed ``term``; None when no paper has it."""

@@ -17,11 +17,15 @@ def payload(paper) -> dict:
     return {"paper_id": paper.paper_id, "year": paper.year, "categories": list(paper.categories)}
 
 
-PARTS = ("vectors", "passages")  # a build's vector stores: one point per paper; one per passage (``--passages``)
+PARTS = (
+    "vectors",
+    "passages",
+)  # a build's vector stores: one point per paper; one per passage (``--passages``)
 
 
-def open_store(config: VectorConfig, build_dir: Path, index: str, dim: int | None = None,
-               part: str = "vectors") -> VectorStore:
+def open_store(
+    config: VectorConfig, build_dir: Path, index: str, dim: int | None = None, part: str = "vectors"
+) -> VectorStore:
     """Open (``dim=None``) or create a vector store of an index build: its papers' (``part="vectors"``) or its
     passages' (``"passages"``: a shard, collection or local folder of its own)."""
     if part not in PARTS:
@@ -61,7 +65,9 @@ def open_reader(config: VectorConfig, build_dir: Path, index: str, part: str = "
         return _READERS[key]
 
 
-def release_reader(config: VectorConfig, build_dir: Path, index: str, keep: bool, part: str = "vectors") -> None:
+def release_reader(
+    config: VectorConfig, build_dir: Path, index: str, keep: bool, part: str = "vectors"
+) -> None:
     """One user of :func:`open_reader`'s store is done with it. The last one closes it unless ``keep`` — the
     caller says whether the build is still current — so a long-lived process that follows rebuilds does not
     keep every superseded build's shard (memory, file handles) open."""
@@ -88,5 +94,15 @@ def close_readers() -> None:
             _READERS.popitem()[1].close()
 
 
-__all__ = ["BACKENDS", "PARTS", "VectorFilter", "VectorHit", "VectorStore", "close_readers", "open_reader", "open_store", "payload",
-           "release_reader"]
+__all__ = [
+    "BACKENDS",
+    "PARTS",
+    "VectorFilter",
+    "VectorHit",
+    "VectorStore",
+    "close_readers",
+    "open_reader",
+    "open_store",
+    "payload",
+    "release_reader",
+]

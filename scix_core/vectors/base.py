@@ -6,8 +6,9 @@ point id is the paper's position in the corpus (``papers.idx``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -26,8 +27,16 @@ class VectorFilter:
     exclude_points: tuple[int, ...] = ()  # point ids never to return (a user's saved and dismissed papers)
 
     def __bool__(self) -> bool:
-        return any((self.year_min is not None, self.year_max is not None, self.categories, self.paper_ids,
-                    self.exclude_categories, self.exclude_points))
+        return any(
+            (
+                self.year_min is not None,
+                self.year_max is not None,
+                self.categories,
+                self.paper_ids,
+                self.exclude_categories,
+                self.exclude_points,
+            )
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,15 +56,23 @@ class VectorStore(Protocol):
     def finish(self) -> None:
         """Build indexes and flush after the last upsert."""
 
-    def search(self, vector: np.ndarray, k: int, flt: VectorFilter | None = None,
-               exact: bool = False) -> list[VectorHit]: ...
+    def search(
+        self, vector: np.ndarray, k: int, flt: VectorFilter | None = None, exact: bool = False
+    ) -> list[VectorHit]: ...
 
-    def search_batch(self, vectors: np.ndarray, limits: Sequence[int], flt: VectorFilter | None = None,
-                     exact: bool = False) -> list[list[VectorHit]]:
+    def search_batch(
+        self, vectors: np.ndarray, limits: Sequence[int], flt: VectorFilter | None = None, exact: bool = False
+    ) -> list[list[VectorHit]]:
         """One kNN per row of ``vectors`` (limit per row), planned and run as one batch."""
 
-    def recommend(self, positives: np.ndarray, negatives: np.ndarray, k: int, flt: VectorFilter | None = None,
-                  exact: bool = False) -> list[VectorHit]:
+    def recommend(
+        self,
+        positives: np.ndarray,
+        negatives: np.ndarray,
+        k: int,
+        flt: VectorFilter | None = None,
+        exact: bool = False,
+    ) -> list[VectorHit]:
         """Qdrant recommend, strategy BEST_SCORE, from example vectors (rows)."""
 
     def count(self) -> int: ...

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -27,14 +27,24 @@ def edge_filter(flt: VectorFilter | None):
     qe = _edge()
     must = []
     if flt.year_min is not None or flt.year_max is not None:
-        must.append(qe.FieldCondition(key="year", range=qe.RangeFloat(
-            gte=None if flt.year_min is None else float(flt.year_min),
-            lte=None if flt.year_max is None else float(flt.year_max))))
+        must.append(
+            qe.FieldCondition(
+                key="year",
+                range=qe.RangeFloat(
+                    gte=None if flt.year_min is None else float(flt.year_min),
+                    lte=None if flt.year_max is None else float(flt.year_max),
+                ),
+            )
+        )
     if flt.categories:
         must.append(qe.FieldCondition(key="categories", match=qe.MatchAny(list(flt.categories))))
     if flt.paper_ids:
         must.append(qe.FieldCondition(key="paper_id", match=qe.MatchAny(list(flt.paper_ids))))
-    must_not = [qe.FieldCondition(key="categories", match=qe.MatchAny(list(flt.exclude_categories)))] if flt.exclude_categories else []
+    must_not = (
+        [qe.FieldCondition(key="categories", match=qe.MatchAny(list(flt.exclude_categories)))]
+        if flt.exclude_categories
+        else []
+    )
     if flt.exclude_points:
         must_not.append(qe.HasIdCondition({int(i) for i in flt.exclude_points}))
     return qe.Filter(must=must or None, must_not=must_not or None)
@@ -47,8 +57,9 @@ def _rows(matrix: np.ndarray) -> list[list[float]]:
 class EdgeVectorStore:
     name = "edge"
 
-    def __init__(self, path: Path, dim: int | None = None, hnsw_m: int = 16, ef_construct: int = 100,
-                 quantization=None):
+    def __init__(
+        self, path: Path, dim: int | None = None, hnsw_m: int = 16, ef_construct: int = 100, quantization=None
+    ):
         """``quantization``: a qdrant-edge quantization config for a new shard (None: float32 only)."""
         qe = _edge()
         self.path = Path(path)
@@ -59,7 +70,9 @@ class EdgeVectorStore:
                 self.path.mkdir(parents=True, exist_ok=True)
                 config = qe.EdgeConfig(
                     vectors=qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine),
-                    hnsw_config=qe.HnswIndexConfig(m=hnsw_m, ef_construct=ef_construct, full_scan_threshold=10_000),
+                    hnsw_config=qe.HnswIndexConfig(
+                        m=hnsw_m, ef_construct=ef_construct, full_scan_threshold=10_000
+                    ),
                     quantization_config=quantization,
                 )
                 self.shard = qe.EdgeShard.create(str(self.path), config)
@@ -72,8 +85,14 @@ class EdgeVectorStore:
     def upsert(self, ids: Sequence[int], vectors: np.ndarray, payloads: Sequence[dict]) -> None:
         qe = _edge()
         for start in range(0, len(ids), BATCH):
-            points = [qe.Point(int(i), v.astype(np.float32).tolist(), p)
-                      for i, v, p in zip(ids[start:start + BATCH], vectors[start:start + BATCH], payloads[start:start + BATCH])]
+            points = [
+                qe.Point(int(i), v.astype(np.float32).tolist(), p)
+                for i, v, p in zip(
+                    ids[start : start + BATCH],
+                    vectors[start : start + BATCH],
+                    payloads[start : start + BATCH],
+                )
+            ]
             self.shard.update(qe.UpdateOperation.upsert_points(points))
 
     def finish(self) -> None:
@@ -82,30 +101,44 @@ class EdgeVectorStore:
 
     def _request(self, query, k: int, flt, exact: bool = False):
         qe = _edge()
-        return qe.QueryRequest(limit=k, query=query, filter=flt, with_payload=["paper_id"],
-                               params=qe.SearchParams(exact=exact))
+        return qe.QueryRequest(
+            limit=k, query=query, filter=flt, with_payload=["paper_id"], params=qe.SearchParams(exact=exact)
+        )
 
     @staticmethod
     def _hits(points) -> list[VectorHit]:
         return [VectorHit(int(p.id), (p.payload or {}).get("paper_id"), float(p.score)) for p in points]
 
-    def search(self, vector: np.ndarray, k: int, flt: VectorFilter | None = None, exact: bool = False) -> list[VectorHit]:
+    def search(
+        self, vector: np.ndarray, k: int, flt: VectorFilter | None = None, exact: bool = False
+    ) -> list[VectorHit]:
         query = _edge().Query.Nearest(np.asarray(vector, dtype=np.float32).tolist())
         return self._hits(self.shard.query(self._request(query, k, edge_filter(flt), exact)))
 
-    def search_batch(self, vectors: np.ndarray, limits: Sequence[int], flt: VectorFilter | None = None,
-                     exact: bool = False) -> list[list[VectorHit]]:
+    def search_batch(
+        self, vectors: np.ndarray, limits: Sequence[int], flt: VectorFilter | None = None, exact: bool = False
+    ) -> list[list[VectorHit]]:
         qe = _edge()
         f = edge_filter(flt)
-        requests = [self._request(qe.Query.Nearest(v), int(k), f, exact) for v, k in zip(_rows(vectors), limits)]
+        requests = [
+            self._request(qe.Query.Nearest(v), int(k), f, exact) for v, k in zip(_rows(vectors), limits)
+        ]
         if not requests:
             return []
         return [self._hits(points) for points in self.shard.query_batch(qe.QueryBatchRequest(requests))]
 
-    def recommend(self, positives: np.ndarray, negatives: np.ndarray, k: int, flt: VectorFilter | None = None,
-                  exact: bool = False) -> list[VectorHit]:
+    def recommend(
+        self,
+        positives: np.ndarray,
+        negatives: np.ndarray,
+        k: int,
+        flt: VectorFilter | None = None,
+        exact: bool = False,
+    ) -> list[VectorHit]:
         qe = _edge()
-        query = qe.Query.RecommendBestScore(qe.RecommendQuery(_rows(positives), _rows(negatives) if len(negatives) else []))
+        query = qe.Query.RecommendBestScore(
+            qe.RecommendQuery(_rows(positives), _rows(negatives) if len(negatives) else [])
+        )
         return self._hits(self.shard.query(self._request(query, k, edge_filter(flt), exact)))
 
     def count(self) -> int:

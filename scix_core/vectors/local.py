@@ -12,8 +12,8 @@ chunks the build manifest names.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -48,19 +48,22 @@ class LocalVectors:
         self.matrix = matrix
 
     @classmethod
-    def open(cls, build_dir: Path, manifest: dict, cache_dir: Path | None = None) -> "LocalVectors":
+    def open(cls, build_dir: Path, manifest: dict, cache_dir: Path | None = None) -> LocalVectors:
         if not manifest.get("vectors"):
             raise VectorIndexUnavailableError(
                 f"index {manifest.get('index')!r} was built without vectors (--no-embed); "
-                "re-run `scix ingest` without --no-embed to get recommendations beyond trending")
+                "re-run `scix ingest` without --no-embed to get recommendations beyond trending"
+            )
         path = Path(build_dir) / FILE
         if path.exists():
             return cls(npy.load(path, mmap_mode="r"))
         matrix = _from_cache(cache_dir, manifest.get("corpus_hash", "")) if cache_dir else None
         if matrix is None or len(matrix) != manifest["vectors"]:
             raise VectorIndexUnavailableError(
-                f"index {manifest.get('index')!r} has no local vector copy ({path.name}) and its embedding cache is "
-                "gone; rebuild it with `scix ingest --force` (the vectors are reused where cached)")
+                f"index {manifest.get('index')!r} has no local vector copy ({path.name}) and its embedding "
+                "cache is "
+                "gone; rebuild it with `scix ingest --force` (the vectors are reused where cached)"
+            )
         return cls(matrix)
 
     def __len__(self) -> int:

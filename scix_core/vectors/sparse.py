@@ -9,8 +9,8 @@ the build folder, opened once per process like the dense shard.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from scix_core.errors import BackendUnavailableError
 from scix_core.vectors.base import PAYLOAD_INDEXES, VectorFilter, VectorHit
@@ -27,7 +27,9 @@ class SparseStore:
         try:
             if create:
                 self.path.mkdir(parents=True, exist_ok=True)
-                config = qe.EdgeConfig(vectors={}, sparse_vectors={VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)})
+                config = qe.EdgeConfig(
+                    vectors={}, sparse_vectors={VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)}
+                )
                 self.shard = qe.EdgeShard.create(str(self.path), config)
                 kinds = {"keyword": qe.PayloadSchemaType.Keyword, "integer": qe.PayloadSchemaType.Integer}
                 for field, kind in PAYLOAD_INDEXES.items():
@@ -41,8 +43,12 @@ class SparseStore:
     def upsert(self, ids: Sequence[int], texts: Sequence[str], payloads: Sequence[dict]) -> None:
         qe = _edge()
         for start in range(0, len(ids), BATCH):
-            points = [qe.Point(int(i), {VECTOR: self.bm25.embed_document(t)}, p)
-                      for i, t, p in zip(ids[start:start + BATCH], texts[start:start + BATCH], payloads[start:start + BATCH])]
+            points = [
+                qe.Point(int(i), {VECTOR: self.bm25.embed_document(t)}, p)
+                for i, t, p in zip(
+                    ids[start : start + BATCH], texts[start : start + BATCH], payloads[start : start + BATCH]
+                )
+            ]
             self.shard.update(qe.UpdateOperation.upsert_points(points))
 
     def finish(self) -> None:
@@ -53,7 +59,10 @@ class SparseStore:
         qe = _edge()
         query = qe.Query.Nearest(self.bm25.embed_query(text), using=VECTOR)
         request = qe.QueryRequest(limit=k, query=query, filter=edge_filter(flt), with_payload=["paper_id"])
-        return [VectorHit(int(p.id), (p.payload or {}).get("paper_id"), float(p.score)) for p in self.shard.query(request)]
+        return [
+            VectorHit(int(p.id), (p.payload or {}).get("paper_id"), float(p.score))
+            for p in self.shard.query(request)
+        ]
 
     def close(self) -> None:
         self.shard.close()

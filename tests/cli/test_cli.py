@@ -88,7 +88,10 @@ def loopback(tmp_path):
     handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/tiny.zip", hashlib.sha256(archive.read_bytes()).hexdigest()
+    yield (
+        f"http://127.0.0.1:{server.server_address[1]}/tiny.zip",
+        hashlib.sha256(archive.read_bytes()).hexdigest(),
+    )
     server.shutdown()
 
 
@@ -149,7 +152,8 @@ HOSTILE_NAMES = ["../escape", "/tmp/abs", "a/b", "a\x00b", "x" * 300, "", ".hidd
 
 @pytest.mark.parametrize("name", HOSTILE_NAMES)
 def test_names_from_users_are_never_paths(home, capsys, tmp_path, name):
-    """Every command that turns a user's name into a workspace path refuses a name that is not one plain name."""
+    """Every command that turns a user's name into a workspace path refuses a name that is not one plain
+    name."""
     commands = [
         ["ingest", "--path", str(FIXTURES / "smart"), "--index", name, "--no-embed", "--quiet"],
         ["search", "heat", "--index", name],
@@ -169,19 +173,30 @@ def test_names_from_users_are_never_paths(home, capsys, tmp_path, name):
 def test_model_and_report_names_are_checked_before_any_work(home, capsys):
     assert main(["ingest", "--path", str(FIXTURES / "smart"), "--index", "ok", "--no-embed", "--quiet"]) == 0
     capsys.readouterr()
-    for argv in (["train-reranker", "--index", "ok", "--name", "../../evil"],
-                 ["train-encoder", "--index", "ok", "--name", "/etc/evil"],
-                 ["report", "../../etc/passwd"],
-                 ["users", "create", "--index", "ok", "--user", "a\x00b"],
-                 ["users", "create", "--index", "ok", "--user", "u" * 500]):
+    for argv in (
+        ["train-reranker", "--index", "ok", "--name", "../../evil"],
+        ["train-encoder", "--index", "ok", "--name", "/etc/evil"],
+        ["report", "../../etc/passwd"],
+        ["users", "create", "--index", "ok", "--user", "a\x00b"],
+        ["users", "create", "--index", "ok", "--user", "u" * 500],
+    ):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert "error [" in err and "Traceback" not in err, (argv, err)
     assert not (home.parent.parent / "evil").exists()
 
 
-@pytest.mark.parametrize("member", ["../evil.txt", "tiny/../../evil.txt", "/tmp/evil.txt", "..\\evil.txt",
-                                    "C:/evil.txt", "tiny/sub/../../../evil.txt"])
+@pytest.mark.parametrize(
+    "member",
+    [
+        "../evil.txt",
+        "tiny/../../evil.txt",
+        "/tmp/evil.txt",
+        "..\\evil.txt",
+        "C:/evil.txt",
+        "tiny/sub/../../../evil.txt",
+    ],
+)
 def test_fetch_refuses_archive_members_outside_the_target(home, tmp_path, member, capsys):
     """Zip-slip: an archive (checksum correct) with one member escaping the target is refused whole."""
     served = tmp_path / "served"
@@ -201,10 +216,17 @@ def test_fetch_refuses_archive_members_outside_the_target(home, tmp_path, member
     finally:
         server.shutdown()
     assert "outside the target" in capsys.readouterr().err
-    assert not list(tmp_path.rglob("evil.txt")) and not (dest / "tiny").exists() and not list(dest.glob(".fetch-*"))
+    assert (
+        not list(tmp_path.rglob("evil.txt"))
+        and not (dest / "tiny").exists()
+        and not list(dest.glob(".fetch-*"))
+    )
 
 
 @pytest.mark.parametrize("url", ["file:///etc/passwd", "ftp://127.0.0.1/x.zip", "/etc/passwd"])
 def test_fetch_takes_only_http_urls(home, tmp_path, url, capsys):
-    assert main(["data", "fetch", "tiny", "--url", url, "--sha256", "0" * 64, "--dest", str(tmp_path / "d")]) == 2
+    assert (
+        main(["data", "fetch", "tiny", "--url", url, "--sha256", "0" * 64, "--dest", str(tmp_path / "d")])
+        == 2
+    )
     assert "only http(s)" in capsys.readouterr().err and not (tmp_path / "d" / "tiny").exists()

@@ -31,7 +31,8 @@ def test_smart_positional_qrels_grades_links_and_empty_abstract():
     assert first.published == dt.date(1961, 3, 1)
     assert ds.papers[1].abstract == ""  # empty .W kept, not rejected
     assert [q.query_id for q in ds.queries] == ["1", "4", "9"]
-    # qrels name queries by position: 2 -> the second query, .I 004; codes 1..4 -> gain 5-code; -1 kept negative
+    # qrels name queries by position: 2 -> the second query, .I 004; codes 1..4 -> gain 5-code; -1 kept
+    # negative
     assert ds.qrels["test"] == {"1": {"1": 4, "2": -1}, "4": {"3": 3, "1": 1}}
     direct = {(c.source, c.target) for c in ds.citations if c.kind == "direct"}
     assert direct == {("1", "2"), ("2", "1")}  # self-link 1->1 dropped
@@ -45,7 +46,9 @@ def test_scifact_csv_numpy_printout():
         parse_sentences("['ok' garbage 'x']")
     ds = load_dataset(FIXTURES / "scifact_csv", "scifact-csv")
     assert [p.paper_id for p in ds.papers] == ["11", "13"]
-    assert ds.papers[0].abstract == "First sentence. Second, with a comma. It's quoted. Escaped 'single' quotes."
+    assert (
+        ds.papers[0].abstract == "First sentence. Second, with a comma. It's quoted. Escaped 'single' quotes."
+    )
     assert len(ds.rejected) == 1 and "abstract" in ds.rejected[0].reason
     assert ds.qrels == {"train": {"5": {"11": 1, "13": 1}, "6": {"13": 1}}}
 
@@ -55,7 +58,12 @@ def test_citeulike_without_trailing_newline():
     assert ds.format == "citeulike"
     assert len(ds.papers) == 3 and ds.papers[2].title == "Metabolic networks"
     assert [(i.user_id, i.paper_id, i.position) for i in ds.interactions] == [
-        ("0", "0", 0), ("0", "2", 1), ("1", "0", 0), ("1", "1", 1), ("1", "2", 2)]
+        ("0", "0", 0),
+        ("0", "2", 1),
+        ("1", "0", 0),
+        ("1", "1", 1),
+        ("1", "2", 2),
+    ]
     assert {(c.source, c.target) for c in ds.citations} == {("0", "1"), ("1", "2")}
     assert ds.papers[1].citation_count == 2
     assert ds.tags == {"0": ("networks", "metabolism"), "2": ("metabolism",)}
@@ -138,15 +146,20 @@ def test_citeulike_without_text_files_reads_tag_names_as_text(tmp_path):
     (tmp_path / "c" / "tags.dat").write_text("small-world\ngene_expression")
     ds = load_dataset(tmp_path / "c")
     assert [(p.title, p.abstract) for p in ds.papers] == [
-        ("", "small world, gene expression"), ("", ""), ("", "gene expression")]  # item 1 has no tag: no text
+        ("", "small world, gene expression"),
+        ("", ""),
+        ("", "gene expression"),
+    ]  # item 1 has no tag: no text
     assert ds.tags["0"] == ("small-world", "gene_expression")  # the tags themselves unchanged
     with_titles = load_dataset(FIXTURES / "citeulike")
     assert [p.abstract for p in with_titles.papers] == ["", "", ""]  # an item with text never gets its tags
 
 
-RAW = ('doc.id,title,citeulike.id,raw.title,raw.abstract\n'
-       '3,metabolic networks,42,"{M}etabolic networks, revisited","Line one,\nline {two}."\n'
-       '1,small worlds,7,Small worlds,"An abstract\xa0with a non-breaking space."\n')
+RAW = (
+    "doc.id,title,citeulike.id,raw.title,raw.abstract\n"
+    '3,metabolic networks,42,"{M}etabolic networks, revisited","Line one,\nline {two}."\n'
+    '1,small worlds,7,Small worlds,"An abstract\xa0with a non-breaking space."\n'
+)
 
 
 def test_citeulike_raw_data_csv_gives_titles_and_abstracts(tmp_path):
@@ -156,7 +169,8 @@ def test_citeulike_raw_data_csv_gives_titles_and_abstracts(tmp_path):
     assert [(p.title, p.abstract) for p in ds.papers] == [
         ("Small worlds", "An abstract with a non-breaking space."),  # doc.id 1 -> item 0
         ("Community structure", ""),  # no row: the titles file's title
-        ("Metabolic networks, revisited", "Line one, line two.")]  # braces dropped, the line break is a space
+        ("Metabolic networks, revisited", "Line one, line two."),
+    ]  # braces dropped, the line break is a space
     assert str(tmp_path / "c" / "raw-data.csv") in ds.sources
 
 

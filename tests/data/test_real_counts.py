@@ -44,7 +44,9 @@ def test_citeulike(data_dir):
     assert ds.papers[0].title == "The metabolic world of Escherichia coli is not small"
 
 
-@pytest.mark.parametrize("name, unique", [("cs_ai_daily", 74728), ("astro_ph_daily", 11434), ("math_nt_daily", 5000)])
+@pytest.mark.parametrize(
+    "name, unique", [("cs_ai_daily", 74728), ("astro_ph_daily", 11434), ("math_nt_daily", 5000)]
+)
 def test_arxiv_listings(data_dir, name, unique):
     ds = load_dataset(data_dir / "arxiv-daily" / f"{name}.jsonl.gz")
     assert len(ds.papers) == unique and not ds.rejected

@@ -14,13 +14,19 @@ from scix_core.errors import ModelUnavailableError, UnknownNameError
 
 pytestmark = pytest.mark.model
 
-TEXTS = ["dark matter halo density profiles", "x", "Ünïcödé — résumé of β-decay; α ≥ 0.5 % (n=12)",
-         "A long abstract about galaxy rotation curves. " * 60, "vitamin D and bone fractures"]
+TEXTS = [
+    "dark matter halo density profiles",
+    "x",
+    "Ünïcödé — résumé of β-decay; α ≥ 0.5 % (n=12)",
+    "A long abstract about galaxy rotation curves. " * 60,
+    "vitamin D and bone fractures",
+]
 
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory):
-    """A workspace, and an empty user cache: these tests see every export this module makes, none from before."""
+    """A workspace, and an empty user cache: these tests see every export this module makes, none from
+    before."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("user-cache")))
         yield tmp_path_factory.mktemp("onnx-home")
@@ -51,20 +57,27 @@ def test_float32_export_reproduces_torch_and_int8_stays_close(torch_encoder, onn
 
 def test_backends_never_share_a_cache_slug_and_the_export_is_reused(torch_encoder, onnx_encoders, home):
     slugs = {torch_encoder.slug, *(e.slug for e in onnx_encoders.values())}
-    # the export format is in the slug too: an index encoded by the unfused format-1 graph gets a new build key
+    # the export format is in the slug too: an index encoded by the unfused format-1 graph gets a new build
+    # key
     assert len(slugs) == 3 and onnx_encoders["onnx"].slug == f"{torch_encoder.slug}__onnx.f{FORMAT}"
     folder = home / "models" / "onnx" / torch_encoder.slug
     manifest = json.loads((folder / "scix_onnx.json").read_text())
-    assert manifest["pooling"] == "mean" and manifest["normalize"] is True and manifest["max_seq_length"] == 256
+    assert (
+        manifest["pooling"] == "mean" and manifest["normalize"] is True and manifest["max_seq_length"] == 256
+    )
     assert manifest["fused"] is True and manifest["format"] == FORMAT == 2
     import onnx
 
     ops = [n.op_type for n in onnx.load(str(folder / "model.onnx"), load_external_data=False).graph.node]
-    assert ops.count("Attention") == 6 and "Softmax" not in ops  # one fused op per layer, none of the pattern left
+    assert (
+        ops.count("Attention") == 6 and "Softmax" not in ops
+    )  # one fused op per layer, none of the pattern left
     stamp = (folder / "model.onnx").stat().st_mtime_ns
     again = Encoder(EmbeddingConfig(backend="onnx"), home)
     again.encode(["x"])
-    assert (folder / "model.onnx").stat().st_mtime_ns == stamp, "a second encoder re-exported the same checkpoint"
+    assert (folder / "model.onnx").stat().st_mtime_ns == stamp, (
+        "a second encoder re-exported the same checkpoint"
+    )
     assert not [p for p in folder.parent.iterdir() if p.name.startswith(".")], "no temp folder left behind"
 
 
@@ -83,29 +96,42 @@ def test_bad_backends_are_typed_errors(tmp_path, home):
     odd = tmp_path / "odd-model"
     odd.mkdir()
     (odd / "tokenizer.json").write_text("{}")
-    (odd / "modules.json").write_text(json.dumps([
-        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-        {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"}]))
+    (odd / "modules.json").write_text(
+        json.dumps(
+            [
+                {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+                {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"},
+            ]
+        )
+    )
     with pytest.raises(ModelUnavailableError, match="Dense"):
         Encoder(EmbeddingConfig(model=str(odd), backend="onnx-int8"), home).encode(["x"])
 
 
-def test_a_checkpoint_saved_by_this_sentence_transformers_exports_and_reproduces_torch(tmp_path, torch_encoder):
-    """A model `scix train-encoder` saves is written in the installed sentence-transformers' format (6.x: the pooling
-    mode as one name, the length cap in the tokenizer's config) — it exports like the bundled (older-format) one."""
+def test_a_checkpoint_saved_by_this_sentence_transformers_exports_and_reproduces_torch(
+    tmp_path, torch_encoder
+):
+    """A model `scix train-encoder` saves is written in the installed sentence-transformers' format (6.x: the
+    pooling mode as one name, the length cap in the tokenizer's config) — it exports like the bundled
+    (older-format) one."""
     from scix_core.embeddings.onnx import pipeline
 
     saved = tmp_path / "saved"
     torch_encoder.model.save(str(saved))
     bundled = pipeline(Path(resolve_model(BUNDLED)))
-    assert pipeline(saved) == bundled == {"pooling": "mean", "normalize": True, "max_seq_length": 256,
-                                          "do_lower_case": False, "dim": 384}
+    assert (
+        pipeline(saved)
+        == bundled
+        == {"pooling": "mean", "normalize": True, "max_seq_length": 256, "do_lower_case": False, "dim": 384}
+    )
     vecs = Encoder(EmbeddingConfig(model=str(saved), backend="onnx"), tmp_path / "home").encode(TEXTS)
     assert (vecs * torch_encoder.encode(TEXTS)).sum(1).min() > 0.99999
     pooling = saved / "1_Pooling" / "config.json"
-    for legacy, modes in (({"pooling_mode_cls_token": True}, ["cls"]),
-                          ({"pooling_mode_mean_tokens": True, "pooling_mode_max_tokens": True}, ["mean", "max"])):
+    for legacy, modes in (
+        ({"pooling_mode_cls_token": True}, ["cls"]),
+        ({"pooling_mode_mean_tokens": True, "pooling_mode_max_tokens": True}, ["mean", "max"]),
+    ):
         pooling.write_text(json.dumps({"word_embedding_dimension": 384, **legacy}))
         if modes == ["cls"]:
             assert pipeline(saved)["pooling"] == "cls"
@@ -116,7 +142,8 @@ def test_a_checkpoint_saved_by_this_sentence_transformers_exports_and_reproduces
 
 def test_auto_backend_is_the_gated_one_for_the_bundled_model_and_this_cpu_and_torch_for_others(tmp_path):
     assert EmbeddingConfig().backend == "auto"
-    # OpenVINO's static int8 where the CPU has int8 dot-product instructions; ONNX Runtime's int8 on AVX2 alone
+    # OpenVINO's static int8 where the CPU has int8 dot-product instructions; ONNX Runtime's int8 on AVX2
+    # alone
     avx2 = frozenset({"sse4_2", "avx", "avx2", "fma"})
     assert resolve_backend(EmbeddingConfig(), avx2).backend == "onnx-int8"
     for extra in ("avx512_vnni", "avx_vnni", "amx_int8"):
@@ -124,14 +151,16 @@ def test_auto_backend_is_the_gated_one_for_the_bundled_model_and_this_cpu_and_to
     here = "openvino-int8" if cpu.has(cpu.INT8_DOT) else "onnx-int8"
     assert cpu.flags() and "sse2" in cpu.flags()  # this machine's flags were read
     assert Encoder().config.backend == here and Encoder().slug.endswith(
-        f"__openvino-int8.f{FORMAT}.o1" if here == "openvino-int8" else f"__onnx-int8.f{FORMAT}")
+        f"__openvino-int8.f{FORMAT}.o1" if here == "openvino-int8" else f"__onnx-int8.f{FORMAT}"
+    )
     other = Encoder(EmbeddingConfig(model=str(tmp_path)))  # a model without evidence: torch, as before
     assert other.config.backend == "torch" and "__" not in other.slug
     assert Encoder(EmbeddingConfig(backend="onnx")).config.backend == "onnx"  # an explicit choice is kept
 
 
 def test_an_export_in_the_user_cache_is_reused_by_a_workspace_encoder(tmp_path, monkeypatch, onnx_encoders):
-    """An index built without a workspace (its export in the user cache) is queried from one without re-exporting."""
+    """An index built without a workspace (its export in the user cache) is queried from one without
+    re-exporting."""
     cache = tmp_path / "cache"
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     Encoder(EmbeddingConfig(backend="onnx-int8")).encode(["x"])
@@ -164,7 +193,10 @@ def test_openvino_models_are_converted_once_with_their_own_slugs(torch_encoder, 
     from scix_core.embeddings.openvino import FILES
 
     slugs = {e.slug for e in ov_encoders.values()}
-    assert len(slugs) == 2 and ov_encoders["openvino-int8"].slug == f"{torch_encoder.slug}__openvino-int8.f{FORMAT}.o1"
+    assert (
+        len(slugs) == 2
+        and ov_encoders["openvino-int8"].slug == f"{torch_encoder.slug}__openvino-int8.f{FORMAT}.o1"
+    )
     folder = home / "models" / "onnx" / torch_encoder.slug
     stamps = {b: (folder / FILES[b]).stat().st_mtime_ns for b in FILES}
     assert all((folder / FILES[b]).with_suffix(".bin").is_file() for b in FILES)
@@ -179,7 +211,9 @@ def test_openvino_queries_from_many_threads(ov_encoders):
     from concurrent.futures import ThreadPoolExecutor
 
     enc = Encoder(EmbeddingConfig(backend="openvino-int8"), ov_encoders["openvino-int8"].home)
-    queries = [f"query number {i} about {w}" for i, w in enumerate(["galaxies", "proteins", "graphs", "soil"] * 6)]
+    queries = [
+        f"query number {i} about {w}" for i, w in enumerate(["galaxies", "proteins", "graphs", "soil"] * 6)
+    ]
     alone = [enc.model.encode([q])[0] for q in queries]
     with ThreadPoolExecutor(4) as pool:
         together = list(pool.map(lambda q: enc.model.encode([q])[0], queries))

@@ -37,7 +37,11 @@ def test_ranking_metrics_by_hand():
 
 def test_diversity_and_cluster_coverage_by_hand():
     e = np.eye(3)
-    assert diversity(e) == pytest.approx(1.0) and diversity(e[[0, 0]]) == pytest.approx(0.0) and diversity(e[:1]) == 0.0
+    assert (
+        diversity(e) == pytest.approx(1.0)
+        and diversity(e[[0, 0]]) == pytest.approx(0.0)
+        and diversity(e[:1]) == 0.0
+    )
     centroids = np.eye(3)[:2]
     assert cluster_coverage(np.array([[1.0, 0.1, 0], [0.9, 0.2, 0]]), centroids) == 0.5
     assert cluster_coverage(np.array([[1.0, 0, 0], [0, 1.0, 0]]), centroids) == 1.0
@@ -54,8 +58,23 @@ def test_unknown_runs_list_the_valid_ones():
 def test_eval_recs_on_real_libraries(citeulike_home):
     from scix_core.evaluate.recs import METRICS, evaluate_recs
 
-    runs = ("tier3", "tier2", "tier1", "tier1-nommr", "tier1-rrf", "tier1-quota", "tier1-cosine", "tier1-content",
-            "mmr_0.0", "mmr_1.0", "tier1-lgbm", "most-popular", "content-knn", "rp3beta", "als")
+    runs = (
+        "tier3",
+        "tier2",
+        "tier1",
+        "tier1-nommr",
+        "tier1-rrf",
+        "tier1-quota",
+        "tier1-cosine",
+        "tier1-content",
+        "mmr_0.0",
+        "mmr_1.0",
+        "tier1-lgbm",
+        "most-popular",
+        "content-knn",
+        "rp3beta",
+        "als",
+    )
     report = evaluate_recs("cul", citeulike_home, users=40, runs=runs, permutations=500, progress=False)
     assert report.n_users == 40 and set(report.runs) == set(runs)
     assert report.setup["users_eligible"] == 5551  # every citeulike-a user has 10+ saves
@@ -72,10 +91,15 @@ def test_eval_recs_on_real_libraries(citeulike_home):
     # learned peers beat popularity on real libraries; the co-saves lift Tier 1 above its content-only self
     assert report.runs["als"]["recall@10"] > report.runs["most-popular"]["recall@10"]
     assert report.runs["rp3beta"]["recall@10"] > report.runs["most-popular"]["recall@10"]
-    assert report.setup["tuned"]["rp3beta"]["params"] in [v["params"] for v in report.setup["tuned"]["rp3beta"]["validation"]]
+    assert report.setup["tuned"]["rp3beta"]["params"] in [
+        v["params"] for v in report.setup["tuned"]["rp3beta"]["validation"]
+    ]
     assert report.runs["tier1"]["recall@10"] > report.runs["tier1-content"]["recall@10"]
-    assert {c.candidate for c in report.comparisons if c.baseline == "content-knn"} == set(runs) - {"content-knn"}
-    # the other scorers have their own gates against the default heuristic; the default's own name (cosine) is tier1
+    assert {c.candidate for c in report.comparisons if c.baseline == "content-knn"} == set(runs) - {
+        "content-knn"
+    }
+    # the other scorers have their own gates against the default heuristic; the default's own name (cosine) is
+    # tier1
     assert {"tier1-lgbm over tier1", "tier1-content over tier1"} <= set(report.gates)
     assert "tier1-cosine over tier1" not in report.gates and citeulike_home.recommend.heuristic == "cosine"
     assert report.gates["most-popular"].ship is False
@@ -83,9 +107,12 @@ def test_eval_recs_on_real_libraries(citeulike_home):
     assert set(report.per_tier) == {"1", "3", "5", "all"}
     assert report.per_tier["1"]["tiers"] == {"tier3": 40} and report.per_tier["3"]["tiers"] == {"tier2": 40}
     assert report.per_tier["all"]["tiers"] == {"tier1": 40}
-    assert all(set(block["runs"]) == {"cascade", "content-knn", "rp3beta"} for block in report.per_tier.values())
-    again = evaluate_recs("cul", citeulike_home, users=40, runs=("tier1",), baseline=None, per_tier=False,
-                          progress=False)
+    assert all(
+        set(block["runs"]) == {"cascade", "content-knn", "rp3beta"} for block in report.per_tier.values()
+    )
+    again = evaluate_recs(
+        "cul", citeulike_home, users=40, runs=("tier1",), baseline=None, per_tier=False, progress=False
+    )
     assert again.per_user["tier1"] == report.per_user["tier1"]  # seeded: the same users, splits and results
 
 
@@ -96,37 +123,88 @@ def test_eval_recs_cli_json_and_no_training_save_is_a_hit(home, capsys, tmp_path
 
     assert main(["ingest", "--path", str(FIXTURES / "citeulike"), "--index", "cu", "--quiet"]) == 0
     out = tmp_path / "recs.json"
-    assert main(["eval-recs", "--index", "cu", "--min-saves", "2", "--holdout", "0.3", "--runs",
-                 "tier3,content-knn,most-popular", "--permutations", "100", "--no-per-tier", "--json", str(out),
-                 "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "eval-recs",
+                "--index",
+                "cu",
+                "--min-saves",
+                "2",
+                "--holdout",
+                "0.3",
+                "--runs",
+                "tier3,content-knn,most-popular",
+                "--permutations",
+                "100",
+                "--no-per-tier",
+                "--json",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "cu: 2 users" in printed and "content-knn" in printed
     saved = json.loads(out.read_text())
     assert saved["n_users"] == 2 and saved["per_user"]["tier3"]["recall@10"]
     assert main(["eval-recs", "--index", "cu", "--min-saves", "50", "--quiet"]) == 2
     assert "no user of index 'cu' has 50 or more saves" in capsys.readouterr().err
-    # P = 2: only the user with 3 saves qualifies (one user: every p is 1); two cutoffs; the tuned choices in the JSON
-    assert main(["eval-recs", "--index", "cu", "--min-saves", "2", "--train-size", "2", "--cutoffs", "1,2", "--runs",
-                 "tier3,rp3beta,text-knn", "--baseline", "tier3", "--permutations", "100", "--no-per-tier", "--json",
-                 str(out), "--quiet"]) == 0
+    # P = 2: only the user with 3 saves qualifies (one user: every p is 1); two cutoffs; the tuned choices in
+    # the JSON
+    assert (
+        main(
+            [
+                "eval-recs",
+                "--index",
+                "cu",
+                "--min-saves",
+                "2",
+                "--train-size",
+                "2",
+                "--cutoffs",
+                "1,2",
+                "--runs",
+                "tier3,rp3beta,text-knn",
+                "--baseline",
+                "tier3",
+                "--permutations",
+                "100",
+                "--no-per-tier",
+                "--json",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert "1 users, 2 training saves a user" in capsys.readouterr().out
     saved = json.loads(out.read_text())
     assert saved["setup"]["cutoffs"] == [1, 2] and saved["setup"]["train_size"] == 2
     assert {"recall@1", "recall@2", "ndcg@2", "hit@1", "ild@1"} <= set(saved["runs"]["rp3beta"])
     assert set(saved["setup"]["tuned"]) == {"rp3beta", "text-knn"}
-    assert saved["setup"]["tuned"]["rp3beta"]["params"] in [v["params"] for v in saved["setup"]["tuned"]["rp3beta"][
-        "validation"]]
+    assert saved["setup"]["tuned"]["rp3beta"]["params"] in [
+        v["params"] for v in saved["setup"]["tuned"]["rp3beta"]["validation"]
+    ]
     assert {c["metric"] for c in saved["comparisons"]} >= {"recall@1", "recall@2"}
     assert main(["eval-recs", "--index", "cu", "--cutoffs", "10,x", "--quiet"]) == 2
 
 
 def test_train_size_keeps_n_saves_and_holds_out_the_rest():
-    libs = {"a": [f"p{i}" for i in range(12)], "b": [f"q{i}" for i in range(10)], "c": [f"r{i}" for i in range(30)]}
+    libs = {
+        "a": [f"p{i}" for i in range(12)],
+        "b": [f"q{i}" for i in range(10)],
+        "c": [f"r{i}" for i in range(30)],
+    }
     splits = {s.user: s for s in split_libraries(libs, 0.2, seed=3, min_saves=5, train_size=10)}
     assert set(splits) == {"a", "c"}  # b has exactly 10: nothing would be held out
     assert len(splits["a"].train) == 10 and len(splits["a"].test) == 2
     assert len(splits["c"].train) == 10 and set(splits["c"].train) | splits["c"].test == set(libs["c"])
-    assert split_libraries(libs, 0.2, seed=3, min_saves=5, train_size=10, real_times=True)[0].test == {"p10", "p11"}
+    assert split_libraries(libs, 0.2, seed=3, min_saves=5, train_size=10, real_times=True)[0].test == {
+        "p10",
+        "p11",
+    }
     with pytest.raises(ConfigError, match="train-size"):
         split_libraries(libs, 0.2, seed=3, min_saves=5, train_size=0)
 
@@ -137,7 +215,11 @@ def test_metrics_at_every_cutoff_by_hand():
     splits = [UserSplit("u", ("t",), frozenset({"a", "b"}))]
     ranked = [f"x{i}" for i in range(11)] + ["a"]  # "a" at rank 12: a hit at @50, not at @10
     values = ranking_metrics({"u": ranked}, splits, (10, 50))
-    assert values["recall@10"] == {"u": 0.0} and values["recall@50"] == {"u": 0.5} and values["hit@50"] == {"u": 1.0}
+    assert (
+        values["recall@10"] == {"u": 0.0}
+        and values["recall@50"] == {"u": 0.5}
+        and values["hit@50"] == {"u": 1.0}
+    )
     assert values["ndcg@50"]["u"] == pytest.approx((1 / np.log2(13)) / (1 + 1 / np.log2(3)))
     assert metric_names((50, 100))[:4] == ("recall@50", "ndcg@50", "hit@50", "recall@100")
     assert metric_names((50, 100))[-2:] == ("ild@50", "cluster_coverage")

@@ -12,8 +12,12 @@ from scix_core.evaluate.provenance import buckets, length_bucket, provenance
 from scix_core.evaluate.significance import Comparison, compare, paired, randomisation_p, t_test_p
 from scix_core.types import Ranking
 
-GOLD = Gold("hand", {"a": "one two", "b": "one two three four", "c": "never judged"},
-            {"a": {"d1": 2, "d2": 1, "d9": -1}, "b": {"d3": 1}, "c": {"d4": 0}}, {"a": {"bucket": "x"}, "b": {"bucket": "y"}})
+GOLD = Gold(
+    "hand",
+    {"a": "one two", "b": "one two three four", "c": "never judged"},
+    {"a": {"d1": 2, "d2": 1, "d9": -1}, "b": {"d3": 1}, "c": {"d4": 0}},
+    {"a": {"bucket": "x"}, "b": {"bucket": "y"}},
+)
 
 
 def _r(*ids):
@@ -23,7 +27,8 @@ def _r(*ids):
 def test_metrics_by_hand():
     values = per_query(GOLD, {"a": _r("d2", "d9", "d1"), "b": _r("x", "d3")})
     assert set(values["ndcg@10"]) == {"a", "b"}  # c has no relevant paper: not a judged query
-    # linear gain, as trec_eval and BEIR: d2 (grade 1) at rank 1, d9 (judged -1: no gain), d1 (grade 2) at rank 3
+    # linear gain, as trec_eval and BEIR: d2 (grade 1) at rank 1, d9 (judged -1: no gain), d1 (grade 2) at
+    # rank 3
     dcg = 1 / math.log2(2) + 2 / math.log2(4)
     idcg = 2 / math.log2(2) + 1 / math.log2(3)
     assert values["ndcg@10"]["a"] == pytest.approx(dcg / idcg)
@@ -57,24 +62,30 @@ def test_tests_on_constructed_cases():
 def test_holm_by_hand():
     cs = [Comparison("b", "c", m, 0.1, p, p) for m, p in (("m1", 0.01), ("m2", 0.04), ("m3", 0.03))]
     adjusted = holm(cs)
-    assert [c.p_adj for c in adjusted] == pytest.approx([0.03, 0.06, 0.06])  # 3*0.01, max(2*0.03, .03), max(1*0.04, .06)
+    assert [c.p_adj for c in adjusted] == pytest.approx(
+        [0.03, 0.06, 0.06]
+    )  # 3*0.01, max(2*0.03, .03), max(1*0.04, .06)
     assert [c.significant for c in adjusted] == [True, False, False]
 
 
 def _values(base, cand):
     ids = [f"q{i}" for i in range(len(base))]
     metrics = {"ndcg@10": 0, "mrr@10": 1}
-    return {run: {m: {q: float(v[i][k]) for i, q in enumerate(ids)} for m, k in metrics.items()}
-            for run, v in (("base", base), ("cand", cand))}
+    return {
+        run: {m: {q: float(v[i][k]) for i, q in enumerate(ids)} for m, k in metrics.items()}
+        for run, v in (("base", base), ("cand", cand))
+    }
 
 
 def test_gate_clear_win_clear_loss_and_noise():
     rng = np.random.default_rng(1)
     base = rng.uniform(0.2, 0.6, (300, 2))
-    cases = {"win": base + [0.08, 0.05] + rng.normal(0, 0.02, (300, 2)),
-             "loss": base - [0.08, 0.05] + rng.normal(0, 0.02, (300, 2)),
-             "noise": base + rng.normal(0, 0.05, (300, 2)),
-             "win but mrr regresses": base + [0.08, -0.05] + rng.normal(0, 0.02, (300, 2))}
+    cases = {
+        "win": base + [0.08, 0.05] + rng.normal(0, 0.02, (300, 2)),
+        "loss": base - [0.08, 0.05] + rng.normal(0, 0.02, (300, 2)),
+        "noise": base + rng.normal(0, 0.05, (300, 2)),
+        "win but mrr regresses": base + [0.08, -0.05] + rng.normal(0, 0.02, (300, 2)),
+    }
     decisions = {}
     for name, cand in cases.items():
         comps = holm(compare("base", "cand", _values(base, cand), ("ndcg@10", "mrr@10"), permutations=2000))
@@ -100,8 +111,8 @@ def test_provenance_and_buckets_by_hand():
 
 
 def test_every_figure_is_cross_checked_against_trec_eval():
-    from scix_core.evaluate.metrics import cross_check
     from scix_core.errors import MetricMismatchError
+    from scix_core.evaluate.metrics import cross_check
 
     run = {"a": {"d2": 3.0, "d9": 2.0, "d1": 1.0}, "b": {"x": 2.0, "d3": 1.0}}
     values = per_query(GOLD, {"a": _r("d2", "d9", "d1"), "b": _r("x", "d3")})
@@ -114,37 +125,59 @@ def test_every_figure_is_cross_checked_against_trec_eval():
 
 
 def test_concurrent_cold_processes_report_the_same_correct_figures(tmp_path):
-    """The old order: several processes compiling ranx's numba code into one empty cache at once, then a process
-    that loads that cache. Each prints nDCG@10 for the hand gold set (cross-checked inside per_query)."""
+    """The old order: several processes compiling ranx's numba code into one empty cache at once, then a
+    process that loads that cache. Each prints nDCG@10 for the hand gold set (cross-checked inside
+    per_query)."""
     import os
     import subprocess
     import sys
 
-    code = ("from tests.evaluate.test_stats import GOLD, _r; from scix_core.evaluate import per_query; "
-            "v = per_query(GOLD, {'a': _r('d2', 'd9', 'd1'), 'b': _r('x', 'd3')}); "
-            "print(round(v['ndcg@10']['a'], 6), round(v['ndcg@10']['b'], 6))")
+    code = (
+        "from tests.evaluate.test_stats import GOLD, _r; from scix_core.evaluate import per_query; "
+        "v = per_query(GOLD, {'a': _r('d2', 'd9', 'd1'), 'b': _r('x', 'd3')}); "
+        "print(round(v['ndcg@10']['a'], 6), round(v['ndcg@10']['b'], 6))"
+    )
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"} | {"XDG_CACHE_HOME": str(tmp_path)}
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, cwd=root, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code],
+            env=env,
+            cwd=root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
     outs = [p.communicate(timeout=600) for p in procs]
-    after = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True, timeout=600)
+    after = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True, timeout=600
+    )
     dcg, idcg = 1 / math.log2(2) + 2 / math.log2(4), 2 / math.log2(2) + 1 / math.log2(3)
     want = f"{round(dcg / idcg, 6)} {round(1 / math.log2(3), 6)}"
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 0 and out.strip() == want, err
-    assert after.returncode == 0 and after.stdout.strip() == want and "Numba" not in after.stderr, after.stderr
+    assert after.returncode == 0 and after.stdout.strip() == want and "Numba" not in after.stderr, (
+        after.stderr
+    )
     assert list(tmp_path.glob("scix_core/numba-*/*")), "the cache was written in its own folder"
 
 
 def test_randomisation_p_is_scipys_permutation_test():
-    """The sign-flip form of the paired test: scipy's exact p where 2^n fits the resamples, its p within Monte-Carlo
-    error beyond (scipy's pair generator is 10x slower at thousands of users)."""
+    """The sign-flip form of the paired test: scipy's exact p where 2^n fits the resamples, its p within
+    Monte-Carlo error beyond (scipy's pair generator is 10x slower at thousands of users)."""
     from scipy.stats import permutation_test
 
     def theirs(a, b, r):
-        return permutation_test((b, a), lambda x, y, axis: np.mean(x - y, axis=axis), permutation_type="samples",
-                                n_resamples=r, vectorized=True, random_state=42).pvalue
+        return permutation_test(
+            (b, a),
+            lambda x, y, axis: np.mean(x - y, axis=axis),
+            permutation_type="samples",
+            n_resamples=r,
+            vectorized=True,
+            random_state=42,
+        ).pvalue
 
     rng = np.random.default_rng(3)
     for n in (6, 10, 13):

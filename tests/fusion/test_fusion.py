@@ -18,12 +18,14 @@ def scores(r: Ranking) -> dict[str, float]:
 
 def test_rrf_values_and_order():
     fused = rrf([LEX, DENSE], k=60)
-    assert scores(fused) == pytest.approx({
-        "a": 1 / (60 + 1) + 1 / (60 + 2),
-        "c": 1 / (60 + 3) + 1 / (60 + 1),
-        "b": 1 / (60 + 2),
-        "d": 1 / (60 + 3),
-    })
+    assert scores(fused) == pytest.approx(
+        {
+            "a": 1 / (60 + 1) + 1 / (60 + 2),
+            "c": 1 / (60 + 3) + 1 / (60 + 1),
+            "b": 1 / (60 + 2),
+            "d": 1 / (60 + 3),
+        }
+    )
     assert fused.ids == ("a", "c", "b", "d")
 
 
@@ -67,14 +69,22 @@ def test_dbsf_guarded_and_bounded():
 
 def test_convex_minmax_and_zscore():
     # min-max as above; absent papers get the ranking's floor 0: a = .3*1 + .7*.5, b = .3*.5, c = .7*1, d = 0
-    assert scores(convex([LEX, DENSE], [0.3, 0.7])) == pytest.approx({"a": 0.65, "b": 0.15, "c": 0.7, "d": 0.0})
+    assert scores(convex([LEX, DENSE], [0.3, 0.7])) == pytest.approx(
+        {"a": 0.65, "b": 0.15, "c": 0.7, "d": 0.0}
+    )
     assert convex([LEX, DENSE], [1.0, 0.0]).ids[:3] == ("a", "b", "c")  # alpha 1: the first ranking's order
     # z-scores: LEX mean 5, sd sqrt(32/3) -> a = 4/sd, b = 0, c = -4/sd (the floor, given to d)
     sd = (32 / 3) ** 0.5
     dsd = (0.02 / 3) ** 0.5  # DENSE: mean 0.8 -> c = .1/dsd, a = 0, d = -.1/dsd (the floor, given to b)
     z = scores(convex([LEX, DENSE], [0.5, 0.5], "zscore"))
-    assert z == pytest.approx({"a": 0.5 * 4 / sd, "b": -0.5 * 0.1 / dsd, "c": 0.5 * (-4 / sd + 0.1 / dsd),
-                               "d": 0.5 * (-4 / sd - 0.1 / dsd)})
+    assert z == pytest.approx(
+        {
+            "a": 0.5 * 4 / sd,
+            "b": -0.5 * 0.1 / dsd,
+            "c": 0.5 * (-4 / sd + 0.1 / dsd),
+            "d": 0.5 * (-4 / sd - 0.1 / dsd),
+        }
+    )
     flat = Ranking.from_pairs("flat", [("x", 3.0), ("y", 3.0)])
     assert scores(convex([flat], [1.0], "zscore")) == {"x": 0.0, "y": 0.0}
     with pytest.raises(ValueError):

@@ -1,5 +1,6 @@
 """The hand-checkable search fixture corpus (12 papers, real categories and citations) built twice into real
-indexes — qdrant-edge (default) and qdrant-client local mode — plus one without vectors, in one session home."""
+indexes — qdrant-edge (default) and qdrant-client local mode — plus one without vectors, in one session
+home."""
 
 from __future__ import annotations
 
@@ -28,7 +29,13 @@ def rec_indexes(tmp_path_factory, encoder) -> Indexes:
 
     cfg = load_config().replace(home=tmp_path_factory.mktemp("rec-home"))
     ingest(CORPUS, "rec-edge", config=cfg, progress=False, encoder=encoder)
-    ingest(CORPUS, "rec-client", config=cfg.replace(**{"vectors.backend": "qdrant"}), progress=False, encoder=encoder)
+    ingest(
+        CORPUS,
+        "rec-client",
+        config=cfg.replace(**{"vectors.backend": "qdrant"}),
+        progress=False,
+        encoder=encoder,
+    )
     ingest(CORPUS, "rec-bare", config=cfg, progress=False, embed=False)
     return Indexes(cfg)
 

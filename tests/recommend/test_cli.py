@@ -19,13 +19,31 @@ def env(rec_indexes, monkeypatch):
 
 
 def test_create_interact_recommend_explain(env, user, capsys):
-    assert main(["users", "create", "--index", env.edge, "--user", user, "--categories", "cs.LG,astro-ph.GA"]) == 0
+    assert (
+        main(["users", "create", "--index", env.edge, "--user", user, "--categories", "cs.LG,astro-ph.GA"])
+        == 0
+    )
     assert f"created user '{user}'" in capsys.readouterr().out
     assert main(["recommend", "--index", env.edge, "--user", user, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["tier"] == 0 and out["next_tier"].startswith("1 more save") and out["items"]
     for paper in ("p01", "p07", "p03", "p04"):
-        assert main(["interact", "--index", env.edge, "--user", user, "--save", paper, "--at", "2024-05-01T10:00:00Z"]) == 0
+        assert (
+            main(
+                [
+                    "interact",
+                    "--index",
+                    env.edge,
+                    "--user",
+                    user,
+                    "--save",
+                    paper,
+                    "--at",
+                    "2024-05-01T10:00:00Z",
+                ]
+            )
+            == 0
+        )
     assert main(["interact", "--index", env.edge, "--user", user, "--dismiss", "p02"]) == 0
     assert "recorded dismiss of p02" in capsys.readouterr().out
     assert main(["recommend", "--index", env.edge, "--user", user, "--limit", "3"]) == 0
@@ -34,8 +52,15 @@ def test_create_interact_recommend_explain(env, user, capsys):
     main(["interact", "--index", env.edge, "--user", user, "--save", "p06"])
     assert main(["recommend", "--index", env.edge, "--user", user, "--limit", "3", "--explain"]) == 0
     out = capsys.readouterr().out
-    for part in ("Tier 1 (clustered)", "clusters (Hungarian-stable ids)", "quota", "MMR moves", "suppressed codes",
-                 "exploration *", "scorer:"):
+    for part in (
+        "Tier 1 (clustered)",
+        "clusters (Hungarian-stable ids)",
+        "quota",
+        "MMR moves",
+        "suppressed codes",
+        "exploration *",
+        "scorer:",
+    ):
         assert part in out, part
     assert main(["users", "show", user, "--index", env.edge, "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
@@ -91,7 +116,10 @@ def test_the_bag_of_words_release_variant_is_searchable_embeddable_and_recommend
     assert main(["users", "create", "--index", "bow", "--user", "astro-fan", "--categories", "astro"]) == 0
     capsys.readouterr()
     assert main(["recommend", "--index", "bow", "--user", "astro-fan", "--json", "--no-log"]) == 0
-    assert {i["paper_id"] for i in json.loads(capsys.readouterr().out)["items"]} == {"0", "2"}  # tag-item.dat tags
+    assert {i["paper_id"] for i in json.loads(capsys.readouterr().out)["items"]} == {
+        "0",
+        "2",
+    }  # tag-item.dat tags
 
 
 def test_real_save_times_are_kept_on_import_and_split_latest_first(home, capsys):
@@ -105,13 +133,29 @@ def test_real_save_times_are_kept_on_import_and_split_latest_first(home, capsys)
     from scix_core.recommend.library import import_libraries, library_saves, library_times
     from scix_core.types import Interaction, Paper
 
-    t0 = dt.datetime(2023, 5, 1, tzinfo=dt.timezone.utc)
+    t0 = dt.datetime(2023, 5, 1, tzinfo=dt.UTC)
     papers = tuple(Paper(f"d{i}", f"paper number {i}") for i in range(6))
-    saves = tuple(Interaction("u", f"d{i}", "save", pos, t0 + dt.timedelta(days=10 - i)) for pos, i in enumerate(range(6)))
+    saves = tuple(
+        Interaction("u", f"d{i}", "save", pos, t0 + dt.timedelta(days=10 - i))
+        for pos, i in enumerate(range(6))
+    )
     cfg = load_config()
-    ingest(Dataset("timed", "python", papers, interactions=saves), "timed", config=cfg, progress=False, embed=False)
+    ingest(
+        Dataset("timed", "python", papers, interactions=saves),
+        "timed",
+        config=cfg,
+        progress=False,
+        embed=False,
+    )
     rec = Recommender("timed", cfg)
-    assert library_saves(rec.build_dir)["u"] == ["d5", "d4", "d3", "d2", "d1", "d0"]  # oldest first, not file order
+    assert library_saves(rec.build_dir)["u"] == [
+        "d5",
+        "d4",
+        "d3",
+        "d2",
+        "d1",
+        "d0",
+    ]  # oldest first, not file order
     assert library_times(rec.build_dir)["u"][0] == t0 + dt.timedelta(days=5)
     report = import_libraries(rec)
     assert report.synthetic_times is False

@@ -17,8 +17,13 @@ from scix_core.recommend.community import collab_model
 # users × items: u0 {0,1}, u1 {0,1,2}, u2 {1,2}, u3 {3,4}, u4 {0,3}
 # savers per item n = (3, 3, 2, 2, 1); saves per user = (2, 3, 2, 2, 2)
 LIBS = [[0, 1], [0, 1, 2], [1, 2], [3, 4], [0, 3]]
-X = csr_matrix((np.ones(11, dtype=np.float32), ([u for u, l in enumerate(LIBS) for _ in l], [i for l in LIBS for i in l])),
-               shape=(5, 5))
+X = csr_matrix(
+    (
+        np.ones(11, dtype=np.float32),
+        ([u for u, ln in enumerate(LIBS) for _ in ln], [i for ln in LIBS for i in ln]),
+    ),
+    shape=(5, 5),
+)
 TEXTS = ["dark matter halo", "dark matter", "protein folding", "matter of protein", "galaxy"]
 
 
@@ -37,7 +42,11 @@ def test_rp3beta_by_hand():
 def test_cosine_walk_is_item_knn_without_shrinkage():
     # cos(0, 1) = co 2 / √(3·3); cos(0, 2) = 1 / √(3·2); cos(0, 3) = 1 / √(3·2)
     s = collab_model("cosine").fit(X).scores(np.array([0]))
-    assert s[1] == pytest.approx(2 / 3) and s[2] == pytest.approx(1 / np.sqrt(6)) and s[3] == pytest.approx(1 / np.sqrt(6))
+    assert (
+        s[1] == pytest.approx(2 / 3)
+        and s[2] == pytest.approx(1 / np.sqrt(6))
+        and s[3] == pytest.approx(1 / np.sqrt(6))
+    )
     with pytest.raises(UnknownNameError, match="rp3beta"):
         collab_model("svd")
 
@@ -76,16 +85,24 @@ def test_ials_user_factors_solve_the_normal_equations():
     u = np.linalg.solve(y.T @ y + 5.0 * y[rows].T @ y[rows] + 0.1 * np.eye(4), 6.0 * y[rows].sum(axis=0))
     np.testing.assert_allclose(model.scores(rows), y @ u, rtol=1e-4, atol=1e-5)
     # implicit's own recalculate_user (a few conjugate-gradient steps) lands next to it
-    theirs = model._model.recalculate_user(0, csr_matrix((np.ones(2, dtype=np.float32), ([0, 0], rows)), shape=(1, 5)))
+    theirs = model._model.recalculate_user(
+        0, csr_matrix((np.ones(2, dtype=np.float32), ([0, 0], rows)), shape=(1, 5))
+    )
     np.testing.assert_allclose(model.scores(rows), y @ np.asarray(theirs).ravel(), atol=0.02)
 
 
 def test_text_knn_and_the_hybrid():
     s = TextKnn(texts=TEXTS).fit(X).scores(np.array([0]))
-    assert s[1] > s[3] > 0 and s[2] == 0.0 and s[4] == 0.0  # "dark matter" > "matter of protein" > nothing shared
+    assert (
+        s[1] > s[3] > 0 and s[2] == 0.0 and s[4] == 0.0
+    )  # "dark matter" > "matter of protein" > nothing shared
     # text weight 0: the hybrid is cosine over the saves alone
-    np.testing.assert_allclose(HybridKnn(texts=TEXTS, text_weight=0.0).fit(X).scores(np.array([0]))[1:],
-                               collab_model("cosine").fit(X).scores(np.array([0]))[1:], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        HybridKnn(texts=TEXTS, text_weight=0.0).fit(X).scores(np.array([0]))[1:],
+        collab_model("cosine").fit(X).scores(np.array([0]))[1:],
+        rtol=1e-5,
+        atol=1e-6,
+    )
     with pytest.raises(ConfigError, match="texts"):
         TextKnn(texts=TEXTS[:2]).fit(X)
     with pytest.raises(ConfigError, match="empty"):

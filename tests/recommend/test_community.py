@@ -1,4 +1,5 @@
-"""Co-saves: the item-kNN scores by hand, the matrix following the store, and the co-saved candidates in Tier 1."""
+"""Co-saves: the item-kNN scores by hand, the matrix following the store, and the co-saved candidates in Tier
+1."""
 
 from __future__ import annotations
 
@@ -13,14 +14,21 @@ from scix_core.recommend import Recommender, UserState
 from scix_core.recommend.catalog import Catalog
 from scix_core.recommend.community import Community, collab_model
 
-T0 = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 LIBRARIES = {"a": ["p1", "p2"], "b": ["p1", "p3"], "c": ["p2", "p3", "p4"], "me": ["p1"]}
 
 
 def _catalog(n: int = 6) -> Catalog:
     ids = tuple(f"p{i}" for i in range(n))
-    return Catalog("idx", ids, {p: i for i, p in enumerate(ids)}, ((),) * n, "none",
-                   np.full(n, -1, dtype=np.int32), np.zeros(n, dtype=np.int64))
+    return Catalog(
+        "idx",
+        ids,
+        {p: i for i, p in enumerate(ids)},
+        ((),) * n,
+        "none",
+        np.full(n, -1, dtype=np.int32),
+        np.zeros(n, dtype=np.int64),
+    )
 
 
 def _state(tmp_path, libraries=LIBRARIES) -> UserState:
@@ -36,7 +44,9 @@ def _by_hand(libraries, mine) -> dict[str, float]:
     out = {}
     for c in savers:
         if c not in mine:
-            out[c] = sum(len(savers[s] & savers[c]) / math.sqrt(len(savers[s]) * len(savers[c])) for s in mine)
+            out[c] = sum(
+                len(savers[s] & savers[c]) / math.sqrt(len(savers[s]) * len(savers[c])) for s in mine
+            )
     return out
 
 
@@ -50,7 +60,9 @@ def test_cosave_scores_by_hand(tmp_path):
         assert got.scores[catalog.row[paper]] == pytest.approx(value / best)
     assert got.scores[catalog.row["p1"]] == 0.0 and got.scores[catalog.row["p5"]] == 0.0  # mine; nobody's
     assert got.savers.tolist() == [0, 3, 2, 2, 1, 0]
-    assert [catalog.ids[r] for r in got.top(5, np.array([catalog.row["p3"]]))] == ["p2"]  # positive only, exclusions
+    assert [catalog.ids[r] for r in got.top(5, np.array([catalog.row["p3"]]))] == [
+        "p2"
+    ]  # positive only, exclusions
 
 
 def test_the_matrix_follows_the_store_and_other_indexes_never_count(tmp_path):
@@ -70,13 +82,18 @@ def test_the_matrix_follows_the_store_and_other_indexes_never_count(tmp_path):
 def test_rp3beta_is_the_default_and_the_build_libraries_count_once(tmp_path):
     catalog = _catalog()
     rp3 = Community(_state(tmp_path), "idx", catalog)  # default: RP3beta, α 0.8, β 0.4
-    # from p1 (savers a, b, me: n = 3; each 2 saves but me 1): p2 via a, p3 via b, weight (1/3)^.8 (1/2)^.8 / 2^.4 each
+    # from p1 (savers a, b, me: n = 3; each 2 saves but me 1): p2 via a, p3 via b, weight (1/3)^.8 (1/2)^.8 /
+    # 2^.4 each
     got = rp3.cosaves(np.array([catalog.row["p1"]]))
-    assert got.scores[catalog.row["p2"]] == pytest.approx(1.0) and got.scores[catalog.row["p3"]] == pytest.approx(1.0)
+    assert got.scores[catalog.row["p2"]] == pytest.approx(1.0) and got.scores[
+        catalog.row["p3"]
+    ] == pytest.approx(1.0)
     assert got.scores[catalog.row["p4"]] == 0.0
     # the libraries an index was built from are its community without an import; an imported copy counts once
     pairs = [(u, p) for u, ps in LIBRARIES.items() for p in ps]
-    built = Community(UserState(tmp_path / "empty.sqlite"), "idx", catalog, collab_model("cosine"), lambda: pairs)
+    built = Community(
+        UserState(tmp_path / "empty.sqlite"), "idx", catalog, collab_model("cosine"), lambda: pairs
+    )
     expected = Community(_state(tmp_path / "a"), "idx", catalog, collab_model("cosine"))
     both = Community(_state(tmp_path / "b"), "idx", catalog, collab_model("cosine"), lambda: pairs)
     for c in (built, both):
@@ -93,11 +110,18 @@ def test_nobody_else_means_no_signal(tmp_path):
 
 @pytest.mark.model
 def test_tier1_adds_what_others_saved_alongside_and_scores_it(rec_indexes, tmp_path):
-    """Others who saved the user's graph/protein papers also saved p05 (vitamin D): far in content, found by co-saves."""
+    """Others who saved the user's graph/protein papers also saved p05 (vitamin D): far in content, found by
+    co-saves."""
     users = itertools.count()
-    narrow = {"recommend.total_slots": 2, "recommend.min_slots": 1, "recommend.oversample": 1,
-              "recommend.shortterm_supplement": 0}  # the vector queries find only a few of the 12 papers
-    rec = Recommender(rec_indexes.edge, rec_indexes.config.replace(**narrow), state=UserState(tmp_path / "s.sqlite"))
+    narrow = {
+        "recommend.total_slots": 2,
+        "recommend.min_slots": 1,
+        "recommend.oversample": 1,
+        "recommend.shortterm_supplement": 0,
+    }  # the vector queries find only a few of the 12 papers
+    rec = Recommender(
+        rec_indexes.edge, rec_indexes.config.replace(**narrow), state=UserState(tmp_path / "s.sqlite")
+    )
     mine = ["p01", "p07", "p03", "p04", "p06"]
     for _ in range(3):
         rec.state.import_library(rec.index, f"other-{next(users)}", ["p01", "p07", "p05"], T0, [])
@@ -111,9 +135,18 @@ def test_tier1_adds_what_others_saved_alongside_and_scores_it(rec_indexes, tmp_p
     scored = {c.paper_id: dict(c.scores) for c in result.stage("score").output}
     assert scored["p05"]["cosave"] == pytest.approx(1.0) and scored["p05"]["savers"] == 3
     assert result.items[0].paper_id == "p05"  # 0.65·cosine + 0.5·1.0 beats every content-only candidate
-    assert all(dict(i.scores).get("cosave", 0) == 0 for i in result.items if i.paper_id != "p05" and not i.exploration)
-    off = Recommender(rec_indexes.edge, rec_indexes.config.replace(
-        **narrow, **{"recommend.cosave_candidates": 0, "recommend.weight_cosave": 0.0}), state=rec.state)
+    assert all(
+        dict(i.scores).get("cosave", 0) == 0
+        for i in result.items
+        if i.paper_id != "p05" and not i.exploration
+    )
+    off = Recommender(
+        rec_indexes.edge,
+        rec_indexes.config.replace(
+            **narrow, **{"recommend.cosave_candidates": 0, "recommend.weight_cosave": 0.0}
+        ),
+        state=rec.state,
+    )
     plain = off.recommend("me", limit=5, log=False)
     assert plain.stage("co-saved").summary == {"added": 0, "reason": "disabled"}
     assert plain.items[0].paper_id != "p05"
@@ -126,15 +159,19 @@ def test_alone_on_an_index_tier1_is_content_only_and_says_why(rec_indexes, tmp_p
     for paper in ["p01", "p07", "p03", "p04", "p06"]:
         rec.interact("me", paper, "save")
     result = rec.recommend("me", limit=3, log=False)
-    assert result.stage("co-saved").summary == {"added": 0, "reason": "no other user saved any of these papers"}
+    assert result.stage("co-saved").summary == {
+        "added": 0,
+        "reason": "no other user saved any of these papers",
+    }
     assert "cosave" in result.stage("score").summary["constant_features"]
 
 
 @pytest.mark.model
 @pytest.mark.parametrize("tier_saves", [["p01"], ["p01", "p07", "p03"]])
 def test_tiers_3_and_2_add_what_others_saved_alongside(rec_indexes, tmp_path, tier_saves):
-    """One save (Tier 3) or three (Tier 2): others who saved them also saved p05, far in content; it joins the list
-    with 0.65 · similarity + community_weight · cosave, and community_tiers = false is the content-only tier."""
+    """One save (Tier 3) or three (Tier 2): others who saved them also saved p05, far in content; it joins the
+    list with 0.65 · similarity + community_weight · cosave, and community_tiers = false is the content-only
+    tier."""
     state = UserState(tmp_path / "s.sqlite")
     for i in range(3):
         state.import_library(rec_indexes.edge, f"other-{i}", [*tier_saves, "p05"], T0, [])
@@ -144,7 +181,9 @@ def test_tiers_3_and_2_add_what_others_saved_alongside(rec_indexes, tmp_path, ti
         rec.interact("me", paper, "save")
     result = rec.recommend("me", limit=4, log=False)
     assert result.tier == (3 if len(tier_saves) == 1 else 2)
-    assert result.ids[0] == "p05"  # the 12-paper fixture: every paper is a content hit too, p05 near the bottom
+    assert (
+        result.ids[0] == "p05"
+    )  # the 12-paper fixture: every paper is a content hit too, p05 near the bottom
     scores = dict(result.items[0].scores)
     sim = scores.get("best_score", scores.get("longterm_sim"))
     assert scores["cosave"] == pytest.approx(1.0)
@@ -153,6 +192,10 @@ def test_tiers_3_and_2_add_what_others_saved_alongside(rec_indexes, tmp_path, ti
         assert dict(item.scores)["cosave"] == 0.0 and item.score == pytest.approx(0.65 * item.scores[0][1])
     assert [i.score for i in result.items] == sorted((i.score for i in result.items), reverse=True)
     assert result.stages[0].summary["community"] is True
-    plain = Recommender(rec_indexes.edge, rec_indexes.config.replace(**{"recommend.community_tiers": False}),
-                        state=state, build_community=False).recommend("me", limit=4, log=False)
+    plain = Recommender(
+        rec_indexes.edge,
+        rec_indexes.config.replace(**{"recommend.community_tiers": False}),
+        state=state,
+        build_community=False,
+    ).recommend("me", limit=4, log=False)
     assert "p05" not in plain.ids and all(i.source != "co-saved" for i in plain.items)

@@ -41,12 +41,18 @@ def test_kills_while_saving_and_reclustering_lose_no_acknowledged_save(tmp_path,
     ingest(data_dir / "cranfield", "k", config=cfg, limit=150, progress=False)
     # this process never opens the index's vector shard (one process at a time may): the child must own it
     store = PaperStore(Workspace(home).index_dir("k") / "papers.sqlite")
-    ids = [p.paper_id for p in store.papers()][::7][:20]  # spread over the corpus: several topics, several clusters
+    ids = [p.paper_id for p in store.papers()][::7][
+        :20
+    ]  # spread over the corpus: several topics, several clusters
     store.close()
     rng, acknowledged, reclustered = random.Random(3), set(), 0
     for kill in range(10):
-        child = subprocess.Popen([sys.executable, "-c", CHILD, str(home), ",".join(ids), str(kill)],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        child = subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(home), ",".join(ids), str(kill)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.monotonic() + rng.uniform(2.0, 6.0)
         while time.monotonic() < deadline:
             line = child.stdout.readline()

@@ -12,11 +12,11 @@ from scix_core.config import load_config
 from scix_core.data.arxiv_ids import published_from_id
 from scix_core.recommend import Recommender
 from scix_core.recommend.catalog import months
+from scix_core.recommend.context import IndexSide, UserContext
 from scix_core.recommend.library import library_saves
 from scix_core.recommend.stages.base import Candidate, Tier1State
 from scix_core.recommend.stages.suppress import Suppress, suppressed_codes
 from scix_core.recommend.state import Event, User
-from scix_core.recommend.context import IndexSide, UserContext
 
 pytestmark = [pytest.mark.realdata]
 
@@ -88,7 +88,9 @@ def test_a_fifty_save_user_gets_stable_clusters_and_deterministic_results(citeul
     ids = [c.cluster_id for c in second.stage("match").output]
     assert all(c.matched_from == c.cluster_id for c in second.stage("match").output)  # persisted, then kept
     assert sorted(ids) == sorted(c.cluster_id for c in first.stage("match").output)
-    assert second.stage("cluster").summary["k"] >= 1 and set(second.stage("cluster").summary["silhouettes"]) >= {2}
+    assert second.stage("cluster").summary["k"] >= 1 and set(
+        second.stage("cluster").summary["silhouettes"]
+    ) >= {2}
     # the user saves a top recommendation: the interests stay, so do most ids
     rec.interact(user, second.items[0].paper_id, "save")
     third = rec.recommend(user, log=False)
@@ -99,7 +101,8 @@ def test_a_fifty_save_user_gets_stable_clusters_and_deterministic_results(citeul
 @pytest.mark.model
 @pytest.mark.parametrize("exact", [True, False], ids=["exact", "hnsw"])
 def test_tier3_congruent_on_real_libraries(citeulike, monkeypatch, exact):
-    """qdrant-edge and qdrant-client (exact reference) recommend the same ids; with HNSW (the default) nearly."""
+    """qdrant-edge and qdrant-client (exact reference) recommend the same ids; with HNSW (the default)
+    nearly."""
     monkeypatch.setenv("SCIX_QDRANT_EXACT", "1" if exact else "0")
     results = {}
     for index in ("cul", "cul-client"):  # the vector stores compared: content only (the states' users differ)
@@ -128,11 +131,16 @@ def test_tag_suppression_in_the_tier1_pipeline(citeulike):
     cat = rec.side.catalog
     user = next(u["user"] for u in rec.state.users("cul") if u["saves"] >= 50)
     probe = rec.recommend(user, log=False)
-    pool = probe.stage("score").output  # the tag most of the candidates carry; dismiss three papers outside the pool
+    pool = probe.stage(
+        "score"
+    ).output  # the tag most of the candidates carry; dismiss three papers outside the pool
     tag = Counter(t for c in pool for t in cat.codes[c.row]).most_common(1)[0][0]
     in_pool = {c.paper_id for c in pool}
-    victims = [p for p in cat.ids if tag in cat.codes[cat.row[p]] and p not in rec.context(user).seen
-               and p not in in_pool][:3]
+    victims = [
+        p
+        for p in cat.ids
+        if tag in cat.codes[cat.row[p]] and p not in rec.context(user).seen and p not in in_pool
+    ][:3]
     clone = f"{user}-suppress"
     rec.create_user(clone, [])
     for i, paper in enumerate(_library(citeulike, user)):
@@ -159,7 +167,9 @@ def test_citeulike_tier0_uses_tags_and_says_it_has_no_dates(citeulike):
 def test_arxiv_tier0_window_from_the_newest_paper_with_id_dates(arxiv):
     rec = Recommender("arxiv", arxiv)
     cat = rec.side.catalog
-    assert all(cat.month[cat.row[p]] == months(published_from_id(p)) for p in cat.ids[:2000] if published_from_id(p))
+    assert all(
+        cat.month[cat.row[p]] == months(published_from_id(p)) for p in cat.ids[:2000] if published_from_id(p)
+    )
     code = "astro-ph.GA"
     rec.create_user("astro", [code])
     result = rec.recommend("astro", limit=25)
@@ -195,17 +205,24 @@ def test_arxiv_suppression_counts_primary_codes_in_the_window(arxiv):
     cat = rec.side.catalog
     cl = [p for p in cat.ids if cat.primary(cat.row[p]) == "cs.CL"][:4]
     cross = [p for p in cat.ids if "cs.CL" in cat.codes[cat.row[p]][1:]][:3]  # cs.CL only cross-listed
-    t = dt.datetime(2024, 5, 1, tzinfo=dt.timezone.utc)
+    t = dt.datetime(2024, 5, 1, tzinfo=dt.UTC)
     events = [Event(i, p, "dismiss", t + dt.timedelta(days=i)) for i, p in enumerate(cl[:3])]
     assert suppressed_codes(events, cat, 3, 14) == {"cs.CL": 3}
-    assert "cs.CL" not in suppressed_codes([Event(i, p, "dismiss", t) for i, p in enumerate(cross)], cat, 3, 14)
-    spread = [Event(0, cl[0], "dismiss", t), Event(1, cl[1], "dismiss", t + dt.timedelta(days=10)),
-              Event(2, cl[2], "dismiss", t + dt.timedelta(days=20))]
+    assert "cs.CL" not in suppressed_codes(
+        [Event(i, p, "dismiss", t) for i, p in enumerate(cross)], cat, 3, 14
+    )
+    spread = [
+        Event(0, cl[0], "dismiss", t),
+        Event(1, cl[1], "dismiss", t + dt.timedelta(days=10)),
+        Event(2, cl[2], "dismiss", t + dt.timedelta(days=20)),
+    ]
     assert suppressed_codes(spread, cat, 3, 14) == {}  # 20 days from first to newest: two in the window
     # the stage drops every candidate whose primary code is suppressed, keeps cross-lists' own primaries
     side = IndexSide("arxiv", "", cat, rec.config.recommend)
     ctx = UserContext.build(User("x", (), ""), events, {})
     pool = [cl[3], *cross]
-    state = Tier1State(side, ctx, 10, scored=tuple(Candidate(p, cat.row[p], "cluster-knn", 0, 0.5) for p in pool))
+    state = Tier1State(
+        side, ctx, 10, scored=tuple(Candidate(p, cat.row[p], "cluster-knn", 0, 0.5) for p in pool)
+    )
     out, summary = Suppress().run(state)
     assert [c.paper_id for c in out.kept] == cross and summary["removed"] == 1

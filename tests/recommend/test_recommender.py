@@ -1,4 +1,5 @@
-"""The tiered recommender on real engines (SQLite, qdrant-edge, qdrant-client, MiniLM) over the fixture corpus."""
+"""The tiered recommender on real engines (SQLite, qdrant-edge, qdrant-client, MiniLM) over the fixture
+corpus."""
 
 from __future__ import annotations
 
@@ -19,8 +20,14 @@ def test_tiers_cascade_with_the_save_counts_and_say_what_unlocks_next(rec_indexe
     rec = Recommender(rec_indexes.edge, rec_indexes.config)
     assert rec.create_user(user, ["cs.LG"]) == "created"
     seen = []
-    expected = {0: (0, "1 more save unlocks"), 1: (3, "2 more saves unlock profile"), 2: (3, "1 more save unlocks profile"),
-                3: (2, "2 more saves unlock clustered"), 4: (2, "1 more save unlocks clustered"), 5: (1, None)}
+    expected = {
+        0: (0, "1 more save unlocks"),
+        1: (3, "2 more saves unlock profile"),
+        2: (3, "1 more save unlocks profile"),
+        3: (2, "2 more saves unlock clustered"),
+        4: (2, "1 more save unlocks clustered"),
+        5: (1, None),
+    }
     for saves in range(6):
         if saves:
             rec.interact(user, LEARNING[saves - 1], "save")
@@ -39,8 +46,10 @@ def test_tier0_trending_by_the_onboarding_categories(rec_indexes, user):
     rec = Recommender(rec_indexes.edge, rec_indexes.config)
     rec.create_user(user, ["astro-ph.GA"])
     result = rec.recommend(user, limit=10)
-    # astro-ph.GA papers: p03 (2020), p04 (2018), p09 (2022), p12 (2023); newest paper 2023-06 -> 24 months: p09, p12
-    # too few for 10: widened to 96 months (all four); p03 is cited 3 times (by p04, p12, p09), p04 once (p09), p09
+    # astro-ph.GA papers: p03 (2020), p04 (2018), p09 (2022), p12 (2023); newest paper 2023-06 -> 24 months:
+    # p09, p12
+    # too few for 10: widened to 96 months (all four); p03 is cited 3 times (by p04, p12, p09), p04 once
+    # (p09), p09
     # once (p12): the tie goes to the newer p09; p12 is uncited
     assert result.ids == ("p03", "p09", "p04", "p12")
     assert [i.score for i in result.items] == [3, 1, 1, 0]
@@ -67,20 +76,37 @@ def test_tier1_pipeline_records_every_stage_and_returns_limit_plus_exploration(r
         rec.interact(user, paper, "save")
     result = rec.recommend(user, limit=3)
     assert result.tier == 1 and result.tier_name == "clustered"
-    assert [s.name for s in result.stages] == ["vectors", "cluster", "match", "quota", "candidates", "supplement",
-                                               "co-saved", "score", "suppress", "mmr", "explore"]
+    assert [s.name for s in result.stages] == [
+        "vectors",
+        "cluster",
+        "match",
+        "quota",
+        "candidates",
+        "supplement",
+        "co-saved",
+        "score",
+        "suppress",
+        "mmr",
+        "explore",
+    ]
     clusters = result.stage("quota").output
     assert sum(c.quota for c in clusters) == 100 and all(c.quota >= 3 for c in clusters)
     assert sorted(p for c in clusters for p in c.members) == sorted(["p01", "p07", "p03", "p04", "p06"])
     picked = [i for i in result.items if not i.exploration]
     explore = [i for i in result.items if i.exploration]
     assert len(picked) == 3 and [i.mmr_position for i in picked] == [1, 2, 3]
-    assert len(result.items) <= 3 + 2 and all(i.source == "exploration" and i.mmr_position is None for i in explore)
+    assert len(result.items) <= 3 + 2 and all(
+        i.source == "exploration" and i.mmr_position is None for i in explore
+    )
     for item in picked:
         scores = dict(item.scores)
-        assert item.source in ("cluster-knn", "supplement", "co-saved") and item.cluster_id in {c.cluster_id for c in clusters}
-        assert scores["heuristic"] == pytest.approx(0.65 * scores["cosine"]  # the default: cosine heuristic
-                                                    + rec.config.recommend.weight_cosave * scores["cosave"])  # others' saves
+        assert item.source in ("cluster-knn", "supplement", "co-saved") and item.cluster_id in {
+            c.cluster_id for c in clusters
+        }
+        assert scores["heuristic"] == pytest.approx(
+            0.65 * scores["cosine"]  # the default: cosine heuristic
+            + rec.config.recommend.weight_cosave * scores["cosave"]
+        )  # others' saves
     assert result.scorer["scoring_with"] == "heuristic" and rec.health()["last_scored_with"] == "heuristic"
     frame = result.to_frame()
     assert list(frame["paper_id"]) == list(result.ids) and "longterm_sim" in frame
@@ -167,11 +193,18 @@ def test_a_paper_of_another_index_is_named_as_such(rec_indexes, user, tmp_path):
     from scix_core.ingest import ingest
     from scix_core.types import Paper
 
-    ingest(Dataset("other", "python", (Paper("zz-1", "Another corpus entirely"),)), "rec-other",
-           config=rec_indexes.config, progress=False, embed=False)
+    ingest(
+        Dataset("other", "python", (Paper("zz-1", "Another corpus entirely"),)),
+        "rec-other",
+        config=rec_indexes.config,
+        progress=False,
+        embed=False,
+    )
     rec = Recommender(rec_indexes.edge, rec_indexes.config)
     rec.create_user(user, [])
-    with pytest.raises(UnknownPaperError, match="'zz-1' is not in index 'rec-edge' \\(it is a paper of index rec-other\\)"):
+    with pytest.raises(
+        UnknownPaperError, match="'zz-1' is not in index 'rec-edge' \\(it is a paper of index rec-other\\)"
+    ):
         rec.interact(user, "zz-1", "save")
 
 
@@ -193,7 +226,11 @@ def test_every_recommendation_served_is_logged(rec_indexes, user):
     result = rec.recommend(user, limit=2)
     rec.recommend(user, limit=2, log=False)
     served = rec.state.served(rec.index, user)
-    assert len(served) == 1 and served[0]["tier"] == 0 and [i["paper_id"] for i in served[0]["items"]] == list(result.ids)
+    assert (
+        len(served) == 1
+        and served[0]["tier"] == 0
+        and [i["paper_id"] for i in served[0]["items"]] == list(result.ids)
+    )
 
 
 def test_concurrent_saves_from_threads_keep_every_interaction_and_a_consistent_profile(rec_indexes, user):
@@ -206,7 +243,8 @@ def test_concurrent_saves_from_threads_keep_every_interaction_and_a_consistent_p
         list(pool.map(lambda p: rec.interact(user, p, "save"), papers))
     ctx = rec.context(user)
     assert sorted(ctx.saved) == papers and len(ctx.events) == 8
-    # the stored profile is the EWMA of the saves in their stored order, whatever order the threads committed in
+    # the stored profile is the EWMA of the saves in their stored order, whatever order the threads committed
+    # in
     vecs = rec.side.vectors.get(rec.side.rows(ctx.saved))
     assert ctx.profiles["long"].vector == pytest.approx(ewma(vecs, 20.0), abs=1e-6)
     assert ctx.profiles["long"].saves == 8

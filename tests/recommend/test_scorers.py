@@ -1,4 +1,5 @@
-"""Scorer selection and health: a real LightGBM model scores when it loads; otherwise the heuristic, said loudly."""
+"""Scorer selection and health: a real LightGBM model scores when it loads; otherwise the heuristic, said
+loudly."""
 
 from __future__ import annotations
 
@@ -18,8 +19,11 @@ def _train(path, names):
     rng = np.random.default_rng(0)
     x = rng.normal(size=(400, len(names)))
     y = (x[:, 0] - x[:, 1] > 0).astype(int)  # learns "long-term sim minus short-term sim"
-    booster = lightgbm.train({"objective": "binary", "verbose": -1, "num_leaves": 4},
-                             lightgbm.Dataset(x, y, feature_name=list(names)), num_boost_round=20)
+    booster = lightgbm.train(
+        {"objective": "binary", "verbose": -1, "num_leaves": 4},
+        lightgbm.Dataset(x, y, feature_name=list(names)),
+        num_boost_round=20,
+    )
     booster.save_model(str(path))
     return path
 
@@ -37,7 +41,11 @@ def test_lightgbm_model_scores_when_configured(rec_indexes, user, tmp_path):
     _saved_user(rec, user)
     result = rec.recommend(user, limit=3)
     health = rec.health()
-    assert (health["configured"], health["model_loaded"], health["last_scored_with"]) == ("lightgbm", True, "lightgbm")
+    assert (health["configured"], health["model_loaded"], health["last_scored_with"]) == (
+        "lightgbm",
+        True,
+        "lightgbm",
+    )
     assert result.scorer["scoring_with"] == "lightgbm" and not result.notes
     scored = result.stage("score").output
     assert all(dict(c.scores)["lightgbm"] == c.score for c in scored)
@@ -45,7 +53,9 @@ def test_lightgbm_model_scores_when_configured(rec_indexes, user, tmp_path):
 
 
 @pytest.mark.parametrize("problem", ["missing", "foreign-features"])
-def test_a_model_that_cannot_score_falls_back_to_the_heuristic_and_says_so(rec_indexes, user, tmp_path, problem):
+def test_a_model_that_cannot_score_falls_back_to_the_heuristic_and_says_so(
+    rec_indexes, user, tmp_path, problem
+):
     model = tmp_path / "model.txt"
     if problem == "foreign-features":
         _train(model, [f"f{i}" for i in range(len(FEATURES))])
@@ -72,14 +82,22 @@ def test_without_ewma_the_heuristic_is_065_cosine(rec_indexes):
     values[:, :3] = [[0.9, 0.8, 0.5], [0.1, 0.2, 0.7]]
     values[:, FEATURES.index("cosave")] = [0.0, 0.4]
     table = FeatureTable(FEATURES, values, False)
-    assert HeuristicScorer(RecommendConfig()).score(table) == pytest.approx([0.65 * 0.5, 0.65 * 0.7 + 0.7 * 0.4])
+    assert HeuristicScorer(RecommendConfig()).score(table) == pytest.approx(
+        [0.65 * 0.5, 0.65 * 0.7 + 0.7 * 0.4]
+    )
     with_ewma = FeatureTable(table.names, table.values, True)
-    assert HeuristicScorer(RecommendConfig()).score(with_ewma) == pytest.approx(  # the default reads the cosine
-        [0.65 * 0.5, 0.65 * 0.7 + 0.7 * 0.4])
+    assert HeuristicScorer(RecommendConfig()).score(
+        with_ewma
+    ) == pytest.approx(  # the default reads the cosine
+        [0.65 * 0.5, 0.65 * 0.7 + 0.7 * 0.4]
+    )
     assert HeuristicScorer(RecommendConfig(heuristic="profile")).score(with_ewma) == pytest.approx(
-        [0.4 * 0.9 + 0.25 * 0.8, 0.4 * 0.1 + 0.25 * 0.2 + 0.7 * 0.4])
+        [0.4 * 0.9 + 0.25 * 0.8, 0.4 * 0.1 + 0.25 * 0.2 + 0.7 * 0.4]
+    )
     spec = RecommendConfig(weight_cosave=0.0, heuristic="profile")  # the reference design's formula exactly
-    assert HeuristicScorer(spec).score(with_ewma) == pytest.approx([0.4 * 0.9 + 0.25 * 0.8, 0.4 * 0.1 + 0.25 * 0.2])
+    assert HeuristicScorer(spec).score(with_ewma) == pytest.approx(
+        [0.4 * 0.9 + 0.25 * 0.8, 0.4 * 0.1 + 0.25 * 0.2]
+    )
 
 
 def test_audit_flags_constant_and_zero_split_features():
@@ -92,8 +110,11 @@ def test_audit_flags_constant_and_zero_split_features():
     x[:, FEATURES.index("citation_count")] = 0.0  # the reference design's hard-coded serving value
     x[:, FEATURES.index("age_months")] = rng.integers(0, 2, size=500) * 1e-9  # varies, but carries nothing
     y = (x[:, 0] > 0).astype(int)
-    booster = lightgbm.train({"objective": "binary", "verbose": -1, "num_leaves": 4, "min_data_in_leaf": 50},
-                             lightgbm.Dataset(x, y, feature_name=list(FEATURES)), num_boost_round=5)
+    booster = lightgbm.train(
+        {"objective": "binary", "verbose": -1, "num_leaves": 4, "min_data_in_leaf": 50},
+        lightgbm.Dataset(x, y, feature_name=list(FEATURES)),
+        num_boost_round=5,
+    )
     report = audit(booster, x)
     assert report["features"]["citation_count"] == {"splits": 0, "gain": 0.0, "constant": True}
     assert report["features"]["longterm_sim"]["splits"] > 0
@@ -118,7 +139,9 @@ def test_the_log_labels_served_items_by_what_the_user_did_next(rec_indexes, user
 
 
 @pytest.mark.realdata
-def test_train_scorer_on_real_libraries_writes_model_manifest_and_audit(citeulike_home, capsys, monkeypatch, tmp_path):
+def test_train_scorer_on_real_libraries_writes_model_manifest_and_audit(
+    citeulike_home, capsys, monkeypatch, tmp_path
+):
     from scix_core.cli.main import main
 
     monkeypatch.setenv("SCIX_HOME", str(citeulike_home.home))
@@ -132,7 +155,9 @@ def test_train_scorer_on_real_libraries_writes_model_manifest_and_audit(citeulik
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["users"] == 40 and manifest["positives"] > 0 and manifest["features"] == list(FEATURES)
     assert manifest["audit"]["features"]["age_months"]["constant"]  # CiteULike has no dates
-    cfg = citeulike_home.replace(**{"recommend.scorer": "lightgbm", "recommend.scorer_model": str(out / "model.txt")})
+    cfg = citeulike_home.replace(
+        **{"recommend.scorer": "lightgbm", "recommend.scorer_model": str(out / "model.txt")}
+    )
     rec = Recommender("cul", cfg)
     user = next(u["user"] for u in rec.state.users("cul") if u["saves"] >= 50)
     result = rec.recommend(user, log=False)
@@ -147,7 +172,8 @@ def test_the_profile_heuristic_is_configuration(rec_indexes, user):
     _saved_user(rec, user)
     for c in rec.recommend(user, limit=3).stage("score").output:
         scores = dict(c.scores)
-        assert scores["heuristic"] == pytest.approx(0.40 * scores["longterm_sim"] + 0.25 * scores["shortterm_sim"]
-                                                    + 0.7 * scores["cosave"])
+        assert scores["heuristic"] == pytest.approx(
+            0.40 * scores["longterm_sim"] + 0.25 * scores["shortterm_sim"] + 0.7 * scores["cosave"]
+        )
     with pytest.raises(UnknownNameError, match="cosine, profile"):
         Recommender(rec_indexes.edge, rec_indexes.config.replace(**{"recommend.heuristic": "magic"}))

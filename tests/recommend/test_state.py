@@ -14,7 +14,7 @@ import pytest
 from scix_core.errors import BackendUnavailableError, InteractionError, UnknownUserError
 from scix_core.recommend.state import Profile, StoredCluster, UserState
 
-T0 = dt.datetime(2024, 3, 1, 12, 0, tzinfo=dt.timezone.utc)
+T0 = dt.datetime(2024, 3, 1, 12, 0, tzinfo=dt.UTC)
 
 
 def _writer(path, user: str, n: int) -> str:
@@ -45,7 +45,8 @@ def test_everything_survives_a_process_restart(tmp_path):
         s.record("idx", "ada", "p1", "save", dt.datetime(2024, 3, 1, tzinfo=dt.timezone.utc),
                  lambda old, events: [Profile("long", "m", np.array([1, 2], dtype=np.float32), 1, "x")])
         s.record("idx", "ada", "p2", "dismiss", dt.datetime(2024, 3, 2, tzinfo=dt.timezone.utc))
-        s.replace_clusters("idx", "ada", [StoredCluster(3, "p1", np.array([0.6, 0.8], dtype=np.float32), 1)], 4)
+        s.replace_clusters("idx", "ada", [StoredCluster(3, "p1", np.array([0.6, 0.8], dtype=np.float32),
+        1)], 4)
         s.log("idx", "ada", 1, "heuristic", [{{"paper_id": "p9"}}])
         import os; os._exit(0)  # no clean shutdown: what was acknowledged must be on disk
     """)
@@ -63,8 +64,10 @@ def test_two_concurrent_writer_processes_lose_nothing(tmp_path):
     path = tmp_path / "users.sqlite"
     state = UserState(path)
     state.upsert_user("idx", "u", [])
-    procs = [subprocess.Popen([sys.executable, "-c", _writer(path, "u", 150)], stdout=subprocess.PIPE, text=True)
-             for _ in range(2)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _writer(path, "u", 150)], stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=120)[0] for p in procs]
     assert all(p.returncode == 0 for p in procs) and outs == ["done\n", "done\n"]
     events = state.events("idx", "u")
@@ -95,8 +98,16 @@ def test_bad_records_are_typed_errors(tmp_path):
     for bad in ("", " ", "x" * 201, "a\nb"):
         with pytest.raises(InteractionError):
             state.upsert_user("idx", bad, [])
-    assert state.users("idx") == [{"user": "u", "categories": [], "created": state.user("idx", "u").created,
-                                   "saves": 0, "dismissals": 0, "views": 0}]
+    assert state.users("idx") == [
+        {
+            "user": "u",
+            "categories": [],
+            "created": state.user("idx", "u").created,
+            "saves": 0,
+            "dismissals": 0,
+            "views": 0,
+        }
+    ]
 
 
 def test_cluster_sets_are_swapped_whole(tmp_path):

@@ -27,10 +27,12 @@ def unit_rows(*rows):
 
 
 def test_quota_min_slots_then_largest_remainder():
-    # 3 each (9), 91 shared: 45.5 / 27.3 / 18.2 -> floors 45, 27, 18 (90); the spare slot to the largest remainder
+    # 3 each (9), 91 shared: 45.5 / 27.3 / 18.2 -> floors 45, 27, 18 (90); the spare slot to the largest
+    # remainder
     assert allocate([0.5, 0.3, 0.2], 100, 3) == [3 + 46, 3 + 27, 3 + 18]
     assert sum(allocate([0.9, 0.05, 0.03, 0.02], 100, 3)) == 100
-    # a tiny interest still gets min_slots: 88 shared; 85.36 -> 85 and 0.88 -> 0 x3; the 3 spare to remainders .88
+    # a tiny interest still gets min_slots: 88 shared; 85.36 -> 85 and 0.88 -> 0 x3; the 3 spare to remainders
+    # .88
     assert allocate([0.97, 0.01, 0.01, 0.01], 100, 3) == [3 + 85, 3 + 1, 3 + 1, 3 + 1]
 
 
@@ -42,7 +44,9 @@ def test_quota_more_clusters_than_min_slots_allow():
 def test_importance_weighs_size_and_recency():
     # 4 saves, half-life 1 save: weights by age 3,2,1,0 -> 1/8, 1/4, 1/2, 1
     imp = importance([[0, 1], [2, 3]], 4, 1.0)
-    assert imp == pytest.approx([(1 / 8 + 1 / 4) / (1 / 8 + 1 / 4 + 1 / 2 + 1), (1 / 2 + 1) / (1 / 8 + 1 / 4 + 1 / 2 + 1)])
+    assert imp == pytest.approx(
+        [(1 / 8 + 1 / 4) / (1 / 8 + 1 / 4 + 1 / 2 + 1), (1 / 2 + 1) / (1 / 8 + 1 / 4 + 1 / 2 + 1)]
+    )
 
 
 def test_ward_finds_separated_interests_and_one_interest_stays_one():
@@ -84,7 +88,10 @@ def test_mmr_trades_relevance_for_novelty():
     # pick 1: 0.6*[1, .5, 0] -> 0; pick 2: idx1 0.6*.5 - 0.4*1 = -0.1 < idx2 0.6*0 - 0.4*0 = 0 -> 2
     assert mmr(rel, vecs, 3, 0.6) == [0, 2, 1]
     assert mmr(rel, vecs, 3, 1.0) == [0, 1, 2]  # lambda 1: relevance order
-    assert mmr(np.array([0.3, 0.3]), unit_rows([1, 0], [0, 1]), 2, 0.6) == [0, 1]  # equal scores: no division by 0
+    assert mmr(np.array([0.3, 0.3]), unit_rows([1, 0], [0, 1]), 2, 0.6) == [
+        0,
+        1,
+    ]  # equal scores: no division by 0
 
 
 def test_mmr_quota_bonus_gives_an_under_served_cluster_a_slot_softly():
@@ -109,12 +116,19 @@ def test_ewma_by_hand():
 def _catalog(codes, dates=None, cites=None) -> Catalog:
     ids = tuple(f"p{i}" for i in range(len(codes)))
     month = np.array([months(d) if d else -1 for d in (dates or [None] * len(codes))], dtype=np.int32)
-    return Catalog("t", ids, {p: i for i, p in enumerate(ids)}, tuple(tuple(c) for c in codes), "categories", month,
-                   np.array(cites or [0] * len(codes), dtype=np.int64))
+    return Catalog(
+        "t",
+        ids,
+        {p: i for i, p in enumerate(ids)},
+        tuple(tuple(c) for c in codes),
+        "categories",
+        month,
+        np.array(cites or [0] * len(codes), dtype=np.int64),
+    )
 
 
 def _dismiss(paper, day):
-    return Event(0, paper, "dismiss", dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(days=day))
+    return Event(0, paper, "dismiss", dt.datetime(2024, 1, 1, tzinfo=dt.UTC) + dt.timedelta(days=day))
 
 
 def test_suppression_window_counts_back_from_the_newest_interaction():
@@ -125,17 +139,31 @@ def test_suppression_window_counts_back_from_the_newest_interaction():
     late = [_dismiss("p0", 0), _dismiss("p1", 5), _dismiss("p2", 15)]
     assert suppressed_codes(late, cat, 3, 14) == {}
     # a cross-listed code does not count (p3's primary is cs.CV), and a paper counts once
-    assert suppressed_codes([_dismiss("p0", 0), _dismiss("p0", 1), _dismiss("p3", 2), _dismiss("p1", 3)], cat, 3, 14) == {}
+    assert (
+        suppressed_codes(
+            [_dismiss("p0", 0), _dismiss("p0", 1), _dismiss("p3", 2), _dismiss("p1", 3)], cat, 3, 14
+        )
+        == {}
+    )
 
 
 def test_trending_window_from_the_newest_paper_and_widening():
     d = dt.date
-    cat = _catalog([["a"], ["a"], ["b"], ["a"], ["b"]],
-                   [d(2024, 6, 1), d(2023, 1, 1), d(2024, 5, 1), d(2019, 1, 1), d(2010, 1, 1)], [5, 50, 7, 500, 9])
+    cat = _catalog(
+        [["a"], ["a"], ["b"], ["a"], ["b"]],
+        [d(2024, 6, 1), d(2023, 1, 1), d(2024, 5, 1), d(2019, 1, 1), d(2010, 1, 1)],
+        [5, 50, 7, 500, 9],
+    )
     # 24 months back from 2024-06: p0, p1 (2023-01) in; p3 (2019) out despite 500 citations
     assert cat.ids[trending(cat, ("a",), np.array([], dtype=np.int64), 2, (24, 48, 96)).rows[0]] == "p1"
-    wide = trending(cat, ("a",), np.array([], dtype=np.int64), 3, (24, 48, 96))  # 2 < 3 in 24 and 48 months: 96
-    assert wide.window_months == 96 and [cat.ids[r] for r in wide.rows] == ["p3", "p1", "p0"] and len(wide.notes) == 2
+    wide = trending(
+        cat, ("a",), np.array([], dtype=np.int64), 3, (24, 48, 96)
+    )  # 2 < 3 in 24 and 48 months: 96
+    assert (
+        wide.window_months == 96
+        and [cat.ids[r] for r in wide.rows] == ["p3", "p1", "p0"]
+        and len(wide.notes) == 2
+    )
     excl = trending(cat, ("a",), np.array([1]), 1, (24,))
     assert [cat.ids[r] for r in excl.rows] == ["p0"]
 
@@ -153,6 +181,11 @@ def test_next_tier_messages_follow_the_configured_thresholds():
     cfg = RecommendConfig()
     assert next_tier_message(cfg, 2, 3) == "2 more saves unlock clustered recommendations (Tier 1)"
     assert next_tier_message(cfg, 3, 2) == "1 more save unlocks profile-based recommendations (Tier 2)"
-    assert next_tier_message(cfg, 0, 0) == "1 more save unlocks recommendations from your saved papers (Tier 3)"
+    assert (
+        next_tier_message(cfg, 0, 0) == "1 more save unlocks recommendations from your saved papers (Tier 3)"
+    )
     assert next_tier_message(cfg, 1, 9) is None
-    assert next_tier_message(RecommendConfig(tier1_min_saves=8), 2, 3) == "5 more saves unlock clustered recommendations (Tier 1)"
+    assert (
+        next_tier_message(RecommendConfig(tier1_min_saves=8), 2, 3)
+        == "5 more saves unlock clustered recommendations (Tier 1)"
+    )

@@ -22,12 +22,22 @@ def test_cluster_view_shows_clusters_quotas_picks_and_the_map(rec_indexes, user)
     view = ClusterView(rec_indexes.edge, user, rec_indexes.config, limit=3)
     rendered = view.render()
     assert view.result.tier == 1
-    for part in ("Tier 1 (clustered)", "scix-clusters", "quota", "kept id from", "suppressed codes", "scix-recs",
-                 "MMR pick", "exploration" if any(i.exploration for i in view.result.items) else "scix-stages"):
+    for part in (
+        "Tier 1 (clustered)",
+        "scix-clusters",
+        "quota",
+        "kept id from",
+        "suppressed codes",
+        "scix-recs",
+        "MMR pick",
+        "exploration" if any(i.exploration for i in view.result.items) else "scix-stages",
+    ):
         assert part in rendered.html, part
     assert len(rendered.figures) == 2  # the 2-D map and the stage timings
     axes = rendered.figures[0].axes[0]
-    assert "medoids" in axes.get_title() and any("quota" in t.get_text() for t in axes.get_legend().get_texts())
+    assert "medoids" in axes.get_title() and any(
+        "quota" in t.get_text() for t in axes.get_legend().get_texts()
+    )
 
 
 def test_cluster_view_widgets_write_real_interactions_and_rerun(rec_indexes, user, monkeypatch):
@@ -38,7 +48,9 @@ def test_cluster_view_widgets_write_real_interactions_and_rerun(rec_indexes, use
     rec.create_user(user, [])
     for paper in ["p01", "p07", "p03", "p04"]:
         rec.interact(user, paper, "save")
-    plain = rec_indexes.config.replace(**{"recommend.mmr_quota_bonus": 0.0})  # λ = 1 below is then the score order
+    plain = rec_indexes.config.replace(
+        **{"recommend.mmr_quota_bonus": 0.0}
+    )  # λ = 1 below is then the score order
     view = ClusterView(rec_indexes.edge, user, plain, limit=3)
     widget = view.widget
     view.refresh()
@@ -55,9 +67,13 @@ def test_cluster_view_widgets_write_real_interactions_and_rerun(rec_indexes, use
 
 
 def test_cluster_view_can_make_a_demo_user_from_queries(rec_indexes):
-    view = ClusterView(rec_indexes.edge, "demo-from-queries", rec_indexes.config,
-                       demo_queries=["dark matter halos", "graph neural networks", "vitamin D bone", "primes zeta"],
-                       demo_saves=2)
+    view = ClusterView(
+        rec_indexes.edge,
+        "demo-from-queries",
+        rec_indexes.config,
+        demo_queries=["dark matter halos", "graph neural networks", "vitamin D bone", "primes zeta"],
+        demo_saves=2,
+    )
     view.render()
     saved = view.rec.context("demo-from-queries").saved
     assert {"p03", "p04", "p01", "p05", "p06"} <= set(saved) and view.result.tier == 1
@@ -69,11 +85,33 @@ def test_rec_eval_view_renders_a_saved_report(home, tmp_path):
 
     assert main(["ingest", "--path", str(FIXTURES / "citeulike"), "--index", "cu", "--quiet"]) == 0
     out = tmp_path / "eval-recs.json"
-    assert main(["eval-recs", "--index", "cu", "--min-saves", "2", "--holdout", "0.3", "--runs",
-                 "tier3,mmr_0.0,mmr_1.0,content-knn,most-popular,rp3beta", "--permutations", "100", "--json", str(out),
-                 "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "eval-recs",
+                "--index",
+                "cu",
+                "--min-saves",
+                "2",
+                "--holdout",
+                "0.3",
+                "--runs",
+                "tier3,mmr_0.0,mmr_1.0,content-knn,most-popular,rp3beta",
+                "--permutations",
+                "100",
+                "--json",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     rendered = RecEvalView(out).render()
-    assert "scix-rec-eval" in rendered.html and "truncated to 1" in rendered.html and "content-knn" in rendered.html
+    assert (
+        "scix-rec-eval" in rendered.html
+        and "truncated to 1" in rendered.html
+        and "content-knn" in rendered.html
+    )
     assert "scix-rec-tuned" in rendered.html and "Peers tuned on a validation split" in rendered.html
     assert len(rendered.figures) == 2  # recall by run, and the λ sweep curve
     assert json.loads(out.read_text())["n_users"] == 2
@@ -85,5 +123,7 @@ def test_cluster_view_takes_a_numeric_user_parameter(rec_indexes):
     rec = Recommender(rec_indexes.edge, rec_indexes.config)
     rec.create_user("4711", [])
     rec.interact("4711", "p01", "save")
-    view = ClusterView(rec_indexes.edge, 4711, rec_indexes.config)  # papermill hands `-p user 4711` over as an int
+    view = ClusterView(
+        rec_indexes.edge, 4711, rec_indexes.config
+    )  # papermill hands `-p user 4711` over as an int
     assert view.user == "4711" and view.render() and view.result.tier == 3

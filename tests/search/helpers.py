@@ -9,15 +9,41 @@ from scix_core.search.query import prepare
 from scix_core.types import Paper
 
 BAD_QUERIES = [
-    '"', '""unbalanced "quotes', "*", "graph*", "NEAR(graph neural)", "NEAR(", "AND", "OR", "NOT", "graph AND OR NOT",
-    "title:graph", "^graph", "a & b | !c (d) <-> e", "it's o'neil's", "back\\slash\\", "nul\x00byte graph",
-    "'; DROP TABLE papers; --", "1 OR 1=1", "SELECT * FROM papers WHERE 1=1", "🔭🌌 galaxies 🚀", "🙂",
-    "graph " + "x" * 100_000, "\u202egraph", "-graph", "+graph", "{graph}", "[graph]", "graph:", "@@ ::tsquery",
+    '"',
+    '""unbalanced "quotes',
+    "*",
+    "graph*",
+    "NEAR(graph neural)",
+    "NEAR(",
+    "AND",
+    "OR",
+    "NOT",
+    "graph AND OR NOT",
+    "title:graph",
+    "^graph",
+    "a & b | !c (d) <-> e",
+    "it's o'neil's",
+    "back\\slash\\",
+    "nul\x00byte graph",
+    "'; DROP TABLE papers; --",
+    "1 OR 1=1",
+    "SELECT * FROM papers WHERE 1=1",
+    "🔭🌌 galaxies 🚀",
+    "🙂",
+    "graph " + "x" * 100_000,
+    "\u202egraph",
+    "-graph",
+    "+graph",
+    "{graph}",
+    "[graph]",
+    "graph:",
+    "@@ ::tsquery",
 ]
 
 
-def make_request(text: str, encoder=None, filters=None, pool: int | None = None, rank_flag: int = 32,
-                 exact: bool = True) -> LaneRequest:
+def make_request(
+    text: str, encoder=None, filters=None, pool: int | None = None, rank_flag: int = 32, exact: bool = True
+) -> LaneRequest:
     q = prepare(text)
     vector = encoder.encode_query(q.text) if encoder is not None else None
     return LaneRequest(q, SearchFilters.parse(filters), Knobs(pool, rank_flag, exact), vector)

@@ -14,8 +14,16 @@ from scix_core.stores.terms import TermIndex, analyse, build_terms
 from tests.search.conftest import BY_ID, PAPERS
 from tests.search.helpers import make_request
 
-QUERIES = ["neural networks", "graph neural networks graph", "dark matter halos galaxies", "running runners",
-           "cafe naive", "protein structure prediction sequence", "zyzzyva", "the networks of the galaxies"]
+QUERIES = [
+    "neural networks",
+    "graph neural networks graph",
+    "dark matter halos galaxies",
+    "running runners",
+    "cafe naive",
+    "protein structure prediction sequence",
+    "zyzzyva",
+    "the networks of the galaxies",
+]
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +35,8 @@ def lanes(built):
 
 
 def _reference(query: str, k1: float = 1.2, b: float = 0.75) -> dict[str, float]:
-    """bm25s (Lucene variant) over the same analysed terms, the query's terms repeated as often as they occur."""
+    """bm25s (Lucene variant) over the same analysed terms, the query's terms repeated as often as they
+    occur."""
     import bm25s
 
     corpus = [analyse(p.text) for p in PAPERS]
@@ -54,7 +63,9 @@ def test_or_scores_are_lucene_bm25(lanes, query):
 def test_k1_and_b_apply_at_query_time(lanes, k1, b):
     lane = lanes["or"]
     tuned = Bm25Lane(lane.terms, lane.conn, "lexical", "or", k1, b)
-    got = {i.paper_id: i.score for i in tuned.search(make_request("graph neural networks galaxies"), 100).items}
+    got = {
+        i.paper_id: i.score for i in tuned.search(make_request("graph neural networks galaxies"), 100).items
+    }
     expected = _reference("graph neural networks galaxies", k1, b)
     assert got == pytest.approx(expected, rel=1e-5)
 
@@ -63,8 +74,9 @@ def test_and_or_auto(lanes):
     request = make_request("neural galaxies")  # only p09 has both
     assert lanes["and"].search(request, 10).ids == ("p09",)
     every = lanes["or"].search(request, 10)
-    assert set(every.ids) == {p for p, paper in BY_ID.items()
-                              if {"neural", "galaxi"} & set(analyse(paper.text))}
+    assert set(every.ids) == {
+        p for p, paper in BY_ID.items() if {"neural", "galaxi"} & set(analyse(paper.text))
+    }
     auto = lanes["auto"].search(request, 10)
     assert auto.ids[0] == "p09" and set(auto.ids) == set(every.ids)
     assert [i.score for i in auto.items] == sorted((i.score for i in auto.items), reverse=True)
@@ -73,7 +85,11 @@ def test_and_or_auto(lanes):
 
 def test_stems_and_diacritics_match(lanes):
     assert lanes["and"].search(make_request("runner"), 10).ids == ("p10",)
-    assert lanes["and"].search(make_request("café naïve"), 10).ids == lanes["and"].search(make_request("cafe naive"), 10).ids == ("p11",)
+    assert (
+        lanes["and"].search(make_request("café naïve"), 10).ids
+        == lanes["and"].search(make_request("cafe naive"), 10).ids
+        == ("p11",)
+    )
 
 
 def test_query_term_frequency_counts(lanes):

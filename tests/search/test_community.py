@@ -51,12 +51,15 @@ def test_cacm_communities(tmp_path, data_dir):
     ingest(data_dir / "cacm", "cacm", config=cfg, embed=False, progress=False)
     searcher = Searcher("cacm", cfg)
     seed = searcher.store.conn.execute(
-        "SELECT source FROM citations WHERE kind = 'direct' GROUP BY source ORDER BY count(*) DESC, source LIMIT 1"
+        "SELECT source FROM citations WHERE kind = 'direct' GROUP BY source ORDER BY count(*) DESC, source "
+        "LIMIT 1"
     ).fetchone()[0]
     result = searcher.community([seed], limit=10)
     size = result.metadata["community"]["community_size"]
     assert 10 <= size < 3204 and len(result.hits) == 10
-    cited = {r[0] for r in searcher.store.conn.execute("SELECT target FROM citations WHERE source = ?", [seed])}
+    cited = {
+        r[0] for r in searcher.store.conn.execute("SELECT target FROM citations WHERE source = ?", [seed])
+    }
     assert cited & set(result.ids), "the seed's own references should rank near the top"
     with pytest.raises(SeedTooBroadError):
         Searcher("cacm", cfg.replace(**{"search.community_max": size - 1})).community([seed])

@@ -1,6 +1,6 @@
 """Backends agree: FTS5, the BM25 term matrix and PostgreSQL full text match the same papers for AND queries;
-the term matrix ranks exactly alike in numpy and in PostgreSQL (``postgres.ranking = "bm25"``); qdrant-edge and
-qdrant-client (exact) return the same dense top ids.
+the term matrix ranks exactly alike in numpy and in PostgreSQL (``postgres.ranking = "bm25"``); qdrant-edge
+and qdrant-client (exact) return the same dense top ids.
 
 Rankings differ by design: FTS5 ranks with Okapi BM25 (``bm25()``, column
 weights), PostgreSQL with cover density (``ts_rank_cd``, flag 32, title
@@ -20,10 +20,29 @@ from tests.search.helpers import make_request
 
 pytestmark = [pytest.mark.postgres, pytest.mark.model]
 
-AND_QUERIES = ["neural networks", "dark matter", "galaxy", "graph", "protein structure", "running", "runners",
-               "vitamin deficiency", "prime gaps zeta", "networks graph", "simulations", "halo mass",
-               "convolutional images", "social networks power laws", "attention", "transformer",
-               "message passing", "clusters", "neural", "spiral galaxies", "data augmentation"]
+AND_QUERIES = [
+    "neural networks",
+    "dark matter",
+    "galaxy",
+    "graph",
+    "protein structure",
+    "running",
+    "runners",
+    "vitamin deficiency",
+    "prime gaps zeta",
+    "networks graph",
+    "simulations",
+    "halo mass",
+    "convolutional images",
+    "social networks power laws",
+    "attention",
+    "transformer",
+    "message passing",
+    "clusters",
+    "neural",
+    "spiral galaxies",
+    "data augmentation",
+]
 
 
 def _lanes(built, backend: str | None = None):
@@ -34,18 +53,22 @@ def _lanes(built, backend: str | None = None):
 
 @pytest.fixture(params=["sqlite", "bm25"])
 def backends(request, built, pg_ts_built):
-    """An embedded lexical backend (FTS5, or the term matrix with FTS5's body lane) and PostgreSQL full text."""
+    """An embedded lexical backend (FTS5, or the term matrix with FTS5's body lane) and PostgreSQL full
+    text."""
     return _lanes(built, request.param), _lanes(pg_ts_built)
 
 
 @pytest.mark.parametrize("mode", ["and", "or", "auto"])
-@pytest.mark.parametrize("spec", [None, {"year": "2019-2022"}, {"categories": ["astro-ph.GA"]},
-                                  {"exclude_authors": ["rubin"]}])
+@pytest.mark.parametrize(
+    "spec", [None, {"year": "2019-2022"}, {"categories": ["astro-ph.GA"]}, {"exclude_authors": ["rubin"]}]
+)
 def test_bm25_in_postgres_ranks_as_the_term_matrix(built, pg_built, mode, spec):
     from scix_core.search.lanes.postgres import PostgresBm25Lane
 
     config = {"search.lexical_mode": mode}
-    numpy_lane = _lanes(Built(built.config.replace(**{**config, "search.lexical_backend": "bm25"}), built.index))
+    numpy_lane = _lanes(
+        Built(built.config.replace(**{**config, "search.lexical_backend": "bm25"}), built.index)
+    )
     pg_lanes = _lanes(Built(pg_built.config.replace(**config), pg_built.index))
     assert isinstance(pg_lanes["lexical"], PostgresBm25Lane)
     compared = 0
@@ -81,7 +104,9 @@ def test_known_tokeniser_difference_diacritics(backends):
     assert postgres["lexical"].search(make_request("café", pool=None), 10).ids == ("p11",)
 
 
-@pytest.mark.parametrize("spec", [None, {"year": "2019-2022"}, {"categories": ["astro-ph.GA"]}, {"authors": ["rubin"]}])
+@pytest.mark.parametrize(
+    "spec", [None, {"year": "2019-2022"}, {"categories": ["astro-ph.GA"]}, {"authors": ["rubin"]}]
+)
 @pytest.mark.parametrize("query", ["galaxy images", "graph learning for chemistry", "number theory"])
 def test_dense_edge_and_client_agree(built, built_client, encoder, query, spec):
     edge = Searcher(built.index, built.config).dense

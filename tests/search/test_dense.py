@@ -20,7 +20,11 @@ def orphan_store(tmp_path, built, encoder):
     """Three points; one has no paper_id payload (e.g. written by another tool)."""
     store = EdgeVectorStore(tmp_path / "v", dim=encoder.dim)
     vecs = encoder.encode(["dark matter halos", "galaxy rotation curves", "dark matter in galaxies"])
-    store.upsert([0, 1, 2], vecs, [{"paper_id": "p03", "year": 2020}, {"paper_id": "p04", "year": 2018}, {"year": 2021}])
+    store.upsert(
+        [0, 1, 2],
+        vecs,
+        [{"paper_id": "p03", "year": 2020}, {"paper_id": "p04", "year": 2018}, {"year": 2021}],
+    )
     store.finish()
     yield store
     store.close()
@@ -45,7 +49,9 @@ def test_exact_switch_is_read_per_call(built, encoder, monkeypatch):
     exact = searcher.search("galaxy morphology", "semantic", limit=5)
     monkeypatch.setenv("SCIX_QDRANT_EXACT", "0")
     approx = searcher.search("galaxy morphology", "semantic", limit=5)
-    assert exact.metadata["knobs"]["qdrant_exact"] is True and approx.metadata["knobs"]["qdrant_exact"] is False
+    assert (
+        exact.metadata["knobs"]["qdrant_exact"] is True and approx.metadata["knobs"]["qdrant_exact"] is False
+    )
     assert exact.ids == approx.ids  # 12 points: under the full-scan threshold, HNSW is exact too
 
 

@@ -20,14 +20,43 @@ def on_fixture(built, monkeypatch):
 
 def test_sweep_json_has_the_contract_keys(on_fixture, tiny_reranker, tmp_path, capsys):
     out = tmp_path / "eval.json"
-    argv = ["eval", "--index", "fixture", "--sweep", "--baseline", "hybrid", "--reranker", tiny_reranker,
-            "--permutations", "1000", "--json", str(out), "--quiet"]
+    argv = [
+        "eval",
+        "--index",
+        "fixture",
+        "--sweep",
+        "--baseline",
+        "hybrid",
+        "--reranker",
+        tiny_reranker,
+        "--permutations",
+        "1000",
+        "--json",
+        str(out),
+        "--quiet",
+    ]
     assert main(argv) == 0
     doc = json.loads(out.read_text())
     assert {"n_queries", "runs", "comparisons", "provenance", "dropped_lanes", "buckets"} <= set(doc)
-    assert doc["n_queries"] == 2 and doc["setup"]["excluded_training_queries"] == 4  # the reranker saw the other 4
-    assert set(doc["runs"]) == {"lexical", "body", "dense", "hybrid", "rrf_k10", "rrf_k30", "rrf_k60", "rrf_k100",
-                                "convex_minmax", "convex_zscore", "hybrid+boosts", "hybrid+rerank", "hybrid+rewrite", "hybrid-body"}
+    assert (
+        doc["n_queries"] == 2 and doc["setup"]["excluded_training_queries"] == 4
+    )  # the reranker saw the other 4
+    assert set(doc["runs"]) == {
+        "lexical",
+        "body",
+        "dense",
+        "hybrid",
+        "rrf_k10",
+        "rrf_k30",
+        "rrf_k60",
+        "rrf_k100",
+        "convex_minmax",
+        "convex_zscore",
+        "hybrid+boosts",
+        "hybrid+rerank",
+        "hybrid+rewrite",
+        "hybrid-body",
+    }
     for values in doc["runs"].values():
         assert set(values) == {"ndcg@10", "mrr@10", "recall@50", "recall@100"}
         assert all(0.0 <= v <= 1.0 for v in values.values())
@@ -51,12 +80,44 @@ def test_gold_from_files_and_from_a_folder(on_fixture, tmp_path, capsys):
     queries.write_text('{"_id": "x1", "text": "dark matter halos"}\n{"_id": "x2", "text": "prime gaps"}\n')
     qrels.write_text("query-id\tcorpus-id\tscore\r\nx1\tp03\t1\r\nx2\tp06\t1\r\n")
     out = tmp_path / "eval.json"
-    assert main(["eval", "--index", "fixture", "--queries", str(queries), "--qrels", str(qrels),
-                 "--json", str(out), "--quiet", "--permutations", "500"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--index",
+                "fixture",
+                "--queries",
+                str(queries),
+                "--qrels",
+                str(qrels),
+                "--json",
+                str(out),
+                "--quiet",
+                "--permutations",
+                "500",
+            ]
+        )
+        == 0
+    )
     doc = json.loads(out.read_text())
     assert doc["n_queries"] == 2 and doc["runs"]["hybrid"]["recall@100"] == 1.0
-    assert main(["eval", "--index", "fixture", "--gold", str(FIXTURES / "beir"), "--format", "beir", "--quiet",
-                 "--permutations", "500"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--index",
+                "fixture",
+                "--gold",
+                str(FIXTURES / "beir"),
+                "--format",
+                "beir",
+                "--quiet",
+                "--permutations",
+                "500",
+            ]
+        )
+        == 0
+    )
     assert main(["eval", "--index", "fixture", "--queries", str(queries), "--quiet"]) == 2
     assert "--queries and --qrels go together" in capsys.readouterr().err
     assert main(["eval", "--index", "fixture", "--runs", "hybrid,bogus"]) == 2
@@ -67,8 +128,13 @@ def test_hybrid_beats_each_lane_on_scifact_train(scifact):
     from scix_core.evaluate import evaluate
 
     cfg, index = scifact
-    report = evaluate(index, runs=("lexical", "dense", "hybrid"), baseline="hybrid",
-                      config=cfg.replace(**{"search.lexical_mode": "or"}), permutations=2000)
+    report = evaluate(
+        index,
+        runs=("lexical", "dense", "hybrid"),
+        baseline="hybrid",
+        config=cfg.replace(**{"search.lexical_mode": "or"}),
+        permutations=2000,
+    )
     assert report.n_queries == 809 and report.dropped_lanes == {}
     ndcg = {r: v["ndcg@10"] for r, v in report.runs.items()}
     assert ndcg["hybrid"] > ndcg["lexical"] and ndcg["hybrid"] > ndcg["dense"], ndcg
@@ -77,13 +143,31 @@ def test_hybrid_beats_each_lane_on_scifact_train(scifact):
 
 def test_runs_dir_holds_the_runs_that_were_scored(on_fixture, tmp_path):
     """The TREC run files score, under ranx, exactly what the report says."""
-    from ranx import Qrels, Run, evaluate as ranx_evaluate
+    from ranx import Qrels, Run
+    from ranx import evaluate as ranx_evaluate
 
     from scix_core.evaluate.gold import for_index
 
     out, runs = tmp_path / "eval.json", tmp_path / "runs"
-    assert main(["eval", "--index", "fixture", "--runs", "lexical,hybrid,convex_minmax", "--runs-dir", str(runs),
-                 "--json", str(out), "--quiet", "--permutations", "200"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--index",
+                "fixture",
+                "--runs",
+                "lexical,hybrid,convex_minmax",
+                "--runs-dir",
+                str(runs),
+                "--json",
+                str(out),
+                "--quiet",
+                "--permutations",
+                "200",
+            ]
+        )
+        == 0
+    )
     doc = json.loads(out.read_text())
     assert sorted(p.name for p in runs.iterdir()) == ["convex_minmax.trec", "hybrid.trec", "lexical.trec"]
     gold = for_index("fixture", on_fixture.config)

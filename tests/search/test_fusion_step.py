@@ -48,17 +48,32 @@ def test_bad_settings_are_typed_errors():
 
 @pytest.mark.model
 def test_the_pipeline_fuses_by_convex_as_the_evaluation_run_does(built):
-    searcher = Searcher(built.index, built.config.replace(**{"search.fusion": "convex", "search.convex_alpha": 0.6}))
+    searcher = Searcher(
+        built.index, built.config.replace(**{"search.fusion": "convex", "search.convex_alpha": 0.6})
+    )
     result = searcher.search("graph neural networks", limit=8, boosts=False)
     meta = result.metadata
-    assert meta["fusion"] == "convex" and meta["convex_alpha"] == 0.6 and meta["lanes_run"] == ["lexical", "body", "dense"]
+    assert (
+        meta["fusion"] == "convex"
+        and meta["convex_alpha"] == 0.6
+        and meta["lanes_run"] == ["lexical", "body", "dense"]
+    )
     lanes = {n: result.rankings[n] for n in meta["lanes_run"]}
     assert result.ids == fused(lanes, 0.6, "minmax", 8).ids  # scix eval's convex_minmax run at the same α
     for hit in result.hits:
-        assert hit.fused_score == pytest.approx(sum(0.6 * v if n == "dense" else 0.4 * v for n, v in (
-            (n, (s.score - min(lanes[n].scores().values())) / (max(lanes[n].scores().values())
-                                                               - min(lanes[n].scores().values())))
-            for n, s in hit.lanes.items())))
+        assert hit.fused_score == pytest.approx(
+            sum(
+                0.6 * v if n == "dense" else 0.4 * v
+                for n, v in (
+                    (
+                        n,
+                        (s.score - min(lanes[n].scores().values()))
+                        / (max(lanes[n].scores().values()) - min(lanes[n].scores().values())),
+                    )
+                    for n, s in hit.lanes.items()
+                )
+            )
+        )
     rrf_result = Searcher(built.index, built.config).search("graph neural networks", limit=8, boosts=False)
     assert rrf_result.metadata["fusion"] == "rrf" and rrf_result.metadata["convex_alpha"] is None
 

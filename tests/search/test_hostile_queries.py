@@ -17,10 +17,13 @@ from scix_core.search.query import prepare
 pytestmark = [pytest.mark.model]
 
 # every code point class, surrogates excluded (not encodable), plus the engines' syntax characters made likely
-SYNTAX = st.sampled_from(list('"*^:()-+{}[]<>~|&!\\/\'`;%_.,') + ["NEAR", "AND", "OR", "NOT", "year:", "cat:",
-                                                                  "author:\"", "-cat:", "\x00", "\u202e", "\ufeff"])
-TEXT = st.lists(st.one_of(st.text(st.characters(blacklist_categories=("Cs",)), max_size=40), SYNTAX),
-                max_size=30).map(" ".join)
+SYNTAX = st.sampled_from(
+    list("\"*^:()-+{}[]<>~|&!\\/'`;%_.,")
+    + ["NEAR", "AND", "OR", "NOT", "year:", "cat:", 'author:"', "-cat:", "\x00", "\u202e", "\ufeff"]
+)
+TEXT = st.lists(
+    st.one_of(st.text(st.characters(blacklist_categories=("Cs",)), max_size=40), SYNTAX), max_size=30
+).map(" ".join)
 SAFE_TOKEN = re.compile(r"^\w+$")
 
 
@@ -38,7 +41,9 @@ def test_prepare_yields_plain_word_tokens_or_a_query_error(text):
 @pytest.fixture(scope="module")
 def fts():
     conn = sqlite3.connect(":memory:")
-    conn.execute("CREATE VIRTUAL TABLE t USING fts5(title, abstract, tokenize='porter unicode61 remove_diacritics 2')")
+    conn.execute(
+        "CREATE VIRTUAL TABLE t USING fts5(title, abstract, tokenize='porter unicode61 remove_diacritics 2')"
+    )
     conn.execute("INSERT INTO t VALUES ('Dark matter halos', 'Simulations of galaxy formation')")
     return conn
 

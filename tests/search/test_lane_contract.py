@@ -1,5 +1,5 @@
-"""One contract, every lane: FTS5, the BM25 term matrix and PostgreSQL (title/abstract, body), dense on qdrant-edge
-and qdrant-client."""
+"""One contract, every lane: FTS5, the BM25 term matrix and PostgreSQL (title/abstract, body), dense on
+qdrant-edge and qdrant-client."""
 
 from __future__ import annotations
 
@@ -14,14 +14,28 @@ from tests.search.helpers import BAD_QUERIES, make_request, passes
 
 pytestmark = [pytest.mark.model]
 
-LANES = ["sqlite:lexical", "sqlite:body", "bm25:lexical", "postgres:lexical", "postgres_ts:lexical", "postgres:body", "edge:dense", "client:dense",
-         "edge:sparse"]
+LANES = [
+    "sqlite:lexical",
+    "sqlite:body",
+    "bm25:lexical",
+    "postgres:lexical",
+    "postgres_ts:lexical",
+    "postgres:body",
+    "edge:dense",
+    "client:dense",
+    "edge:sparse",
+]
 QUERIES = ["neural networks", "galaxy dark matter", "graph", "running", "cafe naive", "protein structure"]
 FILTERS = [
-    {"year": "2018-2021"}, {"categories": ["astro-ph.GA"]}, {"authors": ["rubin"]},
-    {"paper_ids": ["p01", "p07", "p09"]}, {"has_body": True}, {"has_body": False},
+    {"year": "2018-2021"},
+    {"categories": ["astro-ph.GA"]},
+    {"authors": ["rubin"]},
+    {"paper_ids": ["p01", "p07", "p09"]},
+    {"has_body": True},
+    {"has_body": False},
     {"year": "2019-", "categories": ["cs.LG", "q-bio.BM"], "authors": ["LOVELACE"]},
-    {"exclude_categories": ["astro-ph.GA", "cs.LG"]}, {"exclude_authors": ["rubin", "turing"]},
+    {"exclude_categories": ["astro-ph.GA", "cs.LG"]},
+    {"exclude_authors": ["rubin", "turing"]},
     {"categories": ["astro-ph.GA"], "exclude_categories": ["cs.LG"], "exclude_authors": ["ford"]},
 ]
 
@@ -32,7 +46,11 @@ def _lane(request, spec: str) -> Lane:
         built = request.getfixturevalue("pg_ts_built" if where == "postgres_ts" else "pg_built")
     else:
         built = request.getfixturevalue("built_client" if where == "client" else "built")
-    config = built.config.replace(**{"search.lexical_backend": where}) if where in ("sqlite", "bm25") else built.config
+    config = (
+        built.config.replace(**{"search.lexical_backend": where})
+        if where in ("sqlite", "bm25")
+        else built.config
+    )
     searcher = Searcher(built.index, config)
     found = {ln.name: ln for ln in searcher.lexical}
     if searcher.dense:
@@ -73,10 +91,13 @@ def test_shape_and_determinism(lane, encoder, query):
     first = lane.search(request, 5)
     _check_shape(first, lane, 5)
     again = lane.search(request, 5)
-    # same papers in the same order; the same scores up to the last bit (qdrant-client's local mode, numpy, has
+    # same papers in the same order; the same scores up to the last bit (qdrant-client's local mode, numpy,
+    # has
     # given 1-ulp differences between two identical calls on an AVX2 CPU)
     assert again.ids == first.ids and again.name == first.name
-    assert [i.score for i in again.items] == pytest.approx([i.score for i in first.items], rel=1e-12, abs=1e-12)
+    assert [i.score for i in again.items] == pytest.approx(
+        [i.score for i in first.items], rel=1e-12, abs=1e-12
+    )
     assert lane.search(request, 1).ids == first.ids[:1]
 
 
@@ -96,8 +117,8 @@ def test_filters_hold(lane, encoder, spec):
 
 
 def test_dense_filters_are_complete(dense_lane, encoder):
-    """Filtering never loses a paper that passes: the dense lane returns every passing paper when k covers them
-    (completeness of the lexical lanes is the congruence test's job)."""
+    """Filtering never loses a paper that passes: the dense lane returns every passing paper when k covers
+    them (completeness of the lexical lanes is the congruence test's job)."""
     lane = dense_lane
     for spec in FILTERS:
         flt = SearchFilters.parse(spec)
@@ -126,19 +147,37 @@ def test_no_terms_no_match(lane, encoder):
         assert ranking.ids == ()
 
 
-METACHARACTERS = ["x' OR '1'='1", "'; DROP TABLE papers; --", 'p01") OR ("1"="1', "%' --", "\\'; SELECT 1; --",
-                  "$1", "%s", "?", "); DELETE FROM papers; --"]
+METACHARACTERS = [
+    "x' OR '1'='1",
+    "'; DROP TABLE papers; --",
+    'p01") OR ("1"="1',
+    "%' --",
+    "\\'; SELECT 1; --",
+    "$1",
+    "%s",
+    "?",
+    "); DELETE FROM papers; --",
+]
 
 
 def test_sql_metacharacters_in_every_filter_and_id_are_data(lane, encoder):
-    """Each filter value and paper id carries SQL syntax: no lane errors, matches anything, or changes the store."""
+    """Each filter value and paper id carries SQL syntax: no lane errors, matches anything, or changes the
+    store."""
     before = lane.search(make_request("neural networks", encoder), 5)
     for bad in METACHARACTERS:
-        for spec in ({"categories": [bad]}, {"authors": [bad]}, {"paper_ids": [bad]},
-                     {"exclude_categories": [bad]}, {"exclude_authors": [bad]}):
+        for spec in (
+            {"categories": [bad]},
+            {"authors": [bad]},
+            {"paper_ids": [bad]},
+            {"exclude_categories": [bad]},
+            {"exclude_authors": [bad]},
+        ):
             ranking = lane.search(make_request("neural networks", encoder, spec), 5)
             if "exclude_categories" in spec or "exclude_authors" in spec:
-                assert ranking.ids == before.ids, (spec, ranking.ids)  # excluding nothing real excludes nothing
+                assert ranking.ids == before.ids, (
+                    spec,
+                    ranking.ids,
+                )  # excluding nothing real excludes nothing
             else:
                 assert ranking.ids == (), (spec, ranking.ids)  # no paper has that category, author or id
     assert lane.search(make_request("neural networks", encoder), 5).ids == before.ids  # the store is intact

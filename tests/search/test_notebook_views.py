@@ -1,4 +1,5 @@
-"""The notebook views as plain Python, on the hand-checkable fixture corpus (real FTS5, qdrant-edge, MiniLM)."""
+"""The notebook views as plain Python, on the hand-checkable fixture corpus (real FTS5, qdrant-edge,
+MiniLM)."""
 
 from __future__ import annotations
 
@@ -46,8 +47,13 @@ def test_inspector_marks_relevant_and_breaks_down_the_fused_score(inspector):
 
 
 def test_inspector_breaks_down_a_convex_fused_score(built):
-    qi = QueryInspector(built.index, built.config.replace(**{"search.fusion": "convex"}), gold="train",
-                        query_id="q2", lexical_mode="or")
+    qi = QueryInspector(
+        built.index,
+        built.config.replace(**{"search.fusion": "convex"}),
+        gold="train",
+        query_id="q2",
+        lexical_mode="or",
+    )
     rendered = qi.render()
     shares = contributions(qi.result)
     for i, hit in enumerate(qi.result.hits):
@@ -68,8 +74,15 @@ def test_inspector_lists_missed_relevant_with_lane_ranks(built):
 
 
 def test_inspector_shows_each_stage_rank_and_the_boosts(built, tiny_reranker):
-    qi = QueryInspector(built.index, built.config, gold="train", query_id="q4", lexical_mode="or", boosts=True,
-                        rerank=tiny_reranker)
+    qi = QueryInspector(
+        built.index,
+        built.config,
+        gold="train",
+        query_id="q4",
+        lexical_mode="or",
+        boosts=True,
+        rerank=tiny_reranker,
+    )
     rendered = qi.render()
     head = re.search(r'<table class="scix-hits"><thead><tr>(.*?)</tr>', rendered.html).group(1)
     assert all(f"<th>{c}</th>" in head for c in ("fused#", "rerank#", "boosts#", "boosts"))
@@ -80,8 +93,9 @@ def test_inspector_shows_each_stage_rank_and_the_boosts(built, tiny_reranker):
 
 
 def test_inspector_banner_when_a_lane_is_dropped(built):
-    cfg = built.config.replace(**{"postgres.dsn": "postgresql://postgres@127.0.0.1:9/nowhere",
-                                  "postgres.connect_timeout_s": 1})
+    cfg = built.config.replace(
+        **{"postgres.dsn": "postgresql://postgres@127.0.0.1:9/nowhere", "postgres.connect_timeout_s": 1}
+    )
     rendered = QueryInspector(built.index, cfg, gold=False, query="dark matter", backend="postgres").render()
     assert re.search(r'<div class="banner">DEGRADED — lane &#x27;lexical&#x27; was dropped: ', rendered.html)
     assert "scix-hits" in rendered.html  # the dense lane still answered
@@ -103,7 +117,7 @@ def test_inspector_widget_controls_drive_the_search(inspector, monkeypatch):
     assert inspector.widget is not None  # built on first use
     c = inspector.controls
     c["query"].value = "galaxy images deep learning"
-    assert 'Results for &quot;galaxy images deep learning&quot;' in inspector.last.html
+    assert "Results for &quot;galaxy images deep learning&quot;" in inspector.last.html
     c["rrf_k"].value = 10
     assert inspector.result.metadata["rrf_k"] == 10
     assert contributions(inspector.result)["dense"][0] in (0.0, *(1 / (10 + r) for r in range(1, 61)))
@@ -131,20 +145,40 @@ def test_static_display_builds_no_widget(built, monkeypatch):
 
 
 def test_attribution_by_hand():
-    gold = Gold("g", {"a": "one two", "b": "x"}, {"a": {"d1": 1, "d3": 1}, "b": {"d9": 1}}, {"a": {"kind": "k1"}})
-    lex = {"a": Ranking.from_pairs("lexical", [("d1", 3), ("d2", 2)] + [(f"f{i}", 1 - i / 100) for i in range(12)]),
-           "b": Ranking.from_pairs("lexical", [("d5", 1)])}
-    den = {"a": Ranking.from_pairs("dense", [("d1", 0.9)] + [(f"f{i}", 0.8 - i / 100) for i in range(10)] + [("d3", 0.1)]),
-           "b": Ranking.from_pairs("dense", [("d5", 0.5)])}
-    run = {"a": Ranking.from_pairs("hybrid", [("d1", 3), ("d2", 2), ("d3", 1)]), "b": Ranking.from_pairs("hybrid", [("d5", 1)])}
+    gold = Gold(
+        "g", {"a": "one two", "b": "x"}, {"a": {"d1": 1, "d3": 1}, "b": {"d9": 1}}, {"a": {"kind": "k1"}}
+    )
+    lex = {
+        "a": Ranking.from_pairs(
+            "lexical", [("d1", 3), ("d2", 2)] + [(f"f{i}", 1 - i / 100) for i in range(12)]
+        ),
+        "b": Ranking.from_pairs("lexical", [("d5", 1)]),
+    }
+    den = {
+        "a": Ranking.from_pairs(
+            "dense", [("d1", 0.9)] + [(f"f{i}", 0.8 - i / 100) for i in range(10)] + [("d3", 0.1)]
+        ),
+        "b": Ranking.from_pairs("dense", [("d5", 0.5)]),
+    }
+    run = {
+        "a": Ranking.from_pairs("hybrid", [("d1", 3), ("d2", 2), ("d3", 1)]),
+        "b": Ranking.from_pairs("hybrid", [("d5", 1)]),
+    }
     lanes = {q: {"lexical": lex[q], "dense": den[q]} for q in ("a", "b")}
     att = attribute_runs(gold, run, lanes, {"a": 0.9, "b": 0.0})
-    # top-10 hits: a: d1 (lexical#1, dense#1), d2 (lexical#2 only), d3 (dense#12: no lane's top 10); b: d5 (both)
+    # top-10 hits: a: d1 (lexical#1, dense#1), d2 (lexical#2 only), d3 (dense#12: no lane's top 10); b: d5
+    # (both)
     agg = att.aggregate()
-    assert agg["lexical"]["share_top10"] == pytest.approx(3 / 4) and agg["dense"]["share_top10"] == pytest.approx(2 / 4)
+    assert agg["lexical"]["share_top10"] == pytest.approx(3 / 4) and agg["dense"][
+        "share_top10"
+    ] == pytest.approx(2 / 4)
     assert agg["lexical"]["share_relevant_top10"] == pytest.approx(1 / 2)  # relevant top 10: d1, d3
     assert agg["lexical"]["unique_top10"] == pytest.approx(1 / 4) and agg["dense"]["unique_top10"] == 0
-    assert att.overlap() == {frozenset({"lexical", "dense"}): 2, frozenset({"lexical"}): 1, frozenset({NO_LANE}): 1}
+    assert att.overlap() == {
+        frozenset({"lexical", "dense"}): 2,
+        frozenset({"lexical"}): 1,
+        frozenset({NO_LANE}): 1,
+    }
     assert att.overlap(relevant_only=True) == {frozenset({"lexical", "dense"}): 1, frozenset({NO_LANE}): 1}
     assert att.buckets() == {"kind=k1": 1, "len<=3": 2}
     assert att.by_bucket()["kind=k1"]["ndcg@10"] == 0.9
@@ -156,7 +190,9 @@ def test_attribution_by_hand():
 
 
 def test_attribution_view_on_the_fixture_index(built):
-    view = LaneAttributionView(built.index, built.config, gold="train", lexical_mode="or", sample=0, query_id="q4")
+    view = LaneAttributionView(
+        built.index, built.config, gold="train", lexical_mode="or", sample=0, query_id="q4"
+    )
     att = view.attribution
     assert len(att.queries) == 6 and {"lexical", "dense"} <= set(att.lanes)
     assert sum(att.overlap().values()) == sum(len(q.hits) for q in att.queries)
@@ -173,8 +209,15 @@ def test_attribution_view_on_the_fixture_index(built):
 
 
 def test_sweep_view_from_a_live_evaluation_and_from_json(built, tmp_path):
-    view = SweepView(index=built.index, gold="train", runs="lexical,dense,hybrid,rrf_k10", sample=0,
-                     lexical_mode="or", permutations=200, config=built.config)
+    view = SweepView(
+        index=built.index,
+        gold="train",
+        runs="lexical,dense,hybrid,rrf_k10",
+        sample=0,
+        lexical_mode="or",
+        permutations=200,
+        config=built.config,
+    )
     (report,) = view.reports
     rows = _rows(view.render().html, "scix-sweep")
     assert [re.findall(r"<td>(.*?)</td>", r)[0] for r in rows] == ["lexical", "dense", "hybrid", "rrf_k10"]
@@ -185,7 +228,7 @@ def test_sweep_view_from_a_live_evaluation_and_from_json(built, tmp_path):
     path = tmp_path / "eval.json"
     path.write_text(json.dumps(report))
     both = SweepView([str(path), report], metric="recall@50")
-    assert both.render().html.count("scix-sweep\"") == 2 and "Δ recall@50" in both.render().html
+    assert both.render().html.count('scix-sweep"') == 2 and "Δ recall@50" in both.render().html
     with pytest.raises(ConfigError, match="no sweep report"):
         SweepView(str(tmp_path / "missing.json"))
     with pytest.raises(UnknownNameError):
@@ -195,8 +238,13 @@ def test_sweep_view_from_a_live_evaluation_and_from_json(built, tmp_path):
 def test_evidence_view_loads_saved_results_and_runs_missing_ones(built, tmp_path):
     import json
 
-    saved = {"study": "pool", "index": built.index, "papers": 12, "queries": 3,
-             "rows": {"AND cap 1,000": {"overlap@20": 1.0, "queries_with_matches": 3}}}
+    saved = {
+        "study": "pool",
+        "index": built.index,
+        "papers": 12,
+        "queries": 3,
+        "rows": {"AND cap 1,000": {"overlap@20": 1.0, "queries_with_matches": 3}},
+    }
     (tmp_path / f"evidence-pool-{built.index}.json").write_text(json.dumps(saved))
     results = evidence_results(built.index, "pool,quantization", tmp_path, config=built.config, max_queries=4)
     assert results[0] == saved and results[1]["study"] == "quantization" and results[1]["queries"] == 4

@@ -1,5 +1,5 @@
-"""The embedding backend of an index: recorded in the manifest, and its queries encoded by that backend whatever
-the session's config says."""
+"""The embedding backend of an index: recorded in the manifest, and its queries encoded by that backend
+whatever the session's config says."""
 
 import pytest
 
@@ -17,7 +17,9 @@ def test_default_build_is_int8_and_a_torch_build_is_searched_with_torch(built):
     from scix_core.ingest import ingest
 
     default = Searcher(built.index, built.config)
-    gated = resolve_backend(EmbeddingConfig()).backend  # `auto` on the bundled model: the gated int8 for this CPU
+    gated = resolve_backend(
+        EmbeddingConfig()
+    ).backend  # `auto` on the bundled model: the gated int8 for this CPU
     assert gated in ("openvino-int8", "onnx-int8") and default.manifest["embedding_backend"] == gated
     assert default.manifest["model_slug"].endswith(onnx_variant(gated))
     assert onnx_variant("openvino-int8") == f"openvino-int8.f{FORMAT}.o{OPENVINO_FORMAT}"
@@ -33,11 +35,14 @@ def test_default_build_is_int8_and_a_torch_build_is_searched_with_torch(built):
 
 
 def test_an_index_encoded_by_another_export_says_so_on_dense_queries(built):
-    """An int8 index from the unfused format-1 export, searched with today's graph: close vectors, not the same
-    space — the dense lane still answers and every query that uses it carries the note (keyword ones do not)."""
+    """An int8 index from the unfused format-1 export, searched with today's graph: close vectors, not the
+    same space — the dense lane still answers and every query that uses it carries the note (keyword ones do
+    not)."""
     from scix_core.ingest import ingest
 
-    ingest(CORPUS, "fixture-old-export", config=built.config, progress=False)  # the embedding cache: no encoding
+    ingest(
+        CORPUS, "fixture-old-export", config=built.config, progress=False
+    )  # the embedding cache: no encoding
     build = Searcher("fixture-old-export", built.config).build_dir
     manifest = read_json(build / "manifest.json")
     old = manifest["model_slug"].rsplit(".f", 1)[0]  # what a format-1 build recorded
@@ -46,4 +51,6 @@ def test_an_index_encoded_by_another_export_says_so_on_dense_queries(built):
     notes = searcher.search("dark matter halos", "hybrid", limit=3).metadata["notes"]
     assert any(f"vectors are {old}," in n and "--force` re-encodes the corpus" in n for n in notes), notes
     assert searcher.search("dark matter halos", "semantic", limit=3).ids
-    assert not any("re-encodes" in n for n in searcher.search("dark matter halos", "keyword", limit=3).metadata["notes"])
+    assert not any(
+        "re-encodes" in n for n in searcher.search("dark matter halos", "keyword", limit=3).metadata["notes"]
+    )

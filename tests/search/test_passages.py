@@ -1,4 +1,5 @@
-"""Passage vectors (``scix ingest --passages``): the dense lane scores a paper by its best passage too (MaxP)."""
+"""Passage vectors (``scix ingest --passages``): the dense lane scores a paper by its best passage too
+(MaxP)."""
 
 import datetime as dt
 
@@ -11,24 +12,47 @@ from scix_core.errors import ConfigError
 from scix_core.search import Searcher
 from scix_core.types import Paper, Query
 
-FILLER = ("The utility serves four districts of the city. Its annual budget rose by three percent. Staffing levels "
-          "were unchanged from the previous year. New pipes were laid along the northern ring road. Customer "
-          "complaints about water pressure fell slightly.")
-BURIED = Paper("w1", "Annual report of the municipal water utility",
-               FILLER + " Separately, zebrafish kept in the utility's test tanks regenerated heart tissue within weeks "
-               "after cryoinjury. The tanks will be moved in spring.", authors=("A. Clerk",), categories=("misc",),
-               published=dt.date(2020, 1, 1))
+FILLER = (
+    "The utility serves four districts of the city. Its annual budget rose by three percent. Staffing levels "
+    "were unchanged from the previous year. New pipes were laid along the northern ring road. Customer "
+    "complaints about water pressure fell slightly."
+)
+BURIED = Paper(
+    "w1",
+    "Annual report of the municipal water utility",
+    FILLER + " Separately, zebrafish kept in the utility's test tanks regenerated heart tissue within weeks "
+    "after cryoinjury. The tanks will be moved in spring.",
+    authors=("A. Clerk",),
+    categories=("misc",),
+    published=dt.date(2020, 1, 1),
+)
 OTHERS = (
-    Paper("f1", "Freshwater fish populations in northern lakes",
-          "We count fish in lakes. Populations declined. Water temperature rose. Fishing quotas were cut.",
-          categories=("bio",), published=dt.date(2019, 1, 1)),
-    Paper("h1", "Heart failure outcomes in older adults", "A cohort of older adults with heart failure was followed "
-          "for five years. Mortality was high.", categories=("med",), published=dt.date(2018, 1, 1)),
-    Paper("b1", "Budget planning for city services", FILLER, categories=("misc",), published=dt.date(2021, 1, 1)),
+    Paper(
+        "f1",
+        "Freshwater fish populations in northern lakes",
+        "We count fish in lakes. Populations declined. Water temperature rose. Fishing quotas were cut.",
+        categories=("bio",),
+        published=dt.date(2019, 1, 1),
+    ),
+    Paper(
+        "h1",
+        "Heart failure outcomes in older adults",
+        "A cohort of older adults with heart failure was followed for five years. Mortality was high.",
+        categories=("med",),
+        published=dt.date(2018, 1, 1),
+    ),
+    Paper(
+        "b1", "Budget planning for city services", FILLER, categories=("misc",), published=dt.date(2021, 1, 1)
+    ),
 )
 FILLER_PAPER = OTHERS[2]
-CORPUS = Dataset("passages", "python", (BURIED, *OTHERS), (Query("q1", "zebrafish heart regeneration after injury"),),
-                 {"train": {"q1": {"w1": 2}}})
+CORPUS = Dataset(
+    "passages",
+    "python",
+    (BURIED, *OTHERS),
+    (Query("q1", "zebrafish heart regeneration after injury"),),
+    {"train": {"q1": {"w1": 2}}},
+)
 
 
 def test_passages_are_overlapping_sentence_windows_after_the_title():
@@ -37,11 +61,15 @@ def test_passages_are_overlapping_sentence_windows_after_the_title():
     assert (WINDOW, STRIDE) == (3, 2)
     assert passages(paper) == ["T. One. Two e.g. twice. Three!", "T. Three! Four? Five.", "T. Five. Six."]
     assert passages(Paper("y", "T", "One. Two. Three.")) == []  # the paper's own vector reads all of it
-    # lower-case collections (Cranfield) end sentences too; initials and abbreviations do not, decimals never split
-    assert sentences("the flow is laminar. the layer thickens by 3.5 mm. heat transfer (cf. ref. 2) rises.") == [
-        "the flow is laminar.", "the layer thickens by 3.5 mm.", "heat transfer (cf. ref. 2) rises."]
+    # lower-case collections (Cranfield) end sentences too; initials and abbreviations do not, decimals never
+    # split
+    assert sentences(
+        "the flow is laminar. the layer thickens by 3.5 mm. heat transfer (cf. ref. 2) rises."
+    ) == ["the flow is laminar.", "the layer thickens by 3.5 mm.", "heat transfer (cf. ref. 2) rises."]
     assert sentences("As J. Smith et al. showed, it holds. It fails i.e. sometimes.") == [
-        "As J. Smith et al. showed, it holds.", "It fails i.e. sometimes."]
+        "As J. Smith et al. showed, it holds.",
+        "It fails i.e. sometimes.",
+    ]
     assert passages(Paper("z", "", "One. Two. Three. Four.")) == ["One. Two. Three.", "Three. Four."]
     owners, texts = corpus_passages([Paper("a", "A", "x"), paper, Paper("b", "B", "1. 2. 3. 4. 5.")])
     assert owners == [1, 1, 1, 2, 2] and texts[3] == "B. 1. 2. 3."
@@ -53,7 +81,9 @@ def passage_home(tmp_path_factory, encoder):
 
     cfg = load_config().replace(home=tmp_path_factory.mktemp("passages-home"))
     report = ingest(CORPUS, "with", config=cfg, progress=False, encoder=encoder, passages=True)
-    assert report.manifest["passages"] == len(passages(BURIED)) + len(passages(OTHERS[0])) + len(passages(FILLER_PAPER))
+    assert report.manifest["passages"] == len(passages(BURIED)) + len(passages(OTHERS[0])) + len(
+        passages(FILLER_PAPER)
+    )
     assert report.manifest["passage_window"] == WINDOW and "passages" in [s.stage for s in report.stages]
     plain = ingest(CORPUS, "without", config=cfg, progress=False, encoder=encoder)
     assert plain.manifest["build_key"] != report.manifest["build_key"] and "passages" not in plain.manifest
@@ -71,11 +101,18 @@ def test_a_buried_sentence_lifts_its_paper_through_its_passage(passage_home):
         result, scores = _dense(with_p)
         plain, plain_scores = _dense(without)
         assert result.metadata["dense_passages"] and not plain.metadata["dense_passages"]
-        assert result.ids[0] == "w1"  # its zebrafish passage, not its utility-report whole, is what the query meets
+        assert (
+            result.ids[0] == "w1"
+        )  # its zebrafish passage, not its utility-report whole, is what the query meets
         assert scores["w1"] > plain_scores["w1"] + 0.05
-        assert scores["h1"] == pytest.approx(plain_scores["h1"], abs=1e-6)  # two sentences: no passage, same score
+        assert scores["h1"] == pytest.approx(
+            plain_scores["h1"], abs=1e-6
+        )  # two sentences: no passage, same score
         # filters are payload conditions the passages carry too: the buried paper's year excludes it
-        assert "w1" not in with_p.search(CORPUS.queries[0].text, "semantic", limit=4, filters={"year_min": 2021}).ids
+        assert (
+            "w1"
+            not in with_p.search(CORPUS.queries[0].text, "semantic", limit=4, filters={"year_min": 2021}).ids
+        )
     finally:
         with_p.close()
         without.close()
@@ -113,7 +150,14 @@ def test_passages_without_vectors_is_a_config_error(tmp_path):
     from scix_core.ingest import ingest
 
     with pytest.raises(ConfigError, match="--no-embed"):
-        ingest(CORPUS, "bad", config=load_config().replace(home=tmp_path), progress=False, embed=False, passages=True)
+        ingest(
+            CORPUS,
+            "bad",
+            config=load_config().replace(home=tmp_path),
+            progress=False,
+            embed=False,
+            passages=True,
+        )
 
 
 def test_info_counts_the_passages(passage_home, monkeypatch, capsys):
@@ -145,7 +189,9 @@ def test_unreadable_passages_leave_the_papers_own_vectors_with_a_note(passage_ho
     try:
         result, scores = _dense(searcher)
         assert not result.metadata["dense_passages"]
-        assert any("passage vectors unavailable" in n for n in result.metadata["notes"]), result.metadata["notes"]
+        assert any("passage vectors unavailable" in n for n in result.metadata["notes"]), result.metadata[
+            "notes"
+        ]
         assert scores == pytest.approx(_dense(plain)[1], abs=1e-6)  # the papers' own vectors still answer
     finally:
         searcher.close()

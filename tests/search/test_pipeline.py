@@ -56,11 +56,14 @@ def test_hits_are_the_rrf_of_the_lanes(searcher):
             assert result.rankings[name].ranks()[hit.paper_id] == where.rank
 
 
-@pytest.mark.parametrize("mode, stages", [
-    ("hybrid", {"prepare", "encode", "lexical", "body", "dense", "fusion", "hydrate", "total"}),
-    ("keyword", {"prepare", "lexical", "body", "fusion", "hydrate", "total"}),
-    ("semantic", {"prepare", "encode", "dense", "fusion", "hydrate", "total"}),
-])
+@pytest.mark.parametrize(
+    "mode, stages",
+    [
+        ("hybrid", {"prepare", "encode", "lexical", "body", "dense", "fusion", "hydrate", "total"}),
+        ("keyword", {"prepare", "lexical", "body", "fusion", "hydrate", "total"}),
+        ("semantic", {"prepare", "encode", "dense", "fusion", "hydrate", "total"}),
+    ],
+)
 def test_every_stage_that_ran_reports_a_time(searcher, mode, stages):
     result = searcher.search("dark matter halos", mode, limit=3)
     assert set(result.timing_ms) == stages
@@ -117,14 +120,17 @@ def test_empty_or_non_text_query_is_a_typed_error(searcher, query):
         searcher.search(query)
 
 
-@pytest.mark.parametrize("spec, message", [
-    ({"yaer": "2019"}, "unknown filter key.*'yaer'.*valid: authors, categories"),
-    ({"year": "2021-2019"}, "reversed year range: 2021 > 2019"),
-    ({"year": "last year"}, "year must look like"),
-    ({"year_min": "2019"}, "year_min must be an integer"),
-    ({"categories": [""]}, "categories must be a list of non-empty strings"),
-    ({"has_body": "yes"}, "has_body must be"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ({"yaer": "2019"}, "unknown filter key.*'yaer'.*valid: authors, categories"),
+        ({"year": "2021-2019"}, "reversed year range: 2021 > 2019"),
+        ({"year": "last year"}, "year must look like"),
+        ({"year_min": "2019"}, "year_min must be an integer"),
+        ({"categories": [""]}, "categories must be a list of non-empty strings"),
+        ({"has_body": "yes"}, "has_body must be"),
+    ],
+)
 def test_bad_filters_are_typed_errors(searcher, spec, message):
     with pytest.raises(FilterError, match=message):
         searcher.search("graph", filters=spec)
@@ -138,8 +144,16 @@ def test_bad_mode_and_limit(searcher):
             searcher.search("graph", limit=limit)
 
 
-@pytest.mark.parametrize("spec", [{"year": "2019-2021"}, {"categories": ["astro-ph.GA"]}, {"authors": ["lecun"]},
-                                  {"has_body": True}, {"year": 2021, "categories": ["cs.LG", "math.NT"]}])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"year": "2019-2021"},
+        {"categories": ["astro-ph.GA"]},
+        {"authors": ["lecun"]},
+        {"has_body": True},
+        {"year": 2021, "categories": ["cs.LG", "math.NT"]},
+    ],
+)
 @pytest.mark.parametrize("mode", ["hybrid", "keyword", "semantic"])
 def test_filters_hold_in_every_mode(searcher, spec, mode):
     flt = SearchFilters.parse(spec)

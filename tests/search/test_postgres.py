@@ -19,8 +19,13 @@ pytestmark = [pytest.mark.postgres, pytest.mark.model]
 
 
 def _lane(pg_built, field="title_abstract", **kw) -> PostgresLane:
-    return PostgresLane(connect(pg_built.config.postgres.dsn), schema_name(pg_built.index),
-                        "body" if field == "body" else "lexical", field, **kw)
+    return PostgresLane(
+        connect(pg_built.config.postgres.dsn),
+        schema_name(pg_built.index),
+        "body" if field == "body" else "lexical",
+        field,
+        **kw,
+    )
 
 
 def _plan(lane: PostgresLane, query: str) -> str:
@@ -40,8 +45,10 @@ def test_body_index_needs_the_repeated_predicate(pg_built):
     conn = connect(pg_built.config.postgres.dsn)
     conn.execute("SET enable_seqscan = off")
     table = f"{schema_name(pg_built.index)}.papers"
-    bare = conn.execute(f"EXPLAIN SELECT idx FROM {table} "
-                        "WHERE to_tsvector('english'::regconfig, body) @@ plainto_tsquery('english', 'x')").fetchall()
+    bare = conn.execute(
+        f"EXPLAIN SELECT idx FROM {table} "
+        "WHERE to_tsvector('english'::regconfig, body) @@ plainto_tsquery('english', 'x')"
+    ).fetchall()
     assert "papers_body_gin" not in "\n".join(r[0] for r in bare)
 
 
@@ -121,10 +128,13 @@ def test_sync_is_idempotent(pg_built):
     assert conn.execute(f"SELECT count(*) FROM {schema_name(pg_built.index)}.papers").fetchone() == (12,)
     terms = TermIndex(folder / "terms")  # the term matrix is mirrored whole: every posting, every stem's df
     schema = schema_name(pg_built.index)
-    assert conn.execute(f"SELECT count(*), sum(tf) FROM {schema}.postings").fetchone() == (len(terms.docs),
-                                                                                         int(terms.tf.sum()))
+    assert conn.execute(f"SELECT count(*), sum(tf) FROM {schema}.postings").fetchone() == (
+        len(terms.docs),
+        int(terms.tf.sum()),
+    )
     assert dict(conn.execute(f"SELECT term, df FROM {schema}.terms").fetchall()) == {
-        t: int(terms.indptr[i + 1] - terms.indptr[i]) for t, i in terms.vocab.items()}
+        t: int(terms.indptr[i + 1] - terms.indptr[i]) for t, i in terms.vocab.items()
+    }
 
 
 def test_a_schema_synced_by_an_older_format_is_stale_and_a_bm25_lane_without_postings_falls_back(pg_built):
@@ -133,7 +143,9 @@ def test_a_schema_synced_by_an_older_format_is_stale_and_a_bm25_lane_without_pos
     conn.execute(f"DELETE FROM {schema}.meta WHERE key = 'sync_format'")
     assert synced_build_key(conn, schema) is None  # format 1 had no postings: `scix ingest` re-syncs it
     conn.execute(f"INSERT INTO {schema}.meta VALUES ('sync_format', '2')")
-    conn.execute(f"DELETE FROM {schema}.meta WHERE key = 'terms'")  # as if synced from a build without a matrix
+    conn.execute(
+        f"DELETE FROM {schema}.meta WHERE key = 'terms'"
+    )  # as if synced from a build without a matrix
     searcher = Searcher(pg_built.index, pg_built.config)
     assert type(searcher.lexical[0]) is PostgresLane
     result = searcher.search("graph", "keyword", limit=3)
@@ -153,12 +165,15 @@ def test_failed_sync_leaves_postgres_unchanged(pg_built):
     conn = connect(dsn)
     assert synced_build_key(conn, schema) is not None
     assert conn.execute(f"SELECT count(*) FROM {schema}.papers").fetchone() == (12,)
-    assert conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = %s", [schema + "__new"]).fetchone() == (0,)
+    assert conn.execute(
+        "SELECT count(*) FROM pg_namespace WHERE nspname = %s", [schema + "__new"]
+    ).fetchone() == (0,)
 
 
 def test_unreachable_server_drops_the_lexical_lanes(built):
-    cfg = built.config.replace(**{"postgres.dsn": "postgresql://postgres@127.0.0.1:1/none",
-                                  "postgres.connect_timeout_s": 2})
+    cfg = built.config.replace(
+        **{"postgres.dsn": "postgresql://postgres@127.0.0.1:1/none", "postgres.connect_timeout_s": 2}
+    )
     searcher = Searcher(built.index, cfg, backend="postgres")
     result = searcher.search("graph neural networks", limit=3)
     assert "backend_unavailable" in result.metadata["dropped_lanes"]["lexical"]
@@ -188,7 +203,11 @@ def test_a_live_searcher_reconnects_after_its_connections_are_killed(pg_built):
 
 def test_a_server_down_drops_the_lane_with_its_reason_and_a_later_query_recovers(pg_built):
     searcher = Searcher(pg_built.index, pg_built.config)
-    assert searcher.search("graph neural networks", limit=3).metadata["lanes_run"] == ["lexical", "body", "dense"]
+    assert searcher.search("graph neural networks", limit=3).metadata["lanes_run"] == [
+        "lexical",
+        "body",
+        "dense",
+    ]
     lane = searcher.lexical[0]
     real = lane._connect
     admin = connect(pg_built.config.postgres.dsn)
@@ -201,4 +220,8 @@ def test_a_server_down_drops_the_lane_with_its_reason_and_a_later_query_recovers
     down = searcher.search("graph neural networks", limit=3)
     assert "backend_unavailable" in down.metadata["dropped_lanes"]["lexical"] and down.hits  # dense answered
     lane._connect = real  # the server is back
-    assert searcher.search("graph neural networks", limit=3).metadata["lanes_run"] == ["lexical", "body", "dense"]
+    assert searcher.search("graph neural networks", limit=3).metadata["lanes_run"] == [
+        "lexical",
+        "body",
+        "dense",
+    ]

@@ -37,7 +37,8 @@ class _Errors(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture(params=["refuses", "errors", "hangs"])
 def hostile(request):
-    """(kind, URL) of a server that refuses connections, answers 500 to everything, or accepts and never replies."""
+    """(kind, URL) of a server that refuses connections, answers 500 to everything, or accepts and never
+    replies."""
     if request.param == "refuses":
         with socket.socket() as s:  # a port that was free a moment ago: nothing listens there
             s.bind(("127.0.0.1", 0))
@@ -90,6 +91,8 @@ def test_one_typed_error_and_not_the_clients_version_warning_beside_it(hostile):
     with warnings.catch_warnings(record=True) as caught:
         with pytest.raises(BackendUnavailableError, match=url):
             ClientVectorStore("papers", url=url, timeout_s=1)
-        for thread in set(threading.enumerate()) - before:  # the client checks the version in a thread of its own
+        for thread in (
+            set(threading.enumerate()) - before
+        ):  # the client checks the version in a thread of its own
             thread.join(timeout=10)
     assert not [w for w in caught if "server version" in str(w.message)], [str(w.message) for w in caught]

@@ -15,7 +15,7 @@ def test_tokens_are_folded_deduplicated_and_stopword_free():
 
 
 def test_syntax_never_survives_into_tokens():
-    q = prepare('"NEAR(a b)" AND title:x* ^y \'z\' \\ & | ! ( ) <-> \x00 🙂 DROP--')
+    q = prepare("\"NEAR(a b)\" AND title:x* ^y 'z' \\ & | ! ( ) <-> \x00 🙂 DROP--")
     assert q.tokens == ("near", "b", "title", "x", "y", "z", "drop")
     assert fts5_expression(q.tokens) == '"near" AND "b" AND "title" AND "x" AND "y" AND "z" AND "drop"'
     assert fts5_expression(("a", "b"), "or") == '"a" OR "b"'
@@ -35,10 +35,19 @@ def test_empty_is_an_error_and_stopwords_only_is_not():
     assert {"the", "of", "and"} <= stopwords() and len(stopwords()) == 127
 
 
-@pytest.mark.parametrize("value, expected", [
-    ("2019-2021", (2019, 2021)), ("2019-", (2019, None)), ("-2021", (None, 2021)), ("2020", (2020, 2020)),
-    (2020, (2020, 2020)), ((2019, 2021), (2019, 2021)), ("2019..2021", (2019, 2021)), (" 2019 - 2021 ", (2019, 2021)),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("2019-2021", (2019, 2021)),
+        ("2019-", (2019, None)),
+        ("-2021", (None, 2021)),
+        ("2020", (2020, 2020)),
+        (2020, (2020, 2020)),
+        ((2019, 2021), (2019, 2021)),
+        ("2019..2021", (2019, 2021)),
+        (" 2019 - 2021 ", (2019, 2021)),
+    ],
+)
 def test_year_ranges(value, expected):
     assert parse_year_range(value) == expected
 
@@ -50,7 +59,9 @@ def test_bad_year_ranges(value):
 
 
 def test_filters_parse_and_roundtrip():
-    f = SearchFilters.parse({"year": "2019-2021", "categories": "astro-ph.GA", "authors": ["Rubin", "rubin "]})
+    f = SearchFilters.parse(
+        {"year": "2019-2021", "categories": "astro-ph.GA", "authors": ["Rubin", "rubin "]}
+    )
     assert f == SearchFilters(2019, 2021, ("astro-ph.GA",), ("Rubin", "rubin"))
     assert f.author_needles == ("rubin", "rubin")
     assert SearchFilters.parse(f.to_dict()) == f
@@ -65,7 +76,12 @@ def test_auto_mode_puts_every_term_matches_first_and_keeps_the_prefix_property()
 
     both = [("a", 5.0), ("b", 3.0)]
     some = [("c", 9.0), ("a", 8.0), ("d", 2.0), ("b", 1.0), ("e", 0.5)]
-    assert and_then_or(both, some, 4) == [("a", 5.0), ("b", 3.0), ("c", 3.0), ("d", 2.0)]  # c capped at b's score
+    assert and_then_or(both, some, 4) == [
+        ("a", 5.0),
+        ("b", 3.0),
+        ("c", 3.0),
+        ("d", 2.0),
+    ]  # c capped at b's score
     assert and_then_or(both, some, 1) == [("a", 5.0)]  # AND fills k: OR never consulted
     assert and_then_or([], some, 2) == some[:2]
     for k in range(1, 7):

@@ -15,7 +15,8 @@ pytestmark = pytest.mark.model
 
 @pytest.fixture(scope="module")
 def report_home(tmp_path_factory, encoder):
-    """The fixture corpus in a workspace this test process never opens (a kernel must own its vector shard)."""
+    """The fixture corpus in a workspace this test process never opens (a kernel must own its vector
+    shard)."""
     from scix_core.config import load_config
     from scix_core.ingest import ingest
 
@@ -49,11 +50,22 @@ def test_unknown_report_and_parameter_are_typed_errors():
 
 
 def test_report_runs_the_notebook_into_its_folder(kernel_env, capfd):
-    done = run_report("query-inspector", {"index": "fixture", "query": "graph neural networks for molecules",
-                                          "lexical_mode": "or", "rrf_k": 30})
+    done = run_report(
+        "query-inspector",
+        {
+            "index": "fixture",
+            "query": "graph neural networks for molecules",
+            "lexical_mode": "or",
+            "rrf_k": 30,
+        },
+    )
     assert done.folder == kernel_env / "query-inspector"
-    assert {p.name for p in done.folder.iterdir()} == {"query-inspector.ipynb", "query-inspector.html", "run.json",
-                                                      "figures"}
+    assert {p.name for p in done.folder.iterdir()} == {
+        "query-inspector.ipynb",
+        "query-inspector.html",
+        "run.json",
+        "figures",
+    }
     assert len(done.figures) == 2 and all(p.read_bytes()[:4] == b"\x89PNG" for p in done.figures)
     page = done.html.read_text()
     assert '<table class="scix-hits">' in page and "p01" in page and "RRF k=30" in page
@@ -82,8 +94,24 @@ def test_report_cli(kernel_env, capsys):
 
     assert main(["report", "list"]) == 0
     assert "lane-attribution" in capsys.readouterr().out
-    assert main(["report", "lane-attribution", "-p", "index", "fixture", "-p", "sample", "0",
-                 "-p", "lexical_mode", "or"]) == 0
+    assert (
+        main(
+            [
+                "report",
+                "lane-attribution",
+                "-p",
+                "index",
+                "fixture",
+                "-p",
+                "sample",
+                "0",
+                "-p",
+                "lexical_mode",
+                "or",
+            ]
+        )
+        == 0
+    )
     assert "lane-attribution.html" in capsys.readouterr().out
     assert "scix-per-query" in (kernel_env / "lane-attribution" / "lane-attribution.html").read_text()
     assert main(["report", "nonsense"]) == 2

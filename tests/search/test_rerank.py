@@ -51,7 +51,9 @@ def test_learning_curve_scores_only_held_out_queries(built, loss):
     from scix_core.search.stages.train_rerank import RerankRecipe, learning_curve
 
     recipe = RerankRecipe(epochs=1, batch_size=2, negatives=2, loss=loss)
-    curve = learning_curve(built.index, built.config, recipe=recipe, every=2, window=5, folds=3, progress=False)
+    curve = learning_curve(
+        built.index, built.config, recipe=recipe, every=2, window=5, folds=3, progress=False
+    )
     judged = 6
     assert curve.held_out == 2 and curve.held_out + curve.trained_on == judged
     steps = [p.step for p in curve.points]
@@ -74,8 +76,9 @@ def test_rerank_rescores_the_window_with_sigmoid(searcher, tiny_reranker):
 
 
 def test_rerank_then_boosts_uses_the_sigmoid_as_base(searcher, tiny_reranker):
-    result = searcher.search("Galaxy rotation curves and the dark matter problem", limit=3, rerank=tiny_reranker,
-                             boosts=True)
+    result = searcher.search(
+        "Galaxy rotation curves and the dark matter problem", limit=3, rerank=tiny_reranker, boosts=True
+    )
     top = result.rankings["boosts"].items[0]
     assert top.paper_id == "p04" and dict(top.detail)["title"] == 2.0
     assert dict(top.detail)["base"] == pytest.approx(result.rankings["rerank"].scores()["p04"])
@@ -100,8 +103,14 @@ def test_a_configured_run_that_reranks_is_scored_on_the_reranked_window(built, t
     from scix_core.evaluate import config_runs, evaluate
 
     runs = config_runs([f"rr:search.rerank={tiny_reranker}"], config=built.config)
-    report = evaluate(built.index, runs=("hybrid", "hybrid+rerank"), config=built.config, reranker=tiny_reranker,
-                      permutations=200, configured=runs)
+    report = evaluate(
+        built.index,
+        runs=("hybrid", "hybrid+rerank"),
+        config=built.config,
+        reranker=tiny_reranker,
+        permutations=200,
+        configured=runs,
+    )
     assert report.per_query["rr"] == report.per_query["hybrid+rerank"]
     assert report.per_query["rr"] != report.per_query["hybrid"]
 
@@ -142,16 +151,24 @@ def chat_server():
 
 def test_chat_rewriter_against_a_loopback_server(searcher, chat_server):
     url, chat = chat_server
-    chat.replies.append((200, {"choices": [{"message": {"content": '"convolutional neural network galaxy morphology"'}}]}))
+    chat.replies.append(
+        (200, {"choices": [{"message": {"content": '"convolutional neural network galaxy morphology"'}}]})
+    )
     result = searcher.search("deep nets for galaxy shapes", limit=3, rewrite=url)
-    assert result.metadata["rewrite"] == {"mode": url, "status": "rewritten",
-                                          "text": "convolutional neural network galaxy morphology"}
+    assert result.metadata["rewrite"] == {
+        "mode": url,
+        "status": "rewritten",
+        "text": "convolutional neural network galaxy morphology",
+    }
     assert result.rankings["lexical"].ids[0] == "p09"  # the rewritten terms reach the lexical lane
     path, body = chat.seen[0]
     assert path == "/v1/chat/completions" and body["messages"][-1]["content"] == "deep nets for galaxy shapes"
 
 
-@pytest.mark.parametrize("reply", [(500, {"error": "boom"}), (200, {"choices": []}), (200, {"choices": [{"message": {"content": " "}}]})])
+@pytest.mark.parametrize(
+    "reply",
+    [(500, {"error": "boom"}), (200, {"choices": []}), (200, {"choices": [{"message": {"content": " "}}]})],
+)
 def test_chat_rewriter_failure_keeps_the_query_as_typed(searcher, chat_server, reply):
     url, chat = chat_server
     chat.replies.append(reply)
@@ -172,8 +189,12 @@ def test_onnx_reranker_scores_like_torch(built, tiny_reranker, tmp_path, monkeyp
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     path = Workspace(built.config.home).model_dir("rerankers", tiny_reranker)
-    passages = ["Dark matter halos in cosmological simulations.", "Graph neural networks for molecules.",
-                "A long passage about galaxies. " * 200, "Ünïcödé résumé — β-decay"]
+    passages = [
+        "Dark matter halos in cosmological simulations.",
+        "Graph neural networks for molecules.",
+        "A long passage about galaxies. " * 200,
+        "Ünïcödé résumé — β-decay",
+    ]
     ref = CrossEncoderReranker(path).scores("dark matter halos", passages)
     fp32 = CrossEncoderReranker(path, backend="onnx").scores("dark matter halos", passages)
     int8 = CrossEncoderReranker(path, backend="onnx-int8").scores("dark matter halos", passages)
@@ -184,9 +205,13 @@ def test_onnx_reranker_scores_like_torch(built, tiny_reranker, tmp_path, monkeyp
     one_batch = CrossEncoderReranker(path, backend="onnx", batch_size=1).scores("dark matter halos", passages)
     assert one_batch == pytest.approx(fp32, abs=1e-5)
     # a token cap truncates the long passage only, on either runtime alike
-    capped = [CrossEncoderReranker(path, backend=b, max_length=64).scores("dark matter halos", passages)
-              for b in ("torch", "onnx")]
-    assert capped[0] == pytest.approx(capped[1], abs=1e-4) and capped[0][:2] == pytest.approx(ref[:2], abs=1e-4)
+    capped = [
+        CrossEncoderReranker(path, backend=b, max_length=64).scores("dark matter halos", passages)
+        for b in ("torch", "onnx")
+    ]
+    assert capped[0] == pytest.approx(capped[1], abs=1e-4) and capped[0][:2] == pytest.approx(
+        ref[:2], abs=1e-4
+    )
     assert abs(capped[0][2] - ref[2]) > 1e-6
     with pytest.raises(Exception, match="rerank backend"):
         CrossEncoderReranker(path, backend="tensorrt")
@@ -194,8 +219,11 @@ def test_onnx_reranker_scores_like_torch(built, tiny_reranker, tmp_path, monkeyp
 
 def test_search_uses_the_configured_rerank_backend(built, tiny_reranker, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    torch_run = Searcher(built.index, built.config).search("dark matter halos", limit=5, rerank=tiny_reranker,
-                                                           boosts=False)
+    torch_run = Searcher(built.index, built.config).search(
+        "dark matter halos", limit=5, rerank=tiny_reranker, boosts=False
+    )
     cfg = built.config.replace(**{"search.rerank_backend": "onnx"})
-    onnx_run = Searcher(built.index, cfg).search("dark matter halos", limit=5, rerank=tiny_reranker, boosts=False)
+    onnx_run = Searcher(built.index, cfg).search(
+        "dark matter halos", limit=5, rerank=tiny_reranker, boosts=False
+    )
     assert onnx_run.metadata["reranked"] is True and onnx_run.ids == torch_run.ids

@@ -31,8 +31,13 @@ def _evaluate(searcher: Searcher, mode: str) -> dict[str, float]:
             seen.setdefault(key, set()).add(str(result.metadata[key]))
     gold = Qrels({q: {d: g for d, g in docs.items() if g > 0} for q, docs in qrels.items()})
     scores = evaluate(gold, Run(run), ["ndcg@10", "recall@10"])
-    return {**scores, "_seen": {k: sorted(v)[:5] for k, v in seen.items()}, "_config": searcher.config.search,
-            "_embedding": searcher.config.embedding, "_first": (queries[0].text, list(run[queries[0].query_id])[:3])}
+    return {
+        **scores,
+        "_seen": {k: sorted(v)[:5] for k, v in seen.items()},
+        "_config": searcher.config.search,
+        "_embedding": searcher.config.embedding,
+        "_first": (queries[0].text, list(run[queries[0].query_id])[:3]),
+    }
 
 
 @pytest.mark.parametrize("lexical_mode, floor", [("and", 0.62), ("or", 0.68), ("auto", 0.68)])

@@ -26,7 +26,17 @@ def test_json_is_one_object_with_the_contract_keys(on_fixture, capsys):
 
 
 def test_filters_from_the_command_line(on_fixture, capsys):
-    argv = ["search", "galaxies", "--index", "fixture", "--json", "--year", "2019-2021", "--category", "astro-ph.GA"]
+    argv = [
+        "search",
+        "galaxies",
+        "--index",
+        "fixture",
+        "--json",
+        "--year",
+        "2019-2021",
+        "--category",
+        "astro-ph.GA",
+    ]
     assert main(argv) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["metadata"]["filters"] == {"year_min": 2019, "year_max": 2021, "categories": ["astro-ph.GA"]}
@@ -51,11 +61,14 @@ def test_fusion_from_the_command_line(on_fixture, capsys):
     assert "convex_alpha must be in [0, 1]" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv, code", [
-    (["search", "  ", "--index", "fixture"], "invalid_query"),
-    (["search", "x", "--index", "fixture", "--year", "2021-2019"], "invalid_filter"),
-    (["search", "x", "--index", "nope"], "index_not_found"),
-])
+@pytest.mark.parametrize(
+    "argv, code",
+    [
+        (["search", "  ", "--index", "fixture"], "invalid_query"),
+        (["search", "x", "--index", "fixture", "--year", "2021-2019"], "invalid_filter"),
+        (["search", "x", "--index", "nope"], "index_not_found"),
+    ],
+)
 def test_typed_errors_exit_2(on_fixture, capsys, argv, code):
     assert main(argv) == 2
     assert f"[{code}]" in capsys.readouterr().err
@@ -66,29 +79,65 @@ def test_ingest_with_postgres_backend_then_search(home, postgresql, monkeypatch,
     from tests.conftest import FIXTURES
 
     monkeypatch.setenv("SCIX_PG_DSN", postgresql.info.dsn)
-    argv = ["ingest", "--path", str(FIXTURES / "beir"), "--index", "beirfix", "--no-embed", "--backend", "postgres",
-            "--quiet"]
+    argv = [
+        "ingest",
+        "--path",
+        str(FIXTURES / "beir"),
+        "--index",
+        "beirfix",
+        "--no-embed",
+        "--backend",
+        "postgres",
+        "--quiet",
+    ]
     assert main(argv) == 0
     assert "postgres: synced" in capsys.readouterr().out
     assert main(argv) == 0
     assert "postgres: unchanged" in capsys.readouterr().out
-    assert main(["search", "halo", "--index", "beirfix", "--mode", "keyword", "--backend", "postgres", "--json"]) == 0
+    assert (
+        main(["search", "halo", "--index", "beirfix", "--mode", "keyword", "--backend", "postgres", "--json"])
+        == 0
+    )
     doc = json.loads(capsys.readouterr().out)
     assert doc["metadata"]["lexical_backend"] == "postgres" and doc["metadata"]["dropped_lanes"] == {}
     assert {h["paper_id"] for h in doc["hits"]} == {"d1", "d3"}
 
 
 def test_explain_shows_stage_moves(on_fixture, tiny_reranker, capsys):
-    argv = ["search", "CNN for galaxy morphology", "--index", "fixture", "--explain", "--limit", "4",
-            "--rerank", tiny_reranker, "--rewrite", "local", "--lanes", "alias", "--boosts"]
+    argv = [
+        "search",
+        "CNN for galaxy morphology",
+        "--index",
+        "fixture",
+        "--explain",
+        "--limit",
+        "4",
+        "--rerank",
+        tiny_reranker,
+        "--rewrite",
+        "local",
+        "--lanes",
+        "alias",
+        "--boosts",
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    for word in ("fused#", "rerank#", "boosts#", "rewrite: rewritten", "convolutional neural network", "rerank "):
+    for word in (
+        "fused#",
+        "rerank#",
+        "boosts#",
+        "rewrite: rewritten",
+        "convolutional neural network",
+        "rerank ",
+    ):
         assert word in out, word
 
 
 def test_stage_switches_from_the_command_line(on_fixture, capsys):
-    assert main(["search", "Graph theory of social networks", "--index", "fixture", "--json", "--no-boosts"]) == 0
+    assert (
+        main(["search", "Graph theory of social networks", "--index", "fixture", "--json", "--no-boosts"])
+        == 0
+    )
     doc = json.loads(capsys.readouterr().out)
     assert doc["metadata"]["stages"]["boosts"] == "off" and all(h["boosts"] == {} for h in doc["hits"])
     assert main(["search", "x", "--index", "fixture", "--lanes", "nope"]) == 2
@@ -105,8 +154,24 @@ def test_train_reranker_command(on_fixture, capsys):
 
 def test_train_reranker_curve_and_bad_recipes(on_fixture, capsys, tmp_path):
     out = tmp_path / "curve.json"
-    argv = ["train-reranker", "--index", "fixture", "--curve", "2", "--folds", "3", "--window", "5", "--epochs", "1",
-            "--batch-size", "2", "--quiet", "--json", str(out)]
+    argv = [
+        "train-reranker",
+        "--index",
+        "fixture",
+        "--curve",
+        "2",
+        "--folds",
+        "3",
+        "--window",
+        "5",
+        "--epochs",
+        "1",
+        "--batch-size",
+        "2",
+        "--quiet",
+        "--json",
+        str(out),
+    ]
     assert main(argv) == 0
     text = " ".join(capsys.readouterr().out.split())  # the table title wraps
     assert "learning curve on fixture: 2 held-out queries (trained on 4)" in text and "score spread" in text

@@ -1,7 +1,7 @@
 """Every SQL statement binds its values: no f-string SQL interpolates anything but a reviewed fragment.
 
-The scan finds each f-string in the package whose text is SQL and lists what it interpolates; each entry must be
-in REVIEWED — a fragment made only of placeholders, a whitelisted identifier or a module constant. A new
+The scan finds each f-string in the package whose text is SQL and lists what it interpolates; each entry must
+be in REVIEWED — a fragment made only of placeholders, a whitelisted identifier or a module constant. A new
 interpolation fails here until someone checks it binds its values (and adds it with the reason).
 """
 
@@ -13,7 +13,9 @@ from pathlib import Path
 
 import scix_core
 
-SQL = re.compile(r"\b(SELECT|INSERT INTO|UPDATE|DELETE FROM|CREATE (TABLE|INDEX|VIRTUAL)|WHERE|ORDER BY|GROUP BY|HAVING)\b")
+SQL = re.compile(
+    r"\b(SELECT|INSERT INTO|UPDATE|DELETE FROM|CREATE (TABLE|INDEX|VIRTUAL)|WHERE|ORDER BY|GROUP BY|HAVING)\b"
+)
 ROOT = Path(scix_core.__file__).parent
 
 REVIEWED = {
@@ -27,7 +29,10 @@ REVIEWED = {
     ("search/lanes/fts5.py", "weights"): "'?, ?' placeholders; the weights are bound",
     ("search/where.py", "where"): "sqlite_where(): clauses with ? placeholders",
     ("search/lanes/postgres.py", "where"): "postgres_where(): clauses with %s placeholders",
-    ("search/lanes/postgres.py", "match"): "a tsquery expression over %s placeholders, field from a whitelist",
+    (
+        "search/lanes/postgres.py",
+        "match",
+    ): "a tsquery expression over %s placeholders, field from a whitelist",
     ("search/lanes/postgres.py", "tsq"): "plainto_tsquery(%s::regconfig, %s), config whitelisted and bound",
     ("search/lanes/postgres.py", "first"): "'every DESC, ' or '' by mode (a whitelist)",
     ("stores/postgres.py", "BODY_PREDICATE"): "module constant",
@@ -44,8 +49,11 @@ def interpolations(root: Path = ROOT) -> set[tuple[str, str]]:
                 continue
             text = "".join(v.value for v in node.values if isinstance(v, ast.Constant))
             if SQL.search(text):
-                found |= {(path.relative_to(root).as_posix(), ast.unparse(v.value))
-                          for v in node.values if isinstance(v, ast.FormattedValue)}
+                found |= {
+                    (path.relative_to(root).as_posix(), ast.unparse(v.value))
+                    for v in node.values
+                    if isinstance(v, ast.FormattedValue)
+                }
     return found
 
 
@@ -59,5 +67,7 @@ def test_sql_f_strings_interpolate_only_reviewed_fragments():
 def test_the_scan_catches_an_interpolated_value(tmp_path):
     """Negative control: a value formatted into SQL is reported."""
     bad = tmp_path / "bad.py"
-    bad.write_text('def f(conn, name):\n    conn.execute(f"SELECT * FROM papers WHERE paper_id = \'{name}\'")\n')
+    bad.write_text(
+        "def f(conn, name):\n    conn.execute(f\"SELECT * FROM papers WHERE paper_id = '{name}'\")\n"
+    )
     assert interpolations(tmp_path) == {("bad.py", "name")}

@@ -14,17 +14,28 @@ from scix_core.search.rewrite import AliasRewriter, AliasTable, skip_reason
 from scix_core.search.stages.boosts import citation_boost, title_boost
 
 
-@pytest.mark.parametrize("query, title, expected", [
-    ("Graph theory of social networks", "Graph theory of social networks", 2.0),      # exact
-    ("graph theory of SOCIAL networks!", "Graph theory of social networks", 2.0),      # case/punctuation normalised
-    ("social networks", "Graph theory of social networks", 1.0),                       # substring
-    ("theory graph networks social", "Graph theory of social networks", 1.0),          # coverage 4/4
-    ("graph theory social networks physics", "Graph theory of social networks", 1.0),  # coverage 4/5 = 0.8
-    ("graph social chemistry biology", "Graph theory of social networks", 0.5),        # coverage 2/4 = 0.5
-    ("graph chemistry biology", "Graph theory of social networks", 0.0),               # coverage 1/3
-    ("work", "Network models", 0.0),                                                   # no partial-word match
-    ("", "Anything", 0.0),
-])
+@pytest.mark.parametrize(
+    "query, title, expected",
+    [
+        ("Graph theory of social networks", "Graph theory of social networks", 2.0),  # exact
+        (
+            "graph theory of SOCIAL networks!",
+            "Graph theory of social networks",
+            2.0,
+        ),  # case/punctuation normalised
+        ("social networks", "Graph theory of social networks", 1.0),  # substring
+        ("theory graph networks social", "Graph theory of social networks", 1.0),  # coverage 4/4
+        (
+            "graph theory social networks physics",
+            "Graph theory of social networks",
+            1.0,
+        ),  # coverage 4/5 = 0.8
+        ("graph social chemistry biology", "Graph theory of social networks", 0.5),  # coverage 2/4 = 0.5
+        ("graph chemistry biology", "Graph theory of social networks", 0.0),  # coverage 1/3
+        ("work", "Network models", 0.0),  # no partial-word match
+        ("", "Anything", 0.0),
+    ],
+)
 def test_title_boost_tiers(query, title, expected):
     assert title_boost(query, title) == expected
 
@@ -33,7 +44,9 @@ def test_citation_boost_formula_and_cap():
     assert citation_boost(0, 100) == 0.0 and citation_boost(5, 0) == 0.0
     assert citation_boost(100, 100) == pytest.approx(0.2)
     assert citation_boost(9, 99) == pytest.approx(0.2 * math.log(10) / math.log(100))
-    assert citation_boost(10**6, 100) == pytest.approx(0.2 * math.log1p(10**6) / math.log1p(100))  # c <= c_max in an index
+    assert citation_boost(10**6, 100) == pytest.approx(
+        0.2 * math.log1p(10**6) / math.log1p(100)
+    )  # c <= c_max in an index
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +101,9 @@ def test_alias_lane_queries():
     table = AliasTable({"GNN": "graph neural network", "CNN": "convolutional neural network"})
     found = table.find("CNN and GNN for images")
     assert [table.variant("CNN and GNN for images", a, found) for a in found] == [
-        "convolutional neural network and for images", "and graph neural network for images"]
+        "convolutional neural network and for images",
+        "and graph neural network for images",
+    ]
 
 
 def test_alias_rewriter_replaces_whole_words_only():
@@ -104,7 +119,11 @@ def test_local_rewrite_feeds_the_lexical_lanes_only(and_searcher):
     searcher = and_searcher
     result = searcher.search("CNN for galaxy morphology", limit=5, rewrite="local")
     rw = result.metadata["rewrite"]
-    assert rw == {"mode": "local", "status": "rewritten", "text": "convolutional neural network for galaxy morphology"}
+    assert rw == {
+        "mode": "local",
+        "status": "rewritten",
+        "text": "convolutional neural network for galaxy morphology",
+    }
     assert result.metadata["lexical_terms"] == ["convolutional", "neural", "network", "galaxy", "morphology"]
     assert result.ids[0] == "p09" and "rewrite" in result.timing_ms
     assert {"rewrite", "encode"} <= set(result.metadata["overlapped_stages"])
@@ -114,27 +133,43 @@ def test_local_rewrite_feeds_the_lexical_lanes_only(and_searcher):
         searcher.search("CNN for galaxy morphology", rewrite="groq")
 
 
-@pytest.mark.parametrize("query, text, lifted", [
-    ("dark matter year:2019-2021 cat:astro-ph.GA", "dark matter",
-     {"year_min": 2019, "year_max": 2021, "categories": ("astro-ph.GA",)}),
-    ('halos author:"Vera Rubin" -cat:astro-ph.CO', "halos",
-     {"authors": ("Vera Rubin",), "exclude_categories": ("astro-ph.CO",)}),
-    ("galaxies year:>2015 -author:Ford", "galaxies", {"year_min": 2016, "year_max": None, "exclude_authors": ("Ford",)}),
-    ("year:<=2018 graphs", "graphs", {"year_min": None, "year_max": 2018}),
-    ("title:graph and -minus words", "title:graph and -minus words", {}),
-])
+@pytest.mark.parametrize(
+    "query, text, lifted",
+    [
+        (
+            "dark matter year:2019-2021 cat:astro-ph.GA",
+            "dark matter",
+            {"year_min": 2019, "year_max": 2021, "categories": ("astro-ph.GA",)},
+        ),
+        (
+            'halos author:"Vera Rubin" -cat:astro-ph.CO',
+            "halos",
+            {"authors": ("Vera Rubin",), "exclude_categories": ("astro-ph.CO",)},
+        ),
+        (
+            "galaxies year:>2015 -author:Ford",
+            "galaxies",
+            {"year_min": 2016, "year_max": None, "exclude_authors": ("Ford",)},
+        ),
+        ("year:<=2018 graphs", "graphs", {"year_min": None, "year_max": 2018}),
+        ("title:graph and -minus words", "title:graph and -minus words", {}),
+    ],
+)
 def test_fielded_parser(query, text, lifted):
     parsed = parse_fielded(query)
     assert parsed.text == text and parsed.filters == lifted
 
 
-@pytest.mark.parametrize("query, position, message", [
-    ("dark matter year:abc", 12, "year must look like"),
-    ('halos author:"Vera Rubin', 6, "unterminated quote"),
-    ("x cat: y", 2, "cat: needs a value"),
-    ("x -year:2019", 2, "cannot be negated"),
-    ("year:2019 x year:2020", 12, "given twice"),
-])
+@pytest.mark.parametrize(
+    "query, position, message",
+    [
+        ("dark matter year:abc", 12, "year must look like"),
+        ('halos author:"Vera Rubin', 6, "unterminated quote"),
+        ("x cat: y", 2, "cat: needs a value"),
+        ("x -year:2019", 2, "cannot be negated"),
+        ("year:2019 x year:2020", 12, "given twice"),
+    ],
+)
 def test_fielded_errors_point_at_the_position(query, position, message):
     with pytest.raises(QuerySyntaxError, match=message) as err:
         parse_fielded(query)
@@ -150,9 +185,15 @@ def test_fielded_and_call_filters_must_not_clash():
 
 @pytest.mark.model
 def test_fielded_lane_lifts_filters_before_all_lanes(searcher):
-    result = searcher.search("galaxies cat:astro-ph.GA -author:Lecun year:2018-2022", limit=10, lanes="fielded")
-    assert result.metadata["filters"] == {"year_min": 2018, "year_max": 2022, "categories": ["astro-ph.GA"],
-                                          "exclude_authors": ["Lecun"]}
+    result = searcher.search(
+        "galaxies cat:astro-ph.GA -author:Lecun year:2018-2022", limit=10, lanes="fielded"
+    )
+    assert result.metadata["filters"] == {
+        "year_min": 2018,
+        "year_max": 2022,
+        "categories": ["astro-ph.GA"],
+        "exclude_authors": ["Lecun"],
+    }
     assert set(result.ids) == {"p03", "p04"} and result.metadata["query_text"] == "galaxies"
     with pytest.raises(UnknownNameError, match="valid: alias, fielded, sparse"):
         searcher.search("x", lanes="fuzzy")
@@ -166,7 +207,9 @@ def test_broad_query_guard_is_an_opt_in_policy(built):
     assert err.value.code == "unscoped_broad_query"
     assert guarded.search("galaxies", limit=2).hits  # short: allowed
     assert guarded.search("neural networks for galaxies", filters={"year": "2020-"}, limit=2).hits  # scoped
-    assert Searcher(built.index, built.config).search("neural networks for galaxies", limit=2).hits  # off by default
+    assert (
+        Searcher(built.index, built.config).search("neural networks for galaxies", limit=2).hits
+    )  # off by default
 
 
 @pytest.mark.model
@@ -187,7 +230,9 @@ def test_sparse_lane_is_fused_when_switched_on(searcher, built_client):
     result = searcher.search("riemann zeta primes", limit=5, lanes="sparse")
     assert "sparse" in result.metadata["lanes_run"] and result.rankings["sparse"].ids[0] == "p06"
     assert result.hits[0].lanes["sparse"].rank == 1
-    assert "sparse" not in searcher.search("riemann zeta primes", limit=5).metadata["lanes_run"]  # off by default
+    assert (
+        "sparse" not in searcher.search("riemann zeta primes", limit=5).metadata["lanes_run"]
+    )  # off by default
     client = Searcher(built_client.index, built_client.config)
     skipped = client.search("riemann", limit=2, lanes="sparse")
     assert "--sparse" in skipped.metadata["lanes_skipped"]["sparse"]

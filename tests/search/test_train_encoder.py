@@ -1,5 +1,5 @@
-"""`scix train-encoder` on the fixture gold set with the real MiniLM: a saved model with its manifest, an index
-built with it by name, evaluation that never scores a training query, and K-fold cross-validation."""
+"""`scix train-encoder` on the fixture gold set with the real MiniLM: a saved model with its manifest, an
+index built with it by name, evaluation that never scores a training query, and K-fold cross-validation."""
 
 from __future__ import annotations
 
@@ -9,7 +9,15 @@ import json
 import numpy as np
 import pytest
 
-from scix_core.embeddings.train import KIND, Recipe, _exact, cross_validate, encoder_model, train_encoder, triples
+from scix_core.embeddings.train import (
+    KIND,
+    Recipe,
+    _exact,
+    cross_validate,
+    encoder_model,
+    train_encoder,
+    triples,
+)
 from scix_core.errors import ConfigError
 from scix_core.evaluate import evaluate
 from scix_core.evaluate.gold import Gold
@@ -43,7 +51,10 @@ def test_saved_with_a_manifest(trained):
     assert manifest["index"] == built.index and manifest["steps"] == report.steps > 0
     assert report.path == Workspace(built.config.home).model_dir(KIND, "fx-enc")
     assert encoder_model(built.config, "fx-enc") == str(report.path)
-    assert encoder_model(built.config, "sentence-transformers/all-mpnet-base-v2") == "sentence-transformers/all-mpnet-base-v2"
+    assert (
+        encoder_model(built.config, "sentence-transformers/all-mpnet-base-v2")
+        == "sentence-transformers/all-mpnet-base-v2"
+    )
     assert encoder_model(built.config, "../escape") == "../escape"  # never a workspace folder outside models/
 
 
@@ -65,7 +76,9 @@ def test_exact_scores_a_paper_by_its_best_vector_whole_or_passage():
         return np.array([vectors[t] for t in texts], dtype=np.float32)
 
     whole = _exact(encode, ["paper a", "paper b"], ["a", "b"], {"q1": "q"}, 10)["q1"]
-    maxp = _exact(encode, ["paper a", "paper b"], ["a", "b"], {"q1": "q"}, 10, ([0], ["a, its second half"]))["q1"]
+    maxp = _exact(encode, ["paper a", "paper b"], ["a", "b"], {"q1": "q"}, 10, ([0], ["a, its second half"]))[
+        "q1"
+    ]
     assert [(i.paper_id, round(i.score, 6)) for i in whole.items] == [("b", 0.6), ("a", 0)]
     assert [(i.paper_id, round(i.score, 6)) for i in maxp.items] == [("a", 1), ("b", 0.6)]  # b has no passage
 
@@ -77,21 +90,33 @@ def with_passages(built, tmp_path_factory):
     from scix_core.ingest import ingest
 
     more = " Samples were measured twice. The results agreed within error. Further work is planned."
-    corpus = dataclasses.replace(CORPUS, papers=tuple(dataclasses.replace(p, abstract=p.abstract + more)
-                                                      for p in CORPUS.papers))
+    corpus = dataclasses.replace(
+        CORPUS, papers=tuple(dataclasses.replace(p, abstract=p.abstract + more) for p in CORPUS.papers)
+    )
     config = built.config.replace(home=tmp_path_factory.mktemp("cv-passages"))
     return config, ingest(corpus, "fx-passages", config=config, progress=False, passages=True).manifest
 
 
 def test_cross_validation_scores_every_query_once(with_passages, tmp_path):
     config, manifest = with_passages
-    report = cross_validate("fx-passages", config, folds=2, recipe=SMALL, permutations=200, progress=False,
-                            runs_dir=tmp_path)
+    report = cross_validate(
+        "fx-passages", config, folds=2, recipe=SMALL, permutations=200, progress=False, runs_dir=tmp_path
+    )
     # the fold models encode as the index did (its backend) and score by MaxP over the same passages
-    assert report.setup["dense_trained"] == (f"exact cosine over the fold model's vectors "
-                                             f"({manifest['embedding_backend']}), MaxP over {manifest['passages']} passages")
+    assert report.setup["dense_trained"] == (
+        f"exact cosine over the fold model's vectors "
+        f"({manifest['embedding_backend']}), MaxP over {manifest['passages']} passages"
+    )
     assert manifest["passages"] >= len(CORPUS.papers)
-    runs = {"lexical", "dense", "hybrid", "dense-trained", "hybrid-trained", "convex-trained", "convex3-trained"}
+    runs = {
+        "lexical",
+        "dense",
+        "hybrid",
+        "dense-trained",
+        "hybrid-trained",
+        "convex-trained",
+        "convex3-trained",
+    }
     assert set(report.runs) == runs and {p.stem for p in tmp_path.glob("*.trec")} == runs
     judged = {q for q, judged in CORPUS.qrels["train"].items() if any(g > 0 for g in judged.values())}
     assert set(report.per_query["dense-trained"]["ndcg@10"]) == judged
@@ -104,7 +129,8 @@ def test_cross_validation_scores_every_query_once(with_passages, tmp_path):
     assert all(abs(sum(w.values()) - 1) < 1e-9 for w in weights)
     assert set(report.per_query["convex-trained"]["ndcg@10"]) == judged
     assert set(report.per_query["convex3-trained"]["ndcg@10"]) == judged
-    # done searching, the CV closed the index's vector shards (an embedded shard opens in one process at a time)
+    # done searching, the CV closed the index's vector shards (an embedded shard opens in one process at a
+    # time)
     from scix_core import vectors
 
     assert not [key for key in vectors._READERS if key[3] == "fx-passages"]
@@ -112,8 +138,9 @@ def test_cross_validation_scores_every_query_once(with_passages, tmp_path):
     folds = sorted((tmp_path / "folds").glob("fold-*.json"))
     stamps = [f.stat().st_mtime_ns for f in folds]
     assert len(folds) == 2
-    again = cross_validate("fx-passages", config, folds=2, recipe=SMALL, permutations=200, progress=False,
-                           runs_dir=tmp_path)
+    again = cross_validate(
+        "fx-passages", config, folds=2, recipe=SMALL, permutations=200, progress=False, runs_dir=tmp_path
+    )
     assert [f.stat().st_mtime_ns for f in folds] == stamps and again.per_query == report.per_query
     assert again.setup["steps_per_fold"] == report.setup["steps_per_fold"]
     with pytest.raises(ConfigError):
@@ -125,9 +152,13 @@ def test_a_kept_fold_is_only_reused_by_a_run_with_the_same_key(tmp_path):
     from scix_core.types import Ranking
 
     key = _fold_key({"build_key": "b1"}, "train", 5, SMALL, "base", "onnx-int8", 0, {"q": ["a", "b"]})
-    assert key != _fold_key({"build_key": "b1"}, "train", 5, Recipe(), "base", "onnx-int8", 0, {"q": ["a", "b"]})
+    assert key != _fold_key(
+        {"build_key": "b1"}, "train", 5, Recipe(), "base", "onnx-int8", 0, {"q": ["a", "b"]}
+    )
     assert key != _fold_key({"build_key": "b1"}, "train", 5, SMALL, "base", "onnx-int8", 0, {"q": ["b", "a"]})
-    assert key != _fold_key({"build_key": "b2"}, "train", 5, SMALL, "base", "onnx-int8", 10, {"q": ["a", "b"]})
+    assert key != _fold_key(
+        {"build_key": "b2"}, "train", 5, SMALL, "base", "onnx-int8", 10, {"q": ["a", "b"]}
+    )
     ranking = Ranking.from_pairs("dense", [("a", 0.123456789123), ("b", 0.1)])
     _save_fold(tmp_path, 3, key, 7, {"q": ranking})
     steps, got = _load_fold(tmp_path, 3, key)

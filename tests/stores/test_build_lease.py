@@ -10,8 +10,11 @@ from tests.conftest import FIXTURES
 
 
 def _builds(config, name):
-    return sorted(p.name for p in (Workspace(config.home).index_root(name) / "builds").iterdir()
-                  if not p.name.startswith("."))
+    return sorted(
+        p.name
+        for p in (Workspace(config.home).index_root(name) / "builds").iterdir()
+        if not p.name.startswith(".")
+    )
 
 
 def test_a_leased_build_outlives_a_rebuild_and_is_pruned_after(config):
@@ -19,7 +22,9 @@ def test_a_leased_build_outlives_a_rebuild_and_is_pruned_after(config):
     searcher = Searcher("l", config)
     old = searcher.build_dir
     ingest(FIXTURES / "smart", "l", config=config, embed=False, progress=False, force=True)
-    assert old.exists() and Workspace(config.home).index_dir("l") != old  # current moved on, the lease kept it
+    assert (
+        old.exists() and Workspace(config.home).index_dir("l") != old
+    )  # current moved on, the lease kept it
     assert searcher.search("panel flutter", "keyword", limit=3).ids
     searcher.close()
     searcher.close()  # idempotent
@@ -44,7 +49,7 @@ def test_searches_during_rebuilds_never_fail(config):
                     served[0] += 1
                     if not hits:
                         errors.append("no hits")
-            except Exception as exc:  # noqa: BLE001 — the test counts every kind
+            except Exception:  # noqa: BLE001 — the test counts every kind
                 errors.append(traceback.format_exc())
 
     threads = [threading.Thread(target=reader) for _ in range(3)]
@@ -63,7 +68,8 @@ def test_searches_during_rebuilds_never_fail(config):
 
 
 def test_a_second_ingest_of_an_index_being_built_fails_clearly_and_a_killed_builder_frees_it(config, capsys):
-    """Another process inside a build of index ``b`` (its lock held, a partial folder written); it is SIGKILLed."""
+    """Another process inside a build of index ``b`` (its lock held, a partial folder written); it is
+    SIGKILLed."""
     import signal
     import subprocess
     import sys
@@ -75,16 +81,31 @@ def test_a_second_ingest_of_an_index_being_built_fails_clearly_and_a_killed_buil
 
     ingest(FIXTURES / "smart", "b", config=config, embed=False, progress=False)
     before = Searcher("b", config).search("panel flutter", "keyword", limit=3).ids
-    code = ("import sys, time\nfrom pathlib import Path\nfrom scix_core.workspace import Workspace\n"
-            f"with Workspace(Path({str(config.home)!r})).new_build('b', 'x') as b:\n"
-            "    (b / 'partial').write_text('half')\n    print('in', flush=True)\n    time.sleep(600)\n")
+    code = (
+        "import sys, time\nfrom pathlib import Path\nfrom scix_core.workspace import Workspace\n"
+        f"with Workspace(Path({str(config.home)!r})).new_build('b', 'x') as b:\n"
+        "    (b / 'partial').write_text('half')\n    print('in', flush=True)\n    time.sleep(600)\n"
+    )
     holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "in"
         with pytest.raises(IndexBusyError, match=rf"index 'b' is being built by pid {holder.pid}"):
             ingest(FIXTURES / "smart", "b", config=config, embed=False, progress=False, force=True)
-        assert main(["ingest", "--path", str(FIXTURES / "smart"), "--index", "b", "--no-embed", "--force",
-                     "--quiet"]) == 2  # the `home` fixture points SCIX_HOME at this workspace
+        assert (
+            main(
+                [
+                    "ingest",
+                    "--path",
+                    str(FIXTURES / "smart"),
+                    "--index",
+                    "b",
+                    "--no-embed",
+                    "--force",
+                    "--quiet",
+                ]
+            )
+            == 2
+        )  # the `home` fixture points SCIX_HOME at this workspace
         assert "[index_busy]" in capsys.readouterr().err
         assert Searcher("b", config).search("panel flutter", "keyword", limit=3).ids == before  # untouched
     finally:
@@ -105,6 +126,7 @@ def test_a_superseded_builds_vector_reader_is_closed_by_its_last_user(config):
     ingest(FIXTURES / "smart", "v", config=config, progress=False)
     first, second = Searcher("v", config), Searcher("v", config)
     old = first.build_dir
+
     def opened(build):
         return [k for k in vectors._READERS if k[2] == str(build.resolve())]
 

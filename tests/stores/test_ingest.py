@@ -24,7 +24,8 @@ def test_store_tables_and_fts(config):
     store = _store(config, "tiny")
     assert store.counts()["papers"] == 3 and store.counts()["qrels"] == 3
     rows = store.conn.execute(
-        "SELECT p.paper_id FROM papers_fts f JOIN papers p ON p.idx = f.rowid WHERE papers_fts MATCH 'halos' ORDER BY bm25(papers_fts)"
+        "SELECT p.paper_id FROM papers_fts f JOIN papers p ON p.idx = f.rowid WHERE papers_fts MATCH 'halos' "
+        "ORDER BY bm25(papers_fts)"
     ).fetchall()
     assert [r[0] for r in rows] == ["d1", "d3"]  # porter: 'halos' matches 'Halo'; d1 has it twice
     assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -63,11 +64,30 @@ def test_interrupted_build_keeps_previous_index(config, data_dir):
     ingest(FIXTURES / "beir", "x", config=config, embed=False, progress=False)
     builds = Workspace(config.home).index_root("x") / "builds"
     env = {**os.environ, "SCIX_HOME": str(config.home)}
-    proc = subprocess.Popen([sys.executable, "-m", "scix_core", "ingest", "--path", str(data_dir / "scifact"),
-                             "--index", "x", "--limit", "3000", "--quiet"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "scix_core",
+            "ingest",
+            "--path",
+            str(data_dir / "scifact"),
+            "--index",
+            "x",
+            "--limit",
+            "3000",
+            "--quiet",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.time() + 120
-    while time.time() < deadline and proc.poll() is None and not any((b / "papers.sqlite").exists() for b in builds.glob(".building-*")):
+    while (
+        time.time() < deadline
+        and proc.poll() is None
+        and not any((b / "papers.sqlite").exists() for b in builds.glob(".building-*"))
+    ):
         time.sleep(0.2)
     time.sleep(3)  # well into model load / encoding
     proc.send_signal(signal.SIGINT)

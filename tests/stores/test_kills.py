@@ -1,6 +1,7 @@
-"""`scix ingest --force` SIGKILLed 20 times — half at seeded random moments, half the moment the build reaches each
-phase in turn (real Cranfield papers, real MiniLM, the PostgreSQL mirror on): the index answers exactly as before after every kill and the next run completes.
-The stress run is ``python -m scix_core.bench.kills --kills 200``."""
+"""`scix ingest --force` SIGKILLed 20 times — half at seeded random moments, half the moment the build reaches
+each phase in turn (real Cranfield papers, real MiniLM, the PostgreSQL mirror on): the index answers exactly
+as before after every kill and the next run completes. The stress run is ``python -m scix_core.bench.kills
+--kills 200``."""
 
 import pytest
 
@@ -11,10 +12,19 @@ pytestmark = [pytest.mark.postgres, pytest.mark.model, pytest.mark.realdata]
 
 def test_twenty_kills_in_every_phase_lose_nothing(tmp_path, data_dir, postgresql):
     lines = []
-    report = run(data_dir / "cranfield", 20, tmp_path / "home", seed=7, limit=150, pg_dsn=postgresql.info.dsn,
-                 log=lines.append)
+    report = run(
+        data_dir / "cranfield",
+        20,
+        tmp_path / "home",
+        seed=7,
+        limit=150,
+        pg_dsn=postgresql.info.dsn,
+        log=lines.append,
+    )
     assert report.failures == (), "\n".join([*report.failures, *lines])
     assert report.survived == report.kills == 20
     killed = {p: n for p, n in report.phases.items() if p != "finished before the kill"}
     assert sum(killed.values()) >= 10, report.phases  # kills landed
-    assert set(TARGETS) <= set(killed), report.phases  # in every phase, the short ones (vectors, mirror) included
+    assert set(TARGETS) <= set(killed), (
+        report.phases
+    )  # in every phase, the short ones (vectors, mirror) included

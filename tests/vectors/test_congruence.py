@@ -11,10 +11,18 @@ from scix_core.vectors.edge import EdgeVectorStore
 
 pytestmark = [pytest.mark.model, pytest.mark.realdata]
 
-QUERIES = ["galaxy formation in the early universe", "large language model agents",
-           "elliptic curves over number fields", "image segmentation with transformers"]
-FILTERS = [None, VectorFilter(year_min=2024), VectorFilter(categories=("astro-ph.GA", "math.NT")),
-           VectorFilter(year_min=2020, year_max=2025, categories=("cs.CV",))]
+QUERIES = [
+    "galaxy formation in the early universe",
+    "large language model agents",
+    "elliptic curves over number fields",
+    "image segmentation with transformers",
+]
+FILTERS = [
+    None,
+    VectorFilter(year_min=2024),
+    VectorFilter(categories=("astro-ph.GA", "math.NT")),
+    VectorFilter(year_min=2020, year_max=2025, categories=("cs.CV",)),
+]
 
 
 @pytest.fixture(scope="module")

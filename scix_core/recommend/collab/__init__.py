@@ -42,21 +42,31 @@ from scix_core.recommend.collab.walk import RP3Beta
 class ItemScorer(Protocol):
     name: str
 
-    def fit(self, matrix) -> "ItemScorer": ...
+    def fit(self, matrix) -> ItemScorer: ...
 
     def scores(self, rows: np.ndarray) -> np.ndarray: ...
 
 
-MODELS = {"rp3beta": RP3Beta, "item-knn": ItemKnn, "ease": Ease, "ials": Ials, "text-knn": TextKnn,
-          "hybrid-knn": HybridKnn}
+MODELS = {
+    "rp3beta": RP3Beta,
+    "item-knn": ItemKnn,
+    "ease": Ease,
+    "ials": Ials,
+    "text-knn": TextKnn,
+    "hybrid-knn": HybridKnn,
+}
 TEXT_MODELS = ("text-knn", "hybrid-knn")  # built with the catalogue's texts: ``cls(texts=..., **params)``
 
 GRIDS: dict[str, list[dict]] = {
     "rp3beta": [{"alpha": a, "beta": b} for a in (0.6, 0.8, 1.0) for b in (0.0, 0.2, 0.4)],
     "item-knn": [{"shrink": s, "neighbours": n} for s in (0.0, 10.0, 50.0) for n in (200, 500, 1000)],
     "ease": [{"lam": lam} for lam in (50.0, 100.0, 200.0, 400.0)],
-    "ials": [{"factors": f, "alpha": a, "regularization": r} for f in (128, 256) for a in (20.0, 60.0)
-             for r in (0.1, 1.0)],
+    "ials": [
+        {"factors": f, "alpha": a, "regularization": r}
+        for f in (128, 256)
+        for a in (20.0, 60.0)
+        for r in (0.1, 1.0)
+    ],
     "text-knn": [{"sublinear": s, "min_df": d} for s in (True, False) for d in (1, 2)],
     "hybrid-knn": [{"text_weight": w} for w in (0.1, 0.3, 1.0, 3.0)],
 }
@@ -69,4 +79,3 @@ def make(name: str, texts=None, **params) -> ItemScorer:
     if name in TEXT_MODELS:
         return MODELS[name](texts=texts, **params)
     return MODELS[name](**params)
-

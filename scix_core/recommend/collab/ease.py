@@ -42,8 +42,10 @@ def check_fits(n_items: int, max_items: int = MAX_ITEMS, memory_share: float = 0
     if n_items > max_items or need > memory_share * have:
         raise ConfigError(
             f"ease needs a dense {n_items:,} x {n_items:,} float32 matrix (~{need / 2**30:.1f} GiB; limit "
-            f"{max_items:,} items and {memory_share:.0%} of the {have / 2**30:.1f} GiB available): use the sparse "
-            f"item-item models rp3beta or item-knn for this catalogue")
+            f"{max_items:,} items and {memory_share:.0%} of the {have / 2**30:.1f} GiB available): use the "
+            "sparse "
+            f"item-item models rp3beta or item-knn for this catalogue"
+        )
     return need
 
 
@@ -54,7 +56,7 @@ class Ease:
     max_items: int = MAX_ITEMS
     _b: np.ndarray | None = field(default=None, repr=False)
 
-    def fit(self, matrix) -> "Ease":
+    def fit(self, matrix) -> Ease:
         import scipy.linalg.lapack as lapack
         import threadpoolctl
 
@@ -66,11 +68,15 @@ class Ease:
         with threadpoolctl.threadpool_limits(None):
             p, info = lapack.spotrf(p, lower=1, overwrite_a=1, clean=0)
             if info != 0:
-                raise ConfigError(f"ease: the Gram matrix + {self.lam} I is not positive definite (LAPACK info {info})")
+                raise ConfigError(
+                    f"ease: the Gram matrix + {self.lam} I is not positive definite (LAPACK info {info})"
+                )
             p, info = lapack.spotri(p, lower=1, overwrite_c=1)
         if info != 0:
             raise ConfigError(f"ease: inversion failed (LAPACK info {info})")
-        for lo in range(0, n, 2048):  # mirror the lower triangle into the upper, a block at a time (no n² temporary)
+        for lo in range(
+            0, n, 2048
+        ):  # mirror the lower triangle into the upper, a block at a time (no n² temporary)
             hi = min(n, lo + 2048)
             block = p[lo:hi, lo:hi]
             p[lo:hi, lo:hi] = np.tril(block) + np.tril(block, -1).T
@@ -83,4 +89,8 @@ class Ease:
 
     def scores(self, rows: np.ndarray) -> np.ndarray:
         rows = np.asarray(rows, dtype=np.int64)
-        return self._b[rows].sum(axis=0, dtype=np.float32) if len(rows) else np.zeros(self._b.shape[0], np.float32)
+        return (
+            self._b[rows].sum(axis=0, dtype=np.float32)
+            if len(rows)
+            else np.zeros(self._b.shape[0], np.float32)
+        )

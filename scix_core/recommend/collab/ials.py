@@ -26,20 +26,27 @@ class Ials:
     seed: int = 7
     _fitted: tuple = field(default=(), repr=False)
 
-    def fit(self, matrix) -> "Ials":
+    def fit(self, matrix) -> Ials:
         import threadpoolctl
         from implicit.cpu.als import AlternatingLeastSquares
 
         x = binary(matrix)
         with threadpoolctl.threadpool_limits(1, "blas"), warnings.catch_warnings():  # implicit's own advice
             warnings.simplefilter("ignore", RuntimeWarning)
-            model = AlternatingLeastSquares(factors=self.factors, alpha=self.alpha, regularization=self.regularization,
-                                            iterations=self.iterations, random_state=self.seed)
+            model = AlternatingLeastSquares(
+                factors=self.factors,
+                alpha=self.alpha,
+                regularization=self.regularization,
+                iterations=self.iterations,
+                random_state=self.seed,
+            )
             model.fit(x, show_progress=False)
         y = np.asarray(model.item_factors, dtype=np.float64)
         self._model = model
         self._fitted = (y, y.T @ y + self.regularization * np.eye(y.shape[1]))
-        self._y32 = np.ascontiguousarray(y, dtype=np.float32)  # the scores' product in float32: half the memory traffic
+        self._y32 = np.ascontiguousarray(
+            y, dtype=np.float32
+        )  # the scores' product in float32: half the memory traffic
         return self
 
     def scores(self, rows: np.ndarray) -> np.ndarray:

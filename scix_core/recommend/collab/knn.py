@@ -37,21 +37,23 @@ class ItemKnn:
     neighbours: int = 100
     _sim: csr_matrix | None = field(default=None, repr=False)
 
-    def fit(self, matrix) -> "ItemKnn":
+    def fit(self, matrix) -> ItemKnn:
         x = binary(matrix)
         co = (x.T @ x).tocsr()
         co.setdiag(0.0)
         co.eliminate_zeros()
         root = np.sqrt(np.asarray(x.sum(axis=0)).ravel()).astype(np.float32)
         co = co.tocoo()
-        sim = csr_matrix((co.data / (root[co.row] * root[co.col] + self.shrink), (co.row, co.col)), shape=co.shape)
+        sim = csr_matrix(
+            (co.data / (root[co.row] * root[co.col] + self.shrink), (co.row, co.col)), shape=co.shape
+        )
         self._sim = top_per_row(sim, self.neighbours)
         return self
 
     def scores(self, rows: np.ndarray) -> np.ndarray:
-        """Σ of the saved items' neighbour rows (a row slice: cheaper than a product with the whole matrix)."""
+        """Σ of the saved items' neighbour rows (a row slice: cheaper than a product with the whole
+        matrix)."""
         rows = np.asarray(rows, dtype=np.int64)
         if not len(rows):
             return np.zeros(self._sim.shape[1], dtype=np.float32)
         return np.asarray(self._sim[rows].sum(axis=0), dtype=np.float32).ravel()
-

@@ -10,9 +10,9 @@ sparse products per user; the dense item–item matrix is never built.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 from scipy.sparse import csr_matrix, hstack
@@ -36,10 +36,15 @@ def tfidf(texts: Sequence[str], sublinear: bool = True, min_df: int = 1) -> csr_
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     if not any(t.strip() for t in texts):
-        raise ConfigError("text peers need item text: every item of this index has an empty title and abstract")
+        raise ConfigError(
+            "text peers need item text: every item of this index has an empty title and abstract"
+        )
     try:
-        return TfidfVectorizer(sublinear_tf=sublinear, min_df=min_df, stop_words="english",
-                               dtype=np.float32).fit_transform(texts).tocsr()
+        return (
+            TfidfVectorizer(sublinear_tf=sublinear, min_df=min_df, stop_words="english", dtype=np.float32)
+            .fit_transform(texts)
+            .tocsr()
+        )
     except ValueError as exc:  # sklearn: "empty vocabulary" after min_df / stop words
         raise ConfigError(f"text peers: no usable terms in the item texts ({exc})") from None
 
@@ -57,7 +62,7 @@ class TextKnn:
             raise ConfigError(f"{self.name}: {len(self.texts)} texts for {n_items} catalogue items")
         return tfidf(self.texts, self.sublinear, self.min_df)
 
-    def fit(self, matrix) -> "TextKnn":
+    def fit(self, matrix) -> TextKnn:
         self._features = self.features(matrix.shape[1])
         self._t = self._features.T.tocsr()
         return self
@@ -73,7 +78,7 @@ class HybridKnn(TextKnn):
     name = "hybrid-knn"
     text_weight: float = 0.3
 
-    def fit(self, matrix) -> "HybridKnn":
+    def fit(self, matrix) -> HybridKnn:
         x = binary(matrix)
         saves = row_normalise(x.T.tocsr())
         self._features = row_normalise(hstack([saves, self.text_weight * self.features(x.shape[1])]).tocsr())

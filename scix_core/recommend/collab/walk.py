@@ -31,13 +31,18 @@ class RP3Beta:
     alpha_user: float | None = None  # None: the same α on the user step (RP3beta); 0: item-kNN cosine
     _fitted: tuple = field(default=(), repr=False)
 
-    def fit(self, matrix) -> "RP3Beta":
+    def fit(self, matrix) -> RP3Beta:
         x = binary(matrix)
         n_user = np.maximum(np.asarray(x.sum(axis=1)).ravel(), 1.0)
         n_item = np.maximum(np.asarray(x.sum(axis=0)).ravel(), 1.0)
         a_user = self.alpha if self.alpha_user is None else self.alpha_user
-        self._fitted = (x, x.T.tocsr(), np.power(n_item, -self.alpha).astype(np.float32),
-                        np.power(n_user, -a_user).astype(np.float32), np.power(n_item, -self.beta).astype(np.float32))
+        self._fitted = (
+            x,
+            x.T.tocsr(),
+            np.power(n_item, -self.alpha).astype(np.float32),
+            np.power(n_user, -a_user).astype(np.float32),
+            np.power(n_item, -self.beta).astype(np.float32),
+        )
         return self
 
     def scores(self, rows: np.ndarray) -> np.ndarray:

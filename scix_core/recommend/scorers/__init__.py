@@ -21,7 +21,8 @@ HEURISTICS = ("profile", "cosine")
 
 
 def model_path(cfg: RecommendConfig, home: Path, index: str) -> Path:
-    """``recommend.scorer_model``: a LightGBM model file path, or a name under ``models/scorers/`` (default: the index's)."""
+    """``recommend.scorer_model``: a LightGBM model file path, or a name under ``models/scorers/`` (default:
+    the index's)."""
     given = Path(cfg.scorer_model).expanduser()
     if given.exists() or "/" in cfg.scorer_model or given.suffix:
         return given
@@ -37,8 +38,14 @@ def load_scorer(cfg: RecommendConfig, home: Path, index: str):
         raise UnknownNameError("scorer", cfg.scorer, SCORERS)
     if cfg.heuristic not in HEURISTICS:
         raise UnknownNameError("heuristic", cfg.heuristic, HEURISTICS)
-    health = {"configured": cfg.scorer, "model_loaded": False, "model": None, "error": None,
-              "scoring_with": "heuristic", "audit_errors": []}
+    health = {
+        "configured": cfg.scorer,
+        "model_loaded": False,
+        "model": None,
+        "error": None,
+        "scoring_with": "heuristic",
+        "audit_errors": [],
+    }
     if cfg.scorer == "heuristic":
         return HeuristicScorer(cfg, cfg.heuristic == "profile"), health
     from scix_core.recommend.scorers.lgbm import LightGBMScorer

@@ -16,8 +16,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-FEATURES = ("longterm_sim", "shortterm_sim", "cosine", "cluster_size", "cluster_quota", "citation_count",
-            "age_months", "category_match", "cosave", "savers")
+FEATURES = (
+    "longterm_sim",
+    "shortterm_sim",
+    "cosine",
+    "cluster_size",
+    "cluster_quota",
+    "citation_count",
+    "age_months",
+    "category_match",
+    "cosave",
+    "savers",
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -51,16 +61,26 @@ def features(state, candidates) -> FeatureTable:
         return vecs @ v
 
     by_id = {c.cluster_id: c for c in state.clusters}
-    saved_codes = {code for p in ctx.saved if p in cat.row for code in cat.codes[cat.row[p]]} | set(ctx.user.categories)
+    saved_codes = {code for p in ctx.saved if p in cat.row for code in cat.codes[cat.row[p]]} | set(
+        ctx.user.categories
+    )
     newest = cat.newest_month if cat.has_dates else None
-    table = np.column_stack([
-        sims(long), sims(short), [c.cosine for c in candidates],
-        [len(by_id[c.cluster_id].members) if c.cluster_id in by_id else 0 for c in candidates],
-        [by_id[c.cluster_id].quota if c.cluster_id in by_id else 0 for c in candidates],
-        cat.citations[rows] if len(rows) else [],
-        (newest - cat.month[rows]) if newest is not None and len(rows) else np.zeros(len(rows)),
-        [float(bool(saved_codes.intersection(cat.codes[r]))) for r in rows],
-        ctx.cosaves.scores[rows] if ctx.cosaves is not None else np.zeros(len(rows)),
-        ctx.cosaves.savers[rows] if ctx.cosaves is not None else np.zeros(len(rows)),
-    ]) if len(rows) else np.zeros((0, len(FEATURES)))
+    table = (
+        np.column_stack(
+            [
+                sims(long),
+                sims(short),
+                [c.cosine for c in candidates],
+                [len(by_id[c.cluster_id].members) if c.cluster_id in by_id else 0 for c in candidates],
+                [by_id[c.cluster_id].quota if c.cluster_id in by_id else 0 for c in candidates],
+                cat.citations[rows] if len(rows) else [],
+                (newest - cat.month[rows]) if newest is not None and len(rows) else np.zeros(len(rows)),
+                [float(bool(saved_codes.intersection(cat.codes[r]))) for r in rows],
+                ctx.cosaves.scores[rows] if ctx.cosaves is not None else np.zeros(len(rows)),
+                ctx.cosaves.savers[rows] if ctx.cosaves is not None else np.zeros(len(rows)),
+            ]
+        )
+        if len(rows)
+        else np.zeros((0, len(FEATURES)))
+    )
     return FeatureTable(FEATURES, np.asarray(table, dtype=np.float64), has_ewma)

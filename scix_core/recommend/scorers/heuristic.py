@@ -26,8 +26,9 @@ class HeuristicScorer:
 
     def score(self, table: FeatureTable) -> np.ndarray:
         if table.has_ewma and self.use_profiles:
-            content = (self.cfg.weight_longterm * table.column("longterm_sim")
-                       + self.cfg.weight_shortterm * table.column("shortterm_sim"))
+            content = self.cfg.weight_longterm * table.column(
+                "longterm_sim"
+            ) + self.cfg.weight_shortterm * table.column("shortterm_sim")
         else:
             content = self.cfg.weight_cosine * table.column("cosine")
         return content + self.cfg.weight_cosave * table.column("cosave")

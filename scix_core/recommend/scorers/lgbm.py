@@ -22,9 +22,11 @@ class LightGBMScorer:
         self.booster, self.manifest = booster, manifest or {}
 
     @classmethod
-    def load(cls, path: Path) -> "LightGBMScorer":
+    def load(cls, path: Path) -> LightGBMScorer:
         if not Path(path).exists():
-            raise ModelUnavailableError(f"no LightGBM scorer model at {path}; train one with `scix train-scorer`")
+            raise ModelUnavailableError(
+                f"no LightGBM scorer model at {path}; train one with `scix train-scorer`"
+            )
         import lightgbm
 
         booster = lightgbm.Booster(model_file=str(path))
@@ -36,7 +38,8 @@ class LightGBMScorer:
 
     @property
     def audit_errors(self) -> list[str]:
-        """The training audit's errors (zero-split and constant features), from the manifest beside the model."""
+        """The training audit's errors (zero-split and constant features), from the manifest beside the
+        model."""
         return list(self.manifest.get("audit", {}).get("errors", []))
 
     def score(self, table: FeatureTable) -> np.ndarray:

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -45,8 +45,14 @@ class Examples:
     groups: tuple[int, ...] = ()  # consecutive rows ranked together (one user's candidates, one served list)
 
 
-def protocol_examples(rec, libraries: Mapping[str, Sequence[str]], holdout: float = 0.2, seed: int = 42,
-                      example_users: Sequence[str] | None = None, max_users: int | None = 1000) -> Examples:
+def protocol_examples(
+    rec,
+    libraries: Mapping[str, Sequence[str]],
+    holdout: float = 0.2,
+    seed: int = 42,
+    example_users: Sequence[str] | None = None,
+    max_users: int | None = 1000,
+) -> Examples:
     """Candidates of stages 1-8 for each user's inner-training saves, labelled by the inner hold-out.
 
     Every user's inner-training saves are replayed (the community the co-save features see, as at serving
@@ -63,10 +69,17 @@ def protocol_examples(rec, libraries: Mapping[str, Sequence[str]], holdout: floa
     known = {u: [p for p in papers if p in rec.side.catalog.row] for u, papers in libraries.items()}
     splits = {s.user: s for s in split_libraries(known, holdout, seed, 2)}
     wanted = set(known if example_users is None else example_users)
-    chosen = sample([s for u, s in splits.items() if u in wanted and len(s.train) >= cfg.tier1_min_saves],
-                    max_users, seed)
+    chosen = sample(
+        [s for u, s in splits.items() if u in wanted and len(s.train) >= cfg.tier1_min_saves], max_users, seed
+    )
     with tempfile.TemporaryDirectory(prefix="scix-train-scorer-") as tmp:
-        private = Recommender(rec.index, rec.config, persist_clusters=False, state=UserState(Path(tmp) / "s.sqlite"), build_community=False)
+        private = Recommender(
+            rec.index,
+            rec.config,
+            persist_clusters=False,
+            state=UserState(Path(tmp) / "s.sqlite"),
+            build_community=False,
+        )
         for user, papers in known.items():
             replay(private, user, splits[user].train if user in splits else papers)
         pipeline = [*candidate_stages(), *ranking_stages(HeuristicScorer(cfg), {})]
@@ -78,8 +91,13 @@ def protocol_examples(rec, libraries: Mapping[str, Sequence[str]], holdout: floa
                 labels.append(int(c.paper_id in split.test))
             if state.kept:
                 groups.append(len(state.kept))
-    return Examples(np.asarray(rows, dtype=np.float64).reshape(-1, len(FEATURES)), np.asarray(labels), len(chosen), 0,
-                    tuple(groups))
+    return Examples(
+        np.asarray(rows, dtype=np.float64).reshape(-1, len(FEATURES)),
+        np.asarray(labels),
+        len(chosen),
+        0,
+        tuple(groups),
+    )
 
 
 def log_examples(rec) -> Examples:
@@ -104,8 +122,13 @@ def log_examples(rec) -> Examples:
                 labels.append(int(after[item["paper_id"]] == "save"))
         if len(rows) > before:
             groups.append(len(rows) - before)
-    return Examples(np.asarray(rows, dtype=np.float64).reshape(-1, len(FEATURES)), np.asarray(labels), 0, len(rows),
-                    tuple(groups))
+    return Examples(
+        np.asarray(rows, dtype=np.float64).reshape(-1, len(FEATURES)),
+        np.asarray(labels),
+        0,
+        len(rows),
+        tuple(groups),
+    )
 
 
 def audit(booster, values: np.ndarray) -> dict:
@@ -113,19 +136,37 @@ def audit(booster, values: np.ndarray) -> dict:
     splits = booster.feature_importance(importance_type="split")
     gains = booster.feature_importance(importance_type="gain")
     constant = [f for i, f in enumerate(FEATURES) if len(values) and np.ptp(values[:, i]) == 0]
-    features = {f: {"splits": int(s), "gain": round(float(g), 4), "constant": f in constant}
-                for f, s, g in zip(FEATURES, splits, gains)}
-    errors = [f"feature {f!r} is constant over the training examples (value {values[0, FEATURES.index(f)]:g}): "
-              "it carries no signal at serving time" for f in constant]
-    errors += [f"feature {f!r} has zero splits: it cannot change any score" for f, a in features.items()
-               if a["splits"] == 0 and f not in constant]
+    features = {
+        f: {"splits": int(s), "gain": round(float(g), 4), "constant": f in constant}
+        for f, s, g in zip(FEATURES, splits, gains)
+    }
+    errors = [
+        f"feature {f!r} is constant over the training examples (value {values[0, FEATURES.index(f)]:g}): "
+        "it carries no signal at serving time"
+        for f in constant
+    ]
+    errors += [
+        f"feature {f!r} has zero splits: it cannot change any score"
+        for f, a in features.items()
+        if a["splits"] == 0 and f not in constant
+    ]
     return {"features": features, "errors": errors}
 
 
-def train_scorer(rec, libraries: Mapping[str, Sequence[str]] | None = None, *, out: Path | None = None,
-                 holdout: float = 0.2, seed: int = 42, rounds: int = 200, example_users: Sequence[str] | None = None,
-                 max_users: int | None = 1000, objective: str = OBJECTIVE) -> dict:
-    """Train, audit and save ``model.txt`` + ``manifest.json`` (default ``models/scorers/INDEX``); returns the manifest."""
+def train_scorer(
+    rec,
+    libraries: Mapping[str, Sequence[str]] | None = None,
+    *,
+    out: Path | None = None,
+    holdout: float = 0.2,
+    seed: int = 42,
+    rounds: int = 200,
+    example_users: Sequence[str] | None = None,
+    max_users: int | None = 1000,
+    objective: str = OBJECTIVE,
+) -> dict:
+    """Train, audit and save ``model.txt`` + ``manifest.json`` (default ``models/scorers/INDEX``); returns the
+    manifest."""
     import lightgbm
 
     from scix_core import __version__
@@ -134,26 +175,56 @@ def train_scorer(rec, libraries: Mapping[str, Sequence[str]] | None = None, *, o
 
     t = time.perf_counter()
     libraries = library_saves(rec.build_dir) if libraries is None else libraries
-    proto = (protocol_examples(rec, libraries, holdout, seed, example_users, max_users) if libraries
-             else Examples(np.zeros((0, len(FEATURES))), np.zeros(0), 0, 0))
+    proto = (
+        protocol_examples(rec, libraries, holdout, seed, example_users, max_users)
+        if libraries
+        else Examples(np.zeros((0, len(FEATURES))), np.zeros(0), 0, 0)
+    )
     logged = log_examples(rec)
     values = np.concatenate([proto.values, logged.values])
     labels = np.concatenate([proto.labels, logged.labels])
     if len(set(labels.tolist())) < 2:
-        raise ConfigError(f"cannot train a scorer for {rec.index!r}: {len(labels)} examples, positives "
-                          f"{int(labels.sum())} — need both saved and unsaved candidates (import libraries first)")
-    params = {"objective": objective, "learning_rate": 0.05, "num_leaves": 15, "min_data_in_leaf": 20,
-              "feature_fraction": 1.0, "seed": seed, "deterministic": True, "verbose": -1, "num_threads": 2}
-    data = lightgbm.Dataset(values, labels, feature_name=list(FEATURES),
-                            group=[*proto.groups, *logged.groups] if objective == "lambdarank" else None)
+        raise ConfigError(
+            f"cannot train a scorer for {rec.index!r}: {len(labels)} examples, positives "
+            f"{int(labels.sum())} — need both saved and unsaved candidates (import libraries first)"
+        )
+    params = {
+        "objective": objective,
+        "learning_rate": 0.05,
+        "num_leaves": 15,
+        "min_data_in_leaf": 20,
+        "feature_fraction": 1.0,
+        "seed": seed,
+        "deterministic": True,
+        "verbose": -1,
+        "num_threads": 2,
+    }
+    data = lightgbm.Dataset(
+        values,
+        labels,
+        feature_name=list(FEATURES),
+        group=[*proto.groups, *logged.groups] if objective == "lambdarank" else None,
+    )
     booster = lightgbm.train(params, data, num_boost_round=rounds)
     report = audit(booster, values)
     folder = Path(out) if out else None
-    manifest = {"index": rec.index, "features": list(FEATURES), "params": params, "rounds": rounds,
-                "examples": int(len(labels)), "positives": int(labels.sum()), "users": proto.users,
-                "from_log": logged.from_log, "holdout": holdout, "seed": seed, "scix_core": __version__,
-                "model": rec.manifest.get("model"), "corpus_hash": rec.manifest.get("corpus_hash"),
-                "audit": report, "seconds": round(time.perf_counter() - t, 2)}
+    manifest = {
+        "index": rec.index,
+        "features": list(FEATURES),
+        "params": params,
+        "rounds": rounds,
+        "examples": int(len(labels)),
+        "positives": int(labels.sum()),
+        "users": proto.users,
+        "from_log": logged.from_log,
+        "holdout": holdout,
+        "seed": seed,
+        "scix_core": __version__,
+        "model": rec.manifest.get("model"),
+        "corpus_hash": rec.manifest.get("corpus_hash"),
+        "audit": report,
+        "seconds": round(time.perf_counter() - t, 2),
+    }
     if folder is None:
         with rec.workspace.new_model("scorers", rec.index) as tmp:
             booster.save_model(str(tmp / "model.txt"))

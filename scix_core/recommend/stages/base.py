@@ -8,8 +8,9 @@ can show every step.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -38,7 +39,9 @@ class Candidate:
     row: int
     source: str  # cluster-knn | supplement | co-saved | exploration
     cluster_id: int | None
-    cosine: float  # similarity to the query that found it (cluster centroid or short-term profile; co-saved: nearest centroid)
+    # similarity to the query that found it (cluster centroid or short-term profile; co-saved: nearest
+    # centroid)
+    cosine: float
     scores: tuple[tuple[str, float], ...] = ()
     score: float = 0.0
 
@@ -50,7 +53,9 @@ class Tier1State:
     limit: int
     saved_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     saved_vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
-    labels: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # Ward label per saved paper
+    labels: np.ndarray = field(
+        default_factory=lambda: np.zeros(0, dtype=np.int64)
+    )  # Ward label per saved paper
     silhouettes: Mapping[int, float] = field(default_factory=dict)
     clusters: tuple[Cluster, ...] = ()
     next_cluster_id: int = 0

@@ -36,10 +36,18 @@ class ClusterKnn:
         for cluster, hits in zip(state.clusters, results):
             for h in hits_minus(hits, ctx.seen):
                 if h.paper_id not in best or h.score > best[h.paper_id].cosine:
-                    best[h.paper_id] = Candidate(h.paper_id, h.point_id, "cluster-knn", cluster.cluster_id, h.score)
-        per = {c.cluster_id: sum(1 for x in best.values() if x.cluster_id == c.cluster_id) for c in state.clusters}
-        summary = {"limits": dict(zip((c.cluster_id for c in state.clusters), limits)), "unique": len(best),
-                   "per_cluster": per}
+                    best[h.paper_id] = Candidate(
+                        h.paper_id, h.point_id, "cluster-knn", cluster.cluster_id, h.score
+                    )
+        per = {
+            c.cluster_id: sum(1 for x in best.values() if x.cluster_id == c.cluster_id)
+            for c in state.clusters
+        }
+        summary = {
+            "limits": dict(zip((c.cluster_id for c in state.clusters), limits)),
+            "unique": len(best),
+            "per_cluster": per,
+        }
         return replace(state, candidates=tuple(best.values())), summary
 
 
@@ -62,10 +70,15 @@ class ShortTermSupplement:
         if short is None or n <= 0:
             return state, {"added": 0, "reason": "no short-term profile" if short is None else "disabled"}
         have = {c.paper_id for c in state.candidates}
-        hits = hits_minus(side.store.search(unit(short.vector), n, ctx.exclusion(side), exact=knobs.qdrant_exact()), ctx.seen)
+        hits = hits_minus(
+            side.store.search(unit(short.vector), n, ctx.exclusion(side), exact=knobs.qdrant_exact()),
+            ctx.seen,
+        )
         new = [h for h in hits if h.paper_id not in have]
         nearest, _ = nearest_clusters(state, [h.point_id for h in new])
-        added = tuple(Candidate(h.paper_id, h.point_id, "supplement", k, h.score) for h, k in zip(new, nearest))
+        added = tuple(
+            Candidate(h.paper_id, h.point_id, "supplement", k, h.score) for h, k in zip(new, nearest)
+        )
         return replace(state, candidates=state.candidates + added), {"found": len(hits), "added": len(added)}
 
 
@@ -76,14 +89,23 @@ class CoSaved:
         side, ctx = state.side, state.ctx
         n = side.config.cosave_candidates
         if ctx.cosaves is None or n <= 0:
-            return state, {"added": 0, "reason": "disabled" if n <= 0 else "no other user saved any of these papers"}
+            return state, {
+                "added": 0,
+                "reason": "disabled" if n <= 0 else "no other user saved any of these papers",
+            }
         have = {c.row for c in state.candidates}
-        exclude = np.array(sorted(have | set(side.rows(p for p in ctx.seen if p in side.catalog.row).tolist())),
-                           dtype=np.int64)
+        exclude = np.array(
+            sorted(have | set(side.rows(p for p in ctx.seen if p in side.catalog.row).tolist())),
+            dtype=np.int64,
+        )
         rows = ctx.cosaves.top(n, exclude)
         nearest, cosines = nearest_clusters(state, rows)
         ids = side.catalog.ids
-        added = tuple(Candidate(ids[int(r)], int(r), "co-saved", k, float(c)) for r, k, c in zip(rows, nearest, cosines))
+        added = tuple(
+            Candidate(ids[int(r)], int(r), "co-saved", k, float(c)) for r, k, c in zip(rows, nearest, cosines)
+        )
         also = sum(1 for c in state.candidates if ctx.cosaves.scores[c.row] > 0)
         return replace(state, candidates=state.candidates + added), {
-            "added": len(added), "vector_candidates_also_co_saved": also}
+            "added": len(added),
+            "vector_candidates_also_co_saved": also,
+        }

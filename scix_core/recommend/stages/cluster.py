@@ -35,7 +35,9 @@ def cut_tree(children: np.ndarray, n: int, k: int) -> np.ndarray:
     return np.array([first.setdefault(r, len(first)) for r in roots], dtype=np.int64)
 
 
-def ward_labels(vectors: np.ndarray, max_clusters: int, min_silhouette: float) -> tuple[np.ndarray, dict[int, float]]:
+def ward_labels(
+    vectors: np.ndarray, max_clusters: int, min_silhouette: float
+) -> tuple[np.ndarray, dict[int, float]]:
     """Ward labels and the silhouette of every cut tried (k -> silhouette)."""
     from sklearn.cluster import AgglomerativeClustering
     from sklearn.metrics import silhouette_score
@@ -43,8 +45,9 @@ def ward_labels(vectors: np.ndarray, max_clusters: int, min_silhouette: float) -
     n = len(vectors)
     if n < 3:
         return np.zeros(n, dtype=np.int64), {}
-    tree = AgglomerativeClustering(n_clusters=None, distance_threshold=0.0, linkage="ward",
-                                   compute_full_tree=True).fit(vectors)
+    tree = AgglomerativeClustering(
+        n_clusters=None, distance_threshold=0.0, linkage="ward", compute_full_tree=True
+    ).fit(vectors)
     scores: dict[int, float] = {}
     best, best_labels = min_silhouette, np.zeros(n, dtype=np.int64)
     for k in range(2, min(max_clusters, n - 1) + 1):
@@ -61,7 +64,8 @@ def medoid(vectors: np.ndarray) -> int:
 
 
 class SavedVectors:
-    """Stage 1: every saved paper's vector in one local batch read (the seed: 1,247 ms for 20 remote fetches)."""
+    """Stage 1: every saved paper's vector in one local batch read (the seed: 1,247 ms for 20 remote
+    fetches)."""
 
     name, writes = "vectors", "saved_vectors"
 
@@ -70,7 +74,10 @@ class SavedVectors:
         saved = [p for p in state.ctx.saved if p in side.catalog.row]
         rows = side.rows(saved)
         vecs = side.vectors.get(rows)
-        return replace(state, saved_rows=rows, saved_vectors=vecs), {"saved": len(saved), "dim": int(vecs.shape[1])}
+        return replace(state, saved_rows=rows, saved_vectors=vecs), {
+            "saved": len(saved),
+            "dim": int(vecs.shape[1]),
+        }
 
 
 class WardClustering:
@@ -82,6 +89,9 @@ class WardClustering:
         cfg = state.side.config
         labels, scores = ward_labels(state.saved_vectors, cfg.max_clusters, cfg.min_silhouette)
         k = int(labels.max()) + 1 if len(labels) else 0
-        summary = {"k": k, "rule": f"max silhouette over k=2..{cfg.max_clusters}, 1 below {cfg.min_silhouette}",
-                   "silhouettes": {k_: round(v, 4) for k_, v in scores.items()}}
+        summary = {
+            "k": k,
+            "rule": f"max silhouette over k=2..{cfg.max_clusters}, 1 below {cfg.min_silhouette}",
+            "silhouettes": {k_: round(v, 4) for k_, v in scores.items()},
+        }
         return replace(state, labels=labels, silhouettes=scores), summary

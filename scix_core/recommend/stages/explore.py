@@ -32,9 +32,13 @@ class Explore:
             return state, {"picked": 0, "reason": "n_explore = 0"}
         cat = side.catalog
         taken = ctx.seen | {c.paper_id for c in state.selected}
-        ranked = trending(cat, (), side.rows(taken), cfg.explore_pool, cfg.trending_months).rows[: cfg.explore_pool]
-        ranked = np.array([r for r in ranked.tolist() if not state.suppressed.keys() & set(cat.suppression_codes(r))],
-                          dtype=np.int64)
+        ranked = trending(cat, (), side.rows(taken), cfg.explore_pool, cfg.trending_months).rows[
+            : cfg.explore_pool
+        ]
+        ranked = np.array(
+            [r for r in ranked.tolist() if not state.suppressed.keys() & set(cat.suppression_codes(r))],
+            dtype=np.int64,
+        )
         centroids = np.stack([c.centroid for c in state.clusters])
         radius = np.array([c.radius for c in state.clusters])
         sims = side.vectors.get(ranked) @ centroids.T if len(ranked) else np.zeros((0, len(centroids)))
@@ -42,11 +46,24 @@ class Explore:
         eligible = ranked[outside][:DRAW_FROM]
         near = sims[outside][:DRAW_FROM]
         rng = np.random.default_rng(zlib.crc32(f"{ctx.user_id}\x00{len(ctx.events)}".encode()))
-        picks = rng.choice(len(eligible), size=min(cfg.n_explore, len(eligible)), replace=False) if len(eligible) else []
+        picks = (
+            rng.choice(len(eligible), size=min(cfg.n_explore, len(eligible)), replace=False)
+            if len(eligible)
+            else []
+        )
         explore = tuple(
-            Candidate(cat.ids[eligible[i]], int(eligible[i]), "exploration", state.clusters[int(near[i].argmax())].cluster_id,
-                      float(near[i].max()), scores=(("citations", float(cat.citations[eligible[i]])),
-                                                    ("nearest_cluster_sim", float(near[i].max()))))
-            for i in sorted(int(p) for p in picks))
+            Candidate(
+                cat.ids[eligible[i]],
+                int(eligible[i]),
+                "exploration",
+                state.clusters[int(near[i].argmax())].cluster_id,
+                float(near[i].max()),
+                scores=(
+                    ("citations", float(cat.citations[eligible[i]])),
+                    ("nearest_cluster_sim", float(near[i].max())),
+                ),
+            )
+            for i in sorted(int(p) for p in picks)
+        )
         summary = {"pool": int(len(ranked)), "outside_clusters": int(outside.sum()), "picked": len(explore)}
         return replace(state, explore=explore), summary

@@ -27,16 +27,26 @@ from scix_core.recommend.stages.quota import allocate
 
 
 def slot_targets(state: Tier1State, pool, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """(group index per pool candidate, -1 for none; each group's share of ``k`` slots by its cluster's quota)."""
+    """(group index per pool candidate, -1 for none; each group's share of ``k`` slots by its cluster's
+    quota)."""
     clusters = [c for c in state.clusters if any(x.cluster_id == c.cluster_id for x in pool)]
     index = {c.cluster_id: i for i, c in enumerate(clusters)}
     targets = allocate([c.quota for c in clusters], k, 1) if clusters else []
-    return (np.array([index.get(x.cluster_id, -1) for x in pool], dtype=np.int64),
-            np.array(targets, dtype=np.int64))
+    return (
+        np.array([index.get(x.cluster_id, -1) for x in pool], dtype=np.int64),
+        np.array(targets, dtype=np.int64),
+    )
 
 
-def mmr(relevance: np.ndarray, vectors: np.ndarray, k: int, lam: float, groups: np.ndarray | None = None,
-        targets: np.ndarray | None = None, bonus: float = 0.0) -> list[int]:
+def mmr(
+    relevance: np.ndarray,
+    vectors: np.ndarray,
+    k: int,
+    lam: float,
+    groups: np.ndarray | None = None,
+    targets: np.ndarray | None = None,
+    bonus: float = 0.0,
+) -> list[int]:
     """Indices into the pool in pick order; ``bonus`` for a candidate whose group is below its target."""
     n = len(relevance)
     if n == 0 or k <= 0:
@@ -44,7 +54,9 @@ def mmr(relevance: np.ndarray, vectors: np.ndarray, k: int, lam: float, groups: 
     rel = np.asarray(relevance, dtype=np.float64)
     span = rel.max() - rel.min()
     rel = (rel - rel.min()) / span if span > 0 else np.ones(n)
-    vecs = np.asarray(vectors, dtype=np.float32)  # only the picked rows of the similarity matrix are ever needed
+    vecs = np.asarray(
+        vectors, dtype=np.float32
+    )  # only the picked rows of the similarity matrix are ever needed
     picked: list[int] = []
     closest = np.full(n, -np.inf)  # max similarity to anything picked so far
     available = np.ones(n, dtype=bool)
@@ -79,10 +91,19 @@ class Mmr:
         picks = mmr(np.array([c.score for c in pool]), vecs, state.limit, lam, groups, targets, bonus)
         selected = tuple(pool[i] for i in picks)
         moves = tuple((pool[i].paper_id, i + 1, pos) for pos, i in enumerate(picks, start=1))
-        summary = {"lambda": lam, "quota_bonus": bonus, "slot_targets": {
-                       c.cluster_id: int(t) for c, t in zip([c for c in state.clusters if any(
-                           x.cluster_id == c.cluster_id for x in pool)], targets)},
-                   "pool": len(pool), "picked": len(selected),
-                   "moved": sum(1 for _, rel, pos in moves if rel != pos), "moves": [list(m) for m in moves],
-                   "clusters_picked": sorted({c.cluster_id for c in selected if c.cluster_id is not None})}
+        summary = {
+            "lambda": lam,
+            "quota_bonus": bonus,
+            "slot_targets": {
+                c.cluster_id: int(t)
+                for c, t in zip(
+                    [c for c in state.clusters if any(x.cluster_id == c.cluster_id for x in pool)], targets
+                )
+            },
+            "pool": len(pool),
+            "picked": len(selected),
+            "moved": sum(1 for _, rel, pos in moves if rel != pos),
+            "moves": [list(m) for m in moves],
+            "clusters_picked": sorted({c.cluster_id for c in selected if c.cluster_id is not None}),
+        }
         return replace(state, selected=selected, mmr_moves=moves), summary

@@ -11,8 +11,8 @@ saves of 2^(−age/h), age counted in saves since (newest save = 0) and h =
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Sequence
 
 import numpy as np
 
@@ -52,10 +52,18 @@ class QuotaAllocation:
     def run(self, state: Tier1State) -> tuple[Tier1State, dict]:
         cfg = state.side.config
         position = {p: i for i, p in enumerate(p for p in state.ctx.saved if p in state.side.catalog.row)}
-        imp = importance([[position[m] for m in c.members] for c in state.clusters], len(position),
-                         cfg.recency_half_life_saves)
+        imp = importance(
+            [[position[m] for m in c.members] for c in state.clusters],
+            len(position),
+            cfg.recency_half_life_saves,
+        )
         quotas = allocate(imp, cfg.total_slots, cfg.min_slots)
-        clusters = tuple(replace(c, importance=float(w), quota=q) for c, w, q in zip(state.clusters, imp, quotas))
-        summary = {"total_slots": cfg.total_slots, "min_slots": cfg.min_slots,
-                   "quotas": {c.cluster_id: c.quota for c in clusters}}
+        clusters = tuple(
+            replace(c, importance=float(w), quota=q) for c, w, q in zip(state.clusters, imp, quotas)
+        )
+        summary = {
+            "total_slots": cfg.total_slots,
+            "min_slots": cfg.min_slots,
+            "quotas": {c.cluster_id: c.quota for c in clusters},
+        }
         return replace(state, clusters=clusters), summary

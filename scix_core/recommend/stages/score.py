@@ -20,11 +20,18 @@ class Score:
         table = features(state, state.candidates)
         scores = self.scorer.score(table)
         names = table.names
-        scored = tuple(replace(c, score=s, scores=(*zip(names, row), (self.scorer.name, s)))
-                       for c, s, row in zip(state.candidates, np.asarray(scores, dtype=np.float64).tolist(),
-                                            table.values.tolist()))
+        scored = tuple(
+            replace(c, score=s, scores=(*zip(names, row), (self.scorer.name, s)))
+            for c, s, row in zip(
+                state.candidates, np.asarray(scores, dtype=np.float64).tolist(), table.values.tolist()
+            )
+        )
         scored = tuple(sorted(scored, key=lambda c: (-c.score, c.row)))
         health = {**self.health, "scoring_with": self.scorer.name, "has_ewma": table.has_ewma}
-        summary = {"scorer": self.scorer.name, "has_ewma": table.has_ewma, "candidates": len(scored),
-                   "constant_features": table.constant()}
+        summary = {
+            "scorer": self.scorer.name,
+            "has_ewma": table.has_ewma,
+            "candidates": len(scored),
+            "constant_features": table.constant(),
+        }
         return replace(state, scored=scored, scorer=health), summary

@@ -7,9 +7,9 @@ cannot reach its backend is dropped and reported, never faked.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from scix_core.config import Config
 from scix_core.errors import BackendUnavailableError, UnknownNameError
@@ -33,8 +33,18 @@ def sqlite_lanes(cfg: Config, build_dir: Path, index: str, with_body: bool) -> L
 
     s = cfg.search
     path = build_dir / "papers.sqlite"
-    out = LaneSet([Fts5Lane(connect(path, readonly=True), "lexical", "papers_fts", (s.title_weight, s.abstract_weight),
-                            s.lexical_mode, s.lane_timeout_ms)])
+    out = LaneSet(
+        [
+            Fts5Lane(
+                connect(path, readonly=True),
+                "lexical",
+                "papers_fts",
+                (s.title_weight, s.abstract_weight),
+                s.lexical_mode,
+                s.lane_timeout_ms,
+            )
+        ]
+    )
     if with_body:
         out.lanes.append(_fts5_body(cfg, path))
     return out
@@ -44,12 +54,19 @@ def _fts5_body(cfg: Config, path: Path) -> Lane:
     from scix_core.search.lanes.fts5 import Fts5Lane
     from scix_core.stores.papers import connect
 
-    return Fts5Lane(connect(path, readonly=True), "body", "body_fts", (1.0,), cfg.search.lexical_mode,
-                    cfg.search.lane_timeout_ms)
+    return Fts5Lane(
+        connect(path, readonly=True),
+        "body",
+        "body_fts",
+        (1.0,),
+        cfg.search.lexical_mode,
+        cfg.search.lane_timeout_ms,
+    )
 
 
 def bm25_lanes(cfg: Config, build_dir: Path, index: str, with_body: bool) -> LaneSet:
-    """Title/abstract from the term matrix (Lucene BM25, :mod:`~scix_core.search.lanes.bm25`); the body lane stays FTS5."""
+    """Title/abstract from the term matrix (Lucene BM25, :mod:`~scix_core.search.lanes.bm25`); the body lane
+    stays FTS5."""
     from scix_core.search.lanes.bm25 import Bm25Lane
     from scix_core.stores.papers import connect
     from scix_core.stores.terms import TermIndex
@@ -57,14 +74,24 @@ def bm25_lanes(cfg: Config, build_dir: Path, index: str, with_body: bool) -> Lan
     s = cfg.search
     if not (build_dir / "terms").is_dir():  # built before the term matrix: FTS5 answers, and says so
         out = sqlite_lanes(cfg, build_dir, index, with_body)
-        out.notes.append(f"index {index!r} was built before the term matrix: the lexical lane ran on FTS5; "
-                         "re-run `scix ingest` to build it")
+        out.notes.append(
+            f"index {index!r} was built before the term matrix: the lexical lane ran on FTS5; "
+            "re-run `scix ingest` to build it"
+        )
         return out
     out = LaneSet()
     try:
         terms = TermIndex(build_dir / "terms")
-        out.lanes.append(Bm25Lane(terms, connect(build_dir / "papers.sqlite", readonly=True), "lexical",
-                                  s.lexical_mode, s.bm25_k1, s.bm25_b))
+        out.lanes.append(
+            Bm25Lane(
+                terms,
+                connect(build_dir / "papers.sqlite", readonly=True),
+                "lexical",
+                s.lexical_mode,
+                s.bm25_k1,
+                s.bm25_b,
+            )
+        )
     except BackendUnavailableError as exc:
         out.unavailable["lexical"] = exc.describe()
     if with_body:
@@ -89,9 +116,13 @@ def postgres_lanes(cfg: Config, build_dir: Path, index: str, with_body: bool) ->
     if synced_build_key(conns[0], schema) != key:
         for c in conns:
             c.close()
-        why = f"index_not_synced: index {index!r} is not synced to PostgreSQL (or is stale); run `scix ingest ... --backend postgres`"
+        why = (
+            f"index_not_synced: index {index!r} is not synced to PostgreSQL (or is stale); "
+            "run `scix ingest ... --backend postgres`"
+        )
         return LaneSet(unavailable={n: why for n in names})
     fields = {"lexical": "title_abstract", "body": "body"}
+
     def reconnect():
         return connect(cfg.postgres.dsn, cfg.postgres.connect_timeout_s)
 
@@ -100,16 +131,32 @@ def postgres_lanes(cfg: Config, build_dir: Path, index: str, with_body: bool) ->
         raise UnknownNameError("PostgreSQL ranking", ranking, POSTGRES_RANKINGS)
     meta, out = synced_meta(conns[0], schema), LaneSet()
     if ranking == "bm25" and "terms" not in meta:  # synced from a build without the term matrix
-        out.notes.append(f"index {index!r} has no term matrix in PostgreSQL: the lexical lane ranked by ts_rank_cd; "
-                         "re-run `scix ingest ... --backend postgres` to mirror it")
+        out.notes.append(
+            f"index {index!r} has no term matrix in PostgreSQL: the lexical lane ranked by ts_rank_cd; "
+            "re-run `scix ingest ... --backend postgres` to mirror it"
+        )
         ranking = "ts_rank_cd"
     for c, n in zip(conns, names):
         if n == "lexical" and ranking == "bm25":
-            out.lanes.append(PostgresBm25Lane(c, schema, int(meta["papers"]), n, s.lexical_mode, s.bm25_k1, s.bm25_b,
-                                              s.lane_timeout_ms, reconnect))
+            out.lanes.append(
+                PostgresBm25Lane(
+                    c,
+                    schema,
+                    int(meta["papers"]),
+                    n,
+                    s.lexical_mode,
+                    s.bm25_k1,
+                    s.bm25_b,
+                    s.lane_timeout_ms,
+                    reconnect,
+                )
+            )
         else:
-            out.lanes.append(PostgresLane(c, schema, n, fields[n], s.lexical_mode, s.ts_config, s.lane_timeout_ms,
-                                          reconnect))
+            out.lanes.append(
+                PostgresLane(
+                    c, schema, n, fields[n], s.lexical_mode, s.ts_config, s.lane_timeout_ms, reconnect
+                )
+            )
     return out
 
 

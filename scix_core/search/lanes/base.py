@@ -57,5 +57,7 @@ def and_then_or(all_terms: list[tuple], any_term: list[tuple], k: int) -> list[t
         return all_terms[:k]
     have = {r[0] for r in all_terms}
     floor = all_terms[-1][1] if all_terms else None
-    rest = [(pid, score if floor is None else min(score, floor)) for pid, score in any_term if pid not in have]
+    rest = [
+        (pid, score if floor is None else min(score, floor)) for pid, score in any_term if pid not in have
+    ]
     return [*all_terms, *rest][:k]

@@ -1,12 +1,13 @@
 """The lexical lane on the term matrix (``search.lexical_backend = "bm25"``): Lucene BM25 in numpy.
 
-score(d) = Σ over the query's distinct stems t of  qtf(t) · idf(t) · tf(t,d) / (tf(t,d) + k1·(1 − b + b·|d|/avgdl))
-with idf(t) = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5)) — the formula of Lucene (which dropped the classic constant
-factor k1 + 1) and of ``bm25s``'s default, with the query's term frequency as in the classic model (FTS5's
-bm25() differs in its IDF, which is ~0 for a term in half the papers, and in fixing k1 and b). Every paper matching any stem is scored (no pool): one ``bincount``
-over the postings. Modes as the other lexical lanes: ``and`` keeps the papers matching every stem, ``or`` all,
-``auto`` the first then the second (:func:`~scix_core.search.lanes.base.and_then_or`). Filters become a mask of
-the papers the SQLite store selects. Ties go to the earlier paper.
+score(d) = Σ over the query's distinct stems t of  qtf(t) · idf(t) · tf(t,d) / (tf(t,d) + k1·(1 − b +
+b·|d|/avgdl)) with idf(t) = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5)) — the formula of Lucene (which dropped
+the classic constant factor k1 + 1) and of ``bm25s``'s default, with the query's term frequency as in the
+classic model (FTS5's bm25() differs in its IDF, which is ~0 for a term in half the papers, and in fixing k1
+and b). Every paper matching any stem is scored (no pool): one ``bincount`` over the postings. Modes as the
+other lexical lanes: ``and`` keeps the papers matching every stem, ``or`` all, ``auto`` the first then the
+second (:func:`~scix_core.search.lanes.base.and_then_or`). Filters become a mask of the papers the SQLite
+store selects. Ties go to the earlier paper.
 """
 
 from __future__ import annotations
@@ -37,8 +38,15 @@ def stem_weights(query: PreparedQuery) -> Counter[str]:
 
 
 class Bm25Lane:
-    def __init__(self, terms: TermIndex, conn: sqlite3.Connection, name: str = "lexical", mode: str = "auto",
-                 k1: float = 1.2, b: float = 0.75):
+    def __init__(
+        self,
+        terms: TermIndex,
+        conn: sqlite3.Connection,
+        name: str = "lexical",
+        mode: str = "auto",
+        k1: float = 1.2,
+        b: float = 0.75,
+    ):
         if mode not in LEXICAL_MODES:
             from scix_core.errors import UnknownNameError
 
@@ -47,7 +55,8 @@ class Bm25Lane:
         self.terms, self.conn, self.name, self.mode, self.k1, self.b = terms, conn, name, mode, k1, b
 
     def scores(self, request: LaneRequest) -> tuple[np.ndarray, np.ndarray, int]:
-        """Per paper: BM25 score, number of the query's stems it contains; and the number of distinct stems."""
+        """Per paper: BM25 score, number of the query's stems it contains; and the number of distinct
+        stems."""
         weights = stem_weights(request.query)
         n, idx = self.terms.n, self.terms
         score, matched = np.zeros(n, np.float32), np.zeros(n, np.int32)
@@ -70,7 +79,9 @@ class Bm25Lane:
         where, params = sqlite_where(request.filters)
         if where != "1":
             allowed = np.zeros(len(hits), bool)
-            allowed[[r[0] for r in self.conn.execute(f"SELECT p.idx FROM papers p WHERE {where}", params)]] = True
+            allowed[
+                [r[0] for r in self.conn.execute(f"SELECT p.idx FROM papers p WHERE {where}", params)]
+            ] = True
             hits &= allowed
         every = hits & (matched == stems)
         if self.mode == "and":
@@ -81,8 +92,12 @@ class Bm25Lane:
             rows = self._top(score, every, k)
             if len(rows) < k:
                 rows = and_then_or(rows, self._top(score, hits, k + len(rows)), k)
-        ids = dict(self.conn.execute("SELECT idx, paper_id FROM papers WHERE idx IN (SELECT value FROM json_each(?))",
-                                     [f"[{','.join(str(i) for i, _ in rows)}]"]))
+        ids = dict(
+            self.conn.execute(
+                "SELECT idx, paper_id FROM papers WHERE idx IN (SELECT value FROM json_each(?))",
+                [f"[{','.join(str(i) for i, _ in rows)}]"],
+            )
+        )
         return Ranking.from_pairs(self.name, [(ids[i], s) for i, s in rows])
 
     @staticmethod
@@ -90,7 +105,9 @@ class Bm25Lane:
         """The ``k`` best kept papers as (position, score), best first, ties to the earlier paper."""
         pos = np.flatnonzero(keep)
         if len(pos) > k:
-            pos = pos[np.argpartition(-score[pos], k - 1)[:k]]  # the k best (a tie at the edge is settled below)
+            pos = pos[
+                np.argpartition(-score[pos], k - 1)[:k]
+            ]  # the k best (a tie at the edge is settled below)
             cut = score[pos].min()
             pos = np.flatnonzero(keep & (score >= cut))
         pos = pos[np.lexsort((pos, -score[pos]))][:k]

@@ -46,7 +46,9 @@ class PayloadFilteredLane:
         pairs = [(h.paper_id, h.score) for h in hits if h.paper_id]
         if len(pairs) < len(hits):
             if not self.skipped_points:
-                log.warning("dense lane: %d point(s) without a paper_id payload skipped", len(hits) - len(pairs))
+                log.warning(
+                    "dense lane: %d point(s) without a paper_id payload skipped", len(hits) - len(pairs)
+                )
             self.skipped_points += len(hits) - len(pairs)
         if flt.needs_post_filter and pairs:
             keep = sqlite_passing(self.papers, [p for p, _ in pairs], flt)
@@ -55,14 +57,19 @@ class PayloadFilteredLane:
 
 
 class DenseLane(PayloadFilteredLane):
-    """With ``passages`` (the index's passage vectors, :mod:`scix_core.embeddings.passages`), a paper's score is
-    the best of its own vector's and its passages' cosines (MaxP): the top ``fetch`` papers and the top
+    """With ``passages`` (the index's passage vectors, :mod:`scix_core.embeddings.passages`), a paper's score
+    is the best of its own vector's and its passages' cosines (MaxP): the top ``fetch`` papers and the top
     ``fetch`` × ``FANOUT`` passages, merged by paper."""
 
     name = "dense"
 
-    def __init__(self, store: VectorStore, papers: sqlite3.Connection, name: str = "dense",
-                 passages: VectorStore | None = None):
+    def __init__(
+        self,
+        store: VectorStore,
+        papers: sqlite3.Connection,
+        name: str = "dense",
+        passages: VectorStore | None = None,
+    ):
         super().__init__(store, papers, name)
         self.passages = passages
 

@@ -24,17 +24,25 @@ from scix_core.search.where import sqlite_where
 from scix_core.stores.papers import time_limit
 from scix_core.types import Ranking
 
+
 def fts5_expression(tokens: tuple[str, ...], mode: str = "and") -> str:
-    """Quoted terms joined by AND (``and``) or OR (``or``); tokens are letters and digits only, so quoting is total.
-    A term given twice is two phrases to bm25(), so it counts twice (the query's term frequency)."""
+    """Quoted terms joined by AND (``and``) or OR (``or``); tokens are letters and digits only, so quoting is
+    total. A term given twice is two phrases to bm25(), so it counts twice (the query's term frequency)."""
     return (" OR " if mode == "or" else " AND ").join(f'"{t}"' for t in tokens)
 
 
 class Fts5Lane:
     """``table`` is ``papers_fts`` (title, abstract) or ``body_fts`` (full text)."""
 
-    def __init__(self, conn: sqlite3.Connection, name: str = "lexical", table: str = "papers_fts",
-                 weights: tuple[float, ...] = (1.0, 1.0), mode: str = "and", timeout_ms: float = 5000):
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        name: str = "lexical",
+        table: str = "papers_fts",
+        weights: tuple[float, ...] = (1.0, 1.0),
+        mode: str = "and",
+        timeout_ms: float = 5000,
+    ):
         if table not in ("papers_fts", "body_fts"):
             raise ValueError(f"unknown FTS5 table {table!r}")
         if mode not in LEXICAL_MODES:
@@ -54,14 +62,19 @@ class Fts5Lane:
         restrict = "" if where == "1" else f" AND rowid IN (SELECT p.idx FROM papers p WHERE {where})"
         weights = ", ".join("?" * len(self.weights))
         # pool (first matches in rowid order) -> top k by bm25 -> join only those k to papers
-        sql = (f"SELECT p.paper_id, -f.s FROM (SELECT idx, s FROM (SELECT rowid AS idx, bm25({self.table}, {weights}) AS s "
-               f"FROM {self.table} WHERE {self.table} MATCH ?{restrict} LIMIT ?) ORDER BY s, idx LIMIT ?) f "
-               "JOIN papers p ON p.idx = f.idx ORDER BY f.s, f.idx")
+        sql = (
+            f"SELECT p.paper_id, -f.s FROM (SELECT idx, s FROM (SELECT rowid AS idx, bm25({self.table}, "
+            f"{weights}) AS s "
+            f"FROM {self.table} WHERE {self.table} MATCH ?{restrict} LIMIT ?) ORDER BY s, idx LIMIT ?) f "
+            "JOIN papers p ON p.idx = f.idx ORDER BY f.s, f.idx"
+        )
         pool = -1 if request.knobs.pool is None else request.knobs.pool
         first = "and" if self.mode == "auto" else self.mode
         rows = self._run(sql, [*self.weights, fts5_expression(tokens, first), *params, pool, k])
         if self.mode == "auto" and len(rows) < k and len(request.query.tokens) > 1:
-            more = self._run(sql, [*self.weights, fts5_expression(tokens, "or"), *params, pool, k + len(rows)])
+            more = self._run(
+                sql, [*self.weights, fts5_expression(tokens, "or"), *params, pool, k + len(rows)]
+            )
             rows = and_then_or(rows, more, k)
         return Ranking.from_pairs(self.name, rows)
 

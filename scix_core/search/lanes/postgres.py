@@ -13,14 +13,15 @@ candidates at ``SCIX_LEXICAL_POOL`` rows before
 ``ts_rank_cd`` runs, with the normalisation flag from
 ``SCIX_LEXICAL_RANK_FLAG``. Query term frequency is not scored here:
 ``ts_rank_cd`` (and ``ts_rank``) rank ``'cat' & 'cat' & 'dog'`` exactly as ``'cat' & 'dog'`` (checked on
-PostgreSQL 15), so a long query that repeats a term — CACM's do — weighs it once on this backend and as often as
-it occurs (``PreparedQuery.repeated``) on the embedded ones. Every value is a bound parameter; the text-search
-config comes from a whitelist.
+PostgreSQL 15), so a long query that repeats a term — CACM's do — weighs it once on this backend and as often
+as it occurs (``PreparedQuery.repeated``) on the embedded ones. Every value is a bound parameter; the
+text-search config comes from a whitelist.
 
-:class:`PostgresBm25Lane` (``postgres.ranking = "bm25"``, the default) ranks title/abstract instead by Lucene BM25
-over the build's term matrix mirrored into ``terms`` and ``postings`` — the formula, analyser and parameters of the
-embedded ``bm25`` backend (:mod:`~scix_core.search.lanes.bm25`), so the two backends return the same ranking; one
-aggregate over the query stems' postings, no pool, no ``tsvector`` at query time.
+:class:`PostgresBm25Lane` (``postgres.ranking = "bm25"``, the default) ranks title/abstract instead by Lucene
+  BM25
+over the build's term matrix mirrored into ``terms`` and ``postings`` — the formula, analyser and parameters
+of the embedded ``bm25`` backend (:mod:`~scix_core.search.lanes.bm25`), so the two backends return the same
+ranking; one aggregate over the query stems' postings, no pool, no ``tsvector`` at query time.
 
 Each call runs in its own transaction, or in a SAVEPOINT when the caller
 holds one open, with a local ``statement_timeout``: a timeout rolls back to
@@ -36,7 +37,7 @@ the next call tries again — a long-lived searcher never stays broken.
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from scix_core.errors import BackendUnavailableError, UnknownNameError
 from scix_core.search.lanes.base import LEXICAL_MODES, LaneRequest, LaneTimeout, and_then_or
@@ -50,10 +51,22 @@ FIELDS = ("title_abstract", "body")
 
 
 class PostgresLane:
-    def __init__(self, conn, schema: str, name: str = "lexical", field: str = "title_abstract", mode: str = "and",
-                 ts_config: str = "english", timeout_ms: float = 5000, connect: Callable[[], object] | None = None):
-        for kind, value, valid in (("lexical mode", mode, LEXICAL_MODES), ("text-search config", ts_config, TS_CONFIGS),
-                                   ("lexical field", field, FIELDS)):
+    def __init__(
+        self,
+        conn,
+        schema: str,
+        name: str = "lexical",
+        field: str = "title_abstract",
+        mode: str = "and",
+        ts_config: str = "english",
+        timeout_ms: float = 5000,
+        connect: Callable[[], object] | None = None,
+    ):
+        for kind, value, valid in (
+            ("lexical mode", mode, LEXICAL_MODES),
+            ("text-search config", ts_config, TS_CONFIGS),
+            ("lexical field", field, FIELDS),
+        ):
             if value not in valid:
                 raise UnknownNameError(kind, value, valid)
         self.conn, self.schema, self.name, self.field, self.mode = conn, schema, name, field, mode
@@ -67,13 +80,28 @@ class PostgresLane:
         if (mode or self.mode) == "or":
             tsq = f"replace({tsq}::text, ' & ', ' | ')::tsquery"
         text = " ".join(request.query.tokens)
-        match = f"tsv @@ {tsq}" if self.field == "title_abstract" else f"{BODY_PREDICATE} AND {BODY_VECTOR} @@ {tsq}"
+        match = (
+            f"tsv @@ {tsq}"
+            if self.field == "title_abstract"
+            else f"{BODY_PREDICATE} AND {BODY_VECTOR} @@ {tsq}"
+        )
         where, params = postgres_where(request.filters)
         query = sql.SQL(
             f"WITH pool AS (SELECT p.idx FROM {{t}} p WHERE {match} AND {where} LIMIT %s) "
-            f"SELECT p.paper_id, ts_rank_cd(p.tsv, {tsq}, %s) AS score FROM pool JOIN {{t}} p ON p.idx = pool.idx "
-            "ORDER BY score DESC, p.idx LIMIT %s").format(t=sql.Identifier(self.schema, "papers"))
-        args = [self.ts_config, text, *params, request.knobs.pool, self.ts_config, text, request.knobs.rank_flag, k]
+            f"SELECT p.paper_id, ts_rank_cd(p.tsv, {tsq}, %s) AS score FROM pool JOIN {{t}} p ON p.idx = "
+            "pool.idx "
+            "ORDER BY score DESC, p.idx LIMIT %s"
+        ).format(t=sql.Identifier(self.schema, "papers"))
+        args = [
+            self.ts_config,
+            text,
+            *params,
+            request.knobs.pool,
+            self.ts_config,
+            text,
+            request.knobs.rank_flag,
+            k,
+        ]
         return query, args
 
     def search(self, request: LaneRequest, k: int) -> Ranking:
@@ -102,7 +130,9 @@ class PostgresLane:
                 return self._execute(query, args)
             except psycopg.OperationalError as exc:
                 if self._connect is None or not self.conn.broken:
-                    raise BackendUnavailableError(f"{self.name} lane: PostgreSQL failed: {exc}".strip()) from exc
+                    raise BackendUnavailableError(
+                        f"{self.name} lane: PostgreSQL failed: {exc}".strip()
+                    ) from exc
                 self._reconnect()  # the server restarted or the backend was terminated: once more, afresh
                 return self._execute(query, args)
 
@@ -120,7 +150,8 @@ class PostgresLane:
             with self.conn.transaction():  # a SAVEPOINT if the caller has a transaction open
                 before = self.conn.execute(
                     "SELECT current_setting('statement_timeout'), set_config('statement_timeout', %s, true)",
-                    [f"{int(self.timeout_ms)}ms"]).fetchone()[0]
+                    [f"{int(self.timeout_ms)}ms"],
+                ).fetchone()[0]
                 rows = self.conn.execute(query, args).fetchall()
                 # SET LOCAL would outlive a released savepoint: hand the caller back its own timeout
                 self.conn.execute("SELECT set_config('statement_timeout', %s, true)", [before])
@@ -130,10 +161,21 @@ class PostgresLane:
 
 
 class PostgresBm25Lane(PostgresLane):
-    """Title/abstract by Lucene BM25 on the mirrored term matrix (``papers`` is the number of papers it holds)."""
+    """Title/abstract by Lucene BM25 on the mirrored term matrix (``papers`` is the number of papers it
+    holds)."""
 
-    def __init__(self, conn, schema: str, papers: int, name: str = "lexical", mode: str = "and", k1: float = 1.2,
-                 b: float = 0.75, timeout_ms: float = 5000, connect: Callable[[], object] | None = None):
+    def __init__(
+        self,
+        conn,
+        schema: str,
+        papers: int,
+        name: str = "lexical",
+        mode: str = "and",
+        k1: float = 1.2,
+        b: float = 0.75,
+        timeout_ms: float = 5000,
+        connect: Callable[[], object] | None = None,
+    ):
         super().__init__(conn, schema, name, "title_abstract", mode, "english", timeout_ms, connect)
         check_bm25(k1, b)
         self.papers, self.k1, self.b = papers, k1, b
@@ -144,13 +186,18 @@ class PostgresBm25Lane(PostgresLane):
         # auto in one statement: the papers matching every stem sort first (then and_then_or caps the others'
         # scores), instead of an AND round trip followed by an OR one
         rows = self._run(*self._sql(request, k, "auto"))
-        return Ranking.from_pairs(self.name, and_then_or([(p, s) for p, s, every in rows if every],
-                                                         [(p, s) for p, s, every in rows if not every], k))
+        return Ranking.from_pairs(
+            self.name,
+            and_then_or(
+                [(p, s) for p, s, every in rows if every], [(p, s) for p, s, every in rows if not every], k
+            ),
+        )
 
     def _sql(self, request: LaneRequest, k: int, mode: str | None = None):
         """Each stem's weight (query frequency × IDF) once, in a materialised CTE; one hash aggregate over the
-        stems' postings; without filters the top ``k`` are cut before ``papers`` is joined (4× the throughput of
-        joining every matched paper on SciFact). ``auto`` adds whether a paper matched every stem, sorted first."""
+        stems' postings; without filters the top ``k`` are cut before ``papers`` is joined (4× the throughput
+        of joining every matched paper on SciFact). ``auto`` adds whether a paper matched every stem, sorted
+        first."""
         from psycopg import sql
 
         weights = stem_weights(request.query)
@@ -160,18 +207,32 @@ class PostgresBm25Lane(PostgresLane):
         every = {"and": "", "or": "", "auto": ", count(*) = %s AS every"}[mode]
         first = "every DESC, " if mode == "auto" else ""
         statement = sql.SQL(
-            "WITH q AS MATERIALIZED (SELECT t.id, w.qtf * ln(1 + (%s::float8 - t.df + 0.5) / (t.df + 0.5)) AS w "
+            "WITH q AS MATERIALIZED (SELECT t.id, w.qtf * ln(1 + (%s::float8 - t.df + 0.5) / (t.df + 0.5)) "
+            "AS w "
             "FROM unnest(%s::text[], %s::float8[]) AS w(term, qtf) JOIN {terms} t ON t.term = w.term), "
             "s AS (SELECT po.idx, sum(q.w * po.tf / (po.tf + %s + %s * po.dl)) AS score{every} "
             "FROM q JOIN {postings} po ON po.term = q.id GROUP BY po.idx{having}{cut}) "
             "SELECT p.paper_id, s.score{every_out} FROM s JOIN {papers} p ON p.idx = s.idx WHERE {where} "
-            "ORDER BY {first}s.score DESC, s.idx LIMIT %s").format(
-            every=sql.SQL(every), every_out=sql.SQL(", s.every" if every else ""),
+            "ORDER BY {first}s.score DESC, s.idx LIMIT %s"
+        ).format(
+            every=sql.SQL(every),
+            every_out=sql.SQL(", s.every" if every else ""),
             having=sql.SQL(" HAVING count(*) = %s" if mode == "and" else ""),
             cut=sql.SQL(f" ORDER BY {first}score DESC, po.idx LIMIT %s" if unfiltered else ""),
-            where=sql.SQL(where), first=sql.SQL(first.replace("every", "s.every")),
-            **{t: sql.Identifier(self.schema, t) for t in ("terms", "postings", "papers")})
+            where=sql.SQL(where),
+            first=sql.SQL(first.replace("every", "s.every")),
+            **{t: sql.Identifier(self.schema, t) for t in ("terms", "postings", "papers")},
+        )
         n = [len(weights)] if mode in ("and", "auto") else []
-        args = [self.papers, list(weights), [float(w) for w in weights.values()], self.k1 * (1 - self.b),
-                self.k1 * self.b, *n, *([k] if unfiltered else []), *params, k]
+        args = [
+            self.papers,
+            list(weights),
+            [float(w) for w in weights.values()],
+            self.k1 * (1 - self.b),
+            self.k1 * self.b,
+            *n,
+            *([k] if unfiltered else []),
+            *params,
+            k,
+        ]
         return statement, args

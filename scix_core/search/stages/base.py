@@ -20,7 +20,8 @@ class StageBypassed(Exception):
 
 @dataclass(frozen=True)
 class StageContext:
-    query: PreparedQuery  # .original is the user's text (the title boost reads it), .text what the lanes searched
+    # .original is the user's text (the title boost reads it), .text what the lanes searched
+    query: PreparedQuery
     limit: int
     papers: PaperStore
     max_fused: float  # the largest score fusion could give: one paper ranked first by every lane that ran

@@ -61,7 +61,9 @@ class BoostStage:
 
     @cached_property
     def max_citations(self) -> int:
-        return int(self.store.conn.execute("SELECT coalesce(max(citation_count), 0) FROM papers").fetchone()[0])
+        return int(
+            self.store.conn.execute("SELECT coalesce(max(citation_count), 0) FROM papers").fetchone()[0]
+        )
 
     def run(self, ranking: Ranking, context: StageContext) -> Ranking:
         reranked = ranking.name == "rerank"
@@ -77,7 +79,12 @@ class BoostStage:
                 continue
             title = title_boost(context.query.original, paper[0])
             cites = citation_boost(paper[1], self.max_citations, self.citation_cap)
-            items.append(ScoredPaper(item.paper_id, base + title + cites,
-                                     (("base", base), ("title", title), ("citation", cites))))
+            items.append(
+                ScoredPaper(
+                    item.paper_id,
+                    base + title + cites,
+                    (("base", base), ("title", title), ("citation", cites)),
+                )
+            )
         order = sorted(range(len(items)), key=lambda i: (-items[i].score, i))  # stable: ties keep fused order
         return Ranking(self.name, tuple(items[i] for i in order))

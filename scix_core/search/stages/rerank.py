@@ -33,8 +33,16 @@ def passage(title: str, abstract: str) -> str:
 class CrossEncoderReranker:
     name = "rerank"
 
-    def __init__(self, model: str | Path, window: int = WINDOW, max_limit: int = MAX_LIMIT,
-                 max_length: int = MAX_LENGTH, batch_size: int = 32, device: str = "cpu", backend: str = "torch"):
+    def __init__(
+        self,
+        model: str | Path,
+        window: int = WINDOW,
+        max_limit: int = MAX_LIMIT,
+        max_length: int = MAX_LENGTH,
+        batch_size: int = 32,
+        device: str = "cpu",
+        backend: str = "torch",
+    ):
         from scix_core.embeddings.onnx import BACKENDS
 
         if window < 1:
@@ -60,16 +68,22 @@ class CrossEncoderReranker:
                 if not Path(self.model_path).expanduser().exists():
                     raise ModelUnavailableError(
                         f"cross-encoder {self.model_path!r} not found; build one with `scix train-reranker` "
-                        "(models are never downloaded at run time)")
+                        "(models are never downloaded at run time)"
+                    )
                 if self.backend != "torch":
                     self._model = self._load_onnx()
                     return self._model
                 try:
                     with no_loading_bar():
-                        self._model = CrossEncoder(str(Path(self.model_path).expanduser()),
-                                                   max_length=self.max_length, device=self.device)
+                        self._model = CrossEncoder(
+                            str(Path(self.model_path).expanduser()),
+                            max_length=self.max_length,
+                            device=self.device,
+                        )
                 except Exception as exc:  # noqa: BLE001 — the library raises OSError, ValueError, HF errors
-                    raise ModelUnavailableError(f"cannot load cross-encoder {self.model_path!r}: {exc}") from exc
+                    raise ModelUnavailableError(
+                        f"cannot load cross-encoder {self.model_path!r}: {exc}"
+                    ) from exc
         return self._model
 
     def _load_onnx(self):
@@ -77,7 +91,9 @@ class CrossEncoderReranker:
         from scix_core.embeddings.onnx import OnnxCrossEncoder, export
 
         path = Path(self.model_path).expanduser()
-        folder = export(path, _user_cache() / "onnx" / f"rerank-{model_slug(str(path))}", kind="cross-encoder")
+        folder = export(
+            path, _user_cache() / "onnx" / f"rerank-{model_slug(str(path))}", kind="cross-encoder"
+        )
         return OnnxCrossEncoder(folder, self.backend, self.max_length)
 
     def check(self, limit: int) -> str | None:
@@ -85,8 +101,10 @@ class CrossEncoderReranker:
         if limit > self.max_limit:
             return f"bypassed: limit {limit} > {self.max_limit}"
         if self.window <= limit:
-            raise ConfigError(f"rerank window {self.window} must exceed the result count {limit}: "
-                              "it could only reshuffle the papers already returned")
+            raise ConfigError(
+                f"rerank window {self.window} must exceed the result count {limit}: "
+                "it could only reshuffle the papers already returned"
+            )
         return None
 
     def scores(self, query: str, passages: list[str]) -> list[float]:
@@ -99,8 +117,12 @@ class CrossEncoderReranker:
             return [float(s) for s in 1 / (1 + np.exp(-logits))]
         import torch
 
-        out = self.model.predict([(query, p) for p in passages], batch_size=self.batch_size,
-                                 activation_fn=torch.nn.Sigmoid(), show_progress_bar=False)
+        out = self.model.predict(
+            [(query, p) for p in passages],
+            batch_size=self.batch_size,
+            activation_fn=torch.nn.Sigmoid(),
+            show_progress_bar=False,
+        )
         return [float(s) for s in out]
 
     def run(self, ranking: Ranking, context: StageContext) -> Ranking:

@@ -1,16 +1,17 @@
 """Build a cross-encoder locally: none can be downloaded here.
 
-Starts from the bundled MiniLM checkpoint (or any local one) with a fresh one-logit head and fine-tunes it on a
-gold set's split. Each judged-relevant paper of a query is a positive, grouped with ``negatives`` hard negatives
-drawn from the index's own hybrid ranks ``skip``+1 … ``depth`` that are not judged relevant (the very top is
-skipped, as for the bi-encoder: sparse judgments leave relevant papers unjudged there).
+Starts from the bundled MiniLM checkpoint (or any local one) with a fresh one-logit head and fine-tunes it on
+a gold set's split. Each judged-relevant paper of a query is a positive, grouped with ``negatives`` hard
+negatives drawn from the index's own hybrid ranks ``skip``+1 … ``depth`` that are not judged relevant (the
+very top is skipped, as for the bi-encoder: sparse judgments leave relevant papers unjudged there).
 
 The default loss is binary cross-entropy **balanced** by ``pos_weight = negatives``. The earlier recipe (plain
 BCE, 1:3 labels, lr 2e-5, one epoch) collapsed to the class prior: a fresh head on a bi-encoder checkpoint met
-three negatives per positive and learnt to say "no" to everything (SciFact rerank nDCG@10 0.696 → 0.100). With the
-classes balanced and lr 5e-5 the scores spread and held-out nDCG@10 rises with every evaluation of the learning
-curve (:func:`learning_curve`, ``scix train-reranker --curve``). ``mnrl`` (softmax over the group and in-batch
-negatives) and ``lambda`` (LambdaLoss, listwise) are the library's alternatives, selectable by recipe.
+three negatives per positive and learnt to say "no" to everything (SciFact rerank nDCG@10 0.696 → 0.100). With
+the classes balanced and lr 5e-5 the scores spread and held-out nDCG@10 rises with every evaluation of the
+learning curve (:func:`learning_curve`, ``scix train-reranker --curve``). ``mnrl`` (softmax over the group and
+in-batch negatives) and ``lambda`` (LambdaLoss, listwise) are the library's alternatives, selectable by
+recipe.
 
 The model is saved into the workspace (``models/rerankers/NAME``) with a manifest naming its training queries,
 atomically.
@@ -94,18 +95,25 @@ class LearningCurve:
 Group = tuple[str, str, str, list[str]]  # (query id, query, relevant passage, hard-negative passages)
 
 
-def groups(gold, query_ids: Sequence[str], ranked: Mapping[str, Sequence[str]], texts: Mapping[str, str],
-           recipe: RerankRecipe) -> list[Group]:
+def groups(
+    gold,
+    query_ids: Sequence[str],
+    ranked: Mapping[str, Sequence[str]],
+    texts: Mapping[str, str],
+    recipe: RerankRecipe,
+) -> list[Group]:
     rng = random.Random(recipe.seed)
     out = []
     for q in query_ids:
         relevant = gold.relevant(q)
-        pool = [d for d in ranked[q][recipe.skip:recipe.depth] if d not in relevant and d in texts]
+        pool = [d for d in ranked[q][recipe.skip : recipe.depth] if d not in relevant and d in texts]
         if not pool:
             continue
         for pos in sorted(relevant & texts.keys()):
             negs = rng.sample(pool, min(recipe.negatives, len(pool)))
-            negs += [rng.choice(pool) for _ in range(recipe.negatives - len(negs))]  # same width for every group
+            negs += [
+                rng.choice(pool) for _ in range(recipe.negatives - len(negs))
+            ]  # same width for every group
             out.append((q, gold.queries[q], texts[pos], [texts[n] for n in negs]))
     return out
 
@@ -135,14 +143,22 @@ def _batch_loss(loss, recipe: RerankRecipe, batch: list[Group]):
         columns = [[q for _, q, _, _ in batch], [p for _, _, p, _ in batch]]
         columns += [[negs[j] for *_, negs in batch] for j in range(recipe.negatives)]
         return loss(columns, None)
-    return loss([[q for _, q, _, _ in batch], [[p, *negs] for _, _, p, negs in batch]],
-                [torch.tensor([1.0] + [0.0] * len(negs)) for *_, negs in batch])
+    return loss(
+        [[q for _, q, _, _ in batch], [[p, *negs] for _, _, p, negs in batch]],
+        [torch.tensor([1.0] + [0.0] * len(negs)) for *_, negs in batch],
+    )
 
 
-def fine_tune(base: str, data: list[Group], recipe: RerankRecipe, device: str | None = None,
-              on_step: Callable[[object, int], None] | None = None, progress: bool = False):
-    """A CrossEncoder fine-tuned on ``data`` (AdamW, linear warm-up over 10% then decay, gradients clipped at 1);
-    ``on_step(model, step)`` runs after every optimiser step. Returns (model, steps)."""
+def fine_tune(
+    base: str,
+    data: list[Group],
+    recipe: RerankRecipe,
+    device: str | None = None,
+    on_step: Callable[[object, int], None] | None = None,
+    progress: bool = False,
+):
+    """A CrossEncoder fine-tuned on ``data`` (AdamW, linear warm-up over 10% then decay, gradients clipped at
+    1); ``on_step(model, step)`` runs after every optimiser step. Returns (model, steps)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     import torch
@@ -151,7 +167,9 @@ def fine_tune(base: str, data: list[Group], recipe: RerankRecipe, device: str | 
     from transformers import get_linear_schedule_with_warmup
 
     if not data:
-        raise ConfigError("no training groups: the split has no judged query with a paper and a hard negative")
+        raise ConfigError(
+            "no training groups: the split has no judged query with a paper and a hard negative"
+        )
     torch.manual_seed(recipe.seed)
     model = CrossEncoder(resolve_model(base), num_labels=1, max_length=recipe.max_length, device=device)
     loss = _loss(model, recipe)
@@ -170,7 +188,7 @@ def fine_tune(base: str, data: list[Group], recipe: RerankRecipe, device: str | 
             rng.shuffle(order)
             for start in range(0, len(order), recipe.batch_size):
                 model.model.train()
-                _batch_loss(loss, recipe, order[start:start + recipe.batch_size]).backward()
+                _batch_loss(loss, recipe, order[start : start + recipe.batch_size]).backward()
                 torch.nn.utils.clip_grad_norm_(model.model.parameters(), 1.0)
                 optimiser.step()
                 schedule.step()
@@ -202,16 +220,23 @@ def _rank(searcher, gold, query_ids: Sequence[str], recipe: RerankRecipe):
     return {q: r.ranking() for q, r in results.items()}, texts
 
 
-def train_reranker(index: str, name: str, config: Config | None = None, split: str = "train",
-                   recipe: RerankRecipe = RerankRecipe(), max_queries: int | None = None,
-                   base_model: str | None = None, progress: bool = True) -> TrainReport:
+def train_reranker(
+    index: str,
+    name: str,
+    config: Config | None = None,
+    split: str = "train",
+    recipe: RerankRecipe = RerankRecipe(),
+    max_queries: int | None = None,
+    base_model: str | None = None,
+    progress: bool = True,
+) -> TrainReport:
     from scix_core.search import Searcher
 
     cfg = config or load_config()
     t = time.perf_counter()
     searcher = Searcher(index, cfg)
     gold = _gold(searcher, split)
-    query_ids = random.Random(recipe.seed).sample(gold.judged, len(gold.judged))[:max_queries or None]
+    query_ids = random.Random(recipe.seed).sample(gold.judged, len(gold.judged))[: max_queries or None]
     ranked, texts = _rank(searcher, gold, query_ids, recipe)
     data = groups(gold, query_ids, {q: ranked[q].ids for q in query_ids}, texts, recipe)
     base = base_model or cfg.embedding.model
@@ -221,21 +246,44 @@ def train_reranker(index: str, name: str, config: Config | None = None, split: s
     ws = Workspace(cfg.home)
     with ws.new_model(KIND, name) as folder:
         model.save(str(folder))
-        write_json_atomic(folder / "scix_manifest.json", {
-            "name": name, "kind": "cross-encoder", "base_model": base, "index": index,
-            "corpus_hash": searcher.manifest.get("corpus_hash"), "split": split, "queries": len(trained),
-            "positives": len(data), "negatives": negatives, "steps": steps, "recipe": asdict(recipe),
-            "hard_negatives": f"hybrid ranks {recipe.skip + 1}-{recipe.depth} not judged relevant",
-            "scix_core": __version__, "query_ids": trained, "seconds": round(time.perf_counter() - t, 1)})
-    return TrainReport(name, ws.model_dir(KIND, name), len(trained), len(data), negatives, steps,
-                       time.perf_counter() - t)
+        write_json_atomic(
+            folder / "scix_manifest.json",
+            {
+                "name": name,
+                "kind": "cross-encoder",
+                "base_model": base,
+                "index": index,
+                "corpus_hash": searcher.manifest.get("corpus_hash"),
+                "split": split,
+                "queries": len(trained),
+                "positives": len(data),
+                "negatives": negatives,
+                "steps": steps,
+                "recipe": asdict(recipe),
+                "hard_negatives": f"hybrid ranks {recipe.skip + 1}-{recipe.depth} not judged relevant",
+                "scix_core": __version__,
+                "query_ids": trained,
+                "seconds": round(time.perf_counter() - t, 1),
+            },
+        )
+    return TrainReport(
+        name, ws.model_dir(KIND, name), len(trained), len(data), negatives, steps, time.perf_counter() - t
+    )
 
 
-def learning_curve(index: str, config: Config | None = None, split: str = "train",
-                   recipe: RerankRecipe = RerankRecipe(), every: int = 15, window: int = 20, folds: int = 5,
-                   base_model: str | None = None, progress: bool = True) -> LearningCurve:
-    """Train on all but one of ``folds`` folds of the judged queries; every ``every`` steps (and at step 0 and the
-    end) rerank the held-out fold's hybrid top ``window`` and record nDCG@10 and the score spread."""
+def learning_curve(
+    index: str,
+    config: Config | None = None,
+    split: str = "train",
+    recipe: RerankRecipe = RerankRecipe(),
+    every: int = 15,
+    window: int = 20,
+    folds: int = 5,
+    base_model: str | None = None,
+    progress: bool = True,
+) -> LearningCurve:
+    """Train on all but one of ``folds`` folds of the judged queries; every ``every`` steps (and at step 0 and
+    the end) rerank the held-out fold's hybrid top ``window`` and record nDCG@10 and the score spread."""
     import numpy as np
 
     from scix_core.evaluate.gold import Gold
@@ -244,7 +292,9 @@ def learning_curve(index: str, config: Config | None = None, split: str = "train
     from scix_core.types import Ranking
 
     if folds < 2 or every < 1 or window < 1:
-        raise ConfigError(f"learning curve needs folds >= 2, every >= 1, window >= 1 (got {folds}, {every}, {window})")
+        raise ConfigError(
+            f"learning curve needs folds >= 2, every >= 1, window >= 1 (got {folds}, {every}, {window})"
+        )
     cfg = config or load_config()
     t = time.perf_counter()
     searcher = Searcher(index, cfg)
@@ -255,7 +305,9 @@ def learning_curve(index: str, config: Config | None = None, split: str = "train
     train = [q for q in gold.judged if q not in set(held)]
     if not held or not train:
         raise ConfigError(f"{len(gold.judged)} judged queries cannot make {folds} folds")
-    held_gold = Gold(f"{gold.name} held-out", {q: gold.queries[q] for q in held}, {q: gold.qrels[q] for q in held})
+    held_gold = Gold(
+        f"{gold.name} held-out", {q: gold.queries[q] for q in held}, {q: gold.qrels[q] for q in held}
+    )
     hybrid = means(per_query(held_gold, {q: ranked[q] for q in held}, (PRIMARY,)))[PRIMARY]
     data = groups(gold, train, {q: ranked[q].ids for q in train}, texts, recipe)
     total = -(-len(data) // recipe.batch_size) * recipe.epochs
@@ -272,21 +324,31 @@ def learning_curve(index: str, config: Config | None = None, split: str = "train
         scores = model.predict(pairs, batch_size=64, show_progress_bar=False) if pairs else np.zeros(0)
         reranked = {}
         for q, (i, win) in spans.items():
-            order = sorted(zip(win, map(float, scores[i:i + len(win)])), key=lambda x: -x[1])
+            order = sorted(zip(win, map(float, scores[i : i + len(win)])), key=lambda x: -x[1])
             reranked[q] = Ranking.from_pairs("rerank", order)
         ndcg = means(per_query(held_gold, reranked, (PRIMARY,)))[PRIMARY]
-        points.append(CurvePoint(step, round(ndcg, 4), round(float(np.std(scores)) if len(scores) else 0.0, 4)))
+        points.append(
+            CurvePoint(step, round(ndcg, 4), round(float(np.std(scores)) if len(scores) else 0.0, 4))
+        )
 
     base = base_model or cfg.embedding.model
     fine_tune(base, data, recipe, cfg.embedding.device, on_step=evaluate, progress=progress)
-    return LearningCurve(index, len(held), len(train), window, round(hybrid, 4), tuple(points), recipe,
-                         round(time.perf_counter() - t, 1))
+    return LearningCurve(
+        index,
+        len(held),
+        len(train),
+        window,
+        round(hybrid, 4),
+        tuple(points),
+        recipe,
+        round(time.perf_counter() - t, 1),
+    )
 
 
 def training_queries(model_dir: Path, index: str, corpus_hash: str | None = None) -> set[str] | None:
-    """Query ids of ``index`` a workspace model (reranker or encoder) was trained on (None: not trained on this
-    index). With ``corpus_hash``, a model trained on another index of the same corpus counts too (the same gold
-    queries under another name)."""
+    """Query ids of ``index`` a workspace model (reranker or encoder) was trained on (None: not trained on
+    this index). With ``corpus_hash``, a model trained on another index of the same corpus counts too (the
+    same gold queries under another name)."""
     import json
 
     path = Path(model_dir) / "scix_manifest.json"
