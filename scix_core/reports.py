@@ -19,7 +19,6 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import tempfile
 import time
 from collections.abc import Mapping
@@ -30,6 +29,7 @@ from typing import Any
 from scix_core.errors import ConfigError, ReportError, UnknownNameError
 from scix_core.evaluate.paths import eval_path, reports_dir
 from scix_core.notebook.frontend import STATIC_ENV
+from scix_core.version import code_version
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = {
@@ -82,26 +82,6 @@ def parse_value(text: str) -> Any:
         return json.loads(text)
     except ValueError:
         return {"True": True, "False": False, "None": None}.get(text, text)
-
-
-def code_version() -> dict[str, Any]:
-    from scix_core import __version__
-
-    out: dict[str, Any] = {"scix_core": __version__, "git_commit": None, "git_dirty": None}
-
-    def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            ["git", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=10, check=False
-        )
-
-    try:
-        head = run("rev-parse", "HEAD")
-        if head.returncode == 0:
-            out["git_commit"] = head.stdout.strip()
-            out["git_dirty"] = bool(run("status", "--porcelain", "--untracked-files=no").stdout.strip())
-    except (OSError, subprocess.SubprocessError):
-        pass
-    return out
 
 
 @dataclass(frozen=True)

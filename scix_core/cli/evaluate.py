@@ -7,7 +7,7 @@ from pathlib import Path
 
 from scix_core.cli.common import config_from as _config
 from scix_core.cli.common import console
-from scix_core.cli.main import command
+from scix_core.cli.registry import command
 from scix_core.errors import ConfigError
 
 
@@ -269,6 +269,7 @@ def _eval_recs_args(p: argparse.ArgumentParser) -> None:
 def eval_recs_cmd(args: argparse.Namespace) -> int:
     from scix_core.evaluate import rec_runs
     from scix_core.evaluate.recs import evaluate_recs
+    from scix_core.train.scorer import in_run_scorer
 
     if args.runs == "all":
         runs = rec_runs.ALL_RUNS
@@ -292,6 +293,7 @@ def eval_recs_cmd(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         train_size=args.train_size,
         cutoffs=cutoffs,
+        scorer_trainer=in_run_scorer,
     )
     report.print(console)
     if args.json_path:

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from scix_core.cli.common import config_from as _config
 from scix_core.cli.common import console
-from scix_core.cli.main import command
+from scix_core.cli.registry import command
 
 
 def _ingest_args(p: argparse.ArgumentParser) -> None:
@@ -56,7 +56,7 @@ def ingest_cmd(args: argparse.Namespace) -> int:
     overrides = {"vectors.backend": args.vector_backend} if args.vector_backend else {}
     cfg = _config(args, **overrides)
     if args.model:
-        from scix_core.embeddings.train import encoder_model
+        from scix_core.train.encoder import encoder_model
 
         cfg = cfg.replace(**{"embedding.model": encoder_model(cfg, args.model)})
     path = args.path if args.path else resolve_dataset(args.dataset)

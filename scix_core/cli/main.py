@@ -4,28 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 
+from scix_core import __version__
+from scix_core.cli import evaluate, ingest, recommend, search  # noqa: F401  (register the subcommands)
+from scix_core.cli.registry import COMMANDS
 from scix_core.errors import ScixError
-
-#: name -> (help, add_arguments, run)
-COMMANDS: dict[
-    str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
-] = {}
-
-
-def command(name: str, help: str, arguments: Callable[[argparse.ArgumentParser], None]):
-    def register(run: Callable[[argparse.Namespace], int]):
-        COMMANDS[name] = (help, arguments, run)
-        return run
-
-    return register
 
 
 def parser() -> argparse.ArgumentParser:
-    from scix_core import __version__
-    from scix_core.cli import evaluate, ingest, recommend, search  # noqa: F401  (register the subcommands)
-
     top = argparse.ArgumentParser(prog="scix", description="scix_core research workbench")
     top.add_argument("--version", action="version", version=f"scix_core {__version__}")
     top.add_argument("--config", help="TOML config file (default: scix.toml or $SCIX_CONFIG)")

@@ -8,7 +8,7 @@ import json
 from rich.table import Table
 
 from scix_core.cli.common import config_from, console
-from scix_core.cli.main import command
+from scix_core.cli.registry import command
 
 
 def _recommender(args: argparse.Namespace):
@@ -258,7 +258,7 @@ def _train_scorer_args(p: argparse.ArgumentParser) -> None:
 )
 def train_scorer_cmd(args: argparse.Namespace) -> int:
     from scix_core.recommend.library import library_saves
-    from scix_core.recommend.scorers.train import train_scorer
+    from scix_core.train.scorer import train_scorer
 
     rec = _recommender(args)
     manifest = train_scorer(

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from scix_core.cli.common import config_from as _config
 from scix_core.cli.common import console
-from scix_core.cli.main import command
+from scix_core.cli.registry import command
 from scix_core.errors import ConfigError
 from scix_core.search.fusion import from_metadata
 from scix_core.workspace import write_json_atomic
@@ -188,7 +188,7 @@ def _train_args(p: argparse.ArgumentParser) -> None:
     _train_args,
 )
 def train_reranker_cmd(args: argparse.Namespace) -> int:
-    from scix_core.search.stages.train_rerank import (
+    from scix_core.train.reranker import (
         RerankRecipe,
         learning_curve,
         train_reranker,
@@ -285,7 +285,7 @@ def _train_encoder_args(p: argparse.ArgumentParser) -> None:
     _train_encoder_args,
 )
 def train_encoder_cmd(args: argparse.Namespace) -> int:
-    from scix_core.embeddings.train import Recipe, cross_validate, train_encoder
+    from scix_core.train.encoder import Recipe, cross_validate, train_encoder
 
     recipe = Recipe(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, negatives=args.negatives)
     if args.folds:

@@ -16,13 +16,13 @@ import os
 import re
 import threading
 from collections.abc import Sequence
-from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from scix_core.config import EmbeddingConfig
+from scix_core.embeddings.loading import no_loading_bar, user_cache
 from scix_core.embeddings.onnx import BACKENDS as ONNX_BACKENDS
 from scix_core.errors import ModelUnavailableError, UnknownNameError
 
@@ -80,25 +80,6 @@ def resolve_backend(config: EmbeddingConfig, cpu_flags: frozenset[str] | None = 
     if not gated:
         return replace(config, backend="torch")
     return replace(config, backend=gated["int8-dot" if cpu.has(cpu.INT8_DOT, cpu_flags) else "other"])
-
-
-@contextmanager
-def no_loading_bar():
-    """transformers' sub-second "Loading weights" bar is noise in logs and reports: off while a model
-    loads."""
-    from transformers.utils import logging as hf_logging
-
-    bars = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if bars:
-            hf_logging.enable_progress_bar()
-
-
-def _user_cache() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "scix_core"
 
 
 class Encoder:
@@ -159,7 +140,7 @@ class Encoder:
             )
         # the workspace's models/onnx/, else the user's cache; an export already in either is reused (e.g. an
         # index built by an encoder without a workspace), so a query never waits for a second export
-        roots = ([Path(self.home) / "models"] if self.home else []) + [_user_cache()]
+        roots = ([Path(self.home) / "models"] if self.home else []) + [user_cache()]
         folders = [root / "onnx" / self._base_slug for root in roots]
         folder = next((f for f in folders if exported(source, f)), None) or export(source, folders[0])
         if self.config.backend in OPENVINO_BACKENDS:

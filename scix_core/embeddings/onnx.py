@@ -260,7 +260,7 @@ def _export_cross(model_dir: Path, path: Path, info: dict) -> None:
 
 def _load(auto, model_dir: Path):
     """The checkpoint with eager attention (the pattern the optimizer fuses), else as it comes."""
-    from scix_core.embeddings.encoder import no_loading_bar
+    from scix_core.embeddings.loading import no_loading_bar
 
     with no_loading_bar():
         try:
@@ -346,7 +346,7 @@ def _session(folder: Path, backend: str, threads: int | None = None):
     return ort.InferenceSession(str(folder / FILES[backend]), options, providers=["CPUExecutionProvider"])
 
 
-def _arrays(encodings) -> dict[str, np.ndarray]:
+def token_arrays(encodings) -> dict[str, np.ndarray]:
     """Right-padded int64 input arrays from ``tokenizers`` encodings."""
     width = max(len(e.ids) for e in encodings)
     arrays = {
@@ -383,7 +383,7 @@ class OnnxCrossEncoder:
         out = np.zeros(len(pairs), dtype=np.float32)
         for start in range(0, len(order), batch_size):
             rows = order[start : start + batch_size]
-            arrays = _arrays([encodings[i] for i in rows])
+            arrays = token_arrays([encodings[i] for i in rows])
             out[rows] = self.session.run(["logit"], {n: arrays[n] for n in self.inputs})[0].reshape(-1)
         return out
 
@@ -427,7 +427,7 @@ class OnnxModel:
 
     def _batch(self, texts: Sequence[str]) -> np.ndarray:
         texts = [t.lower() for t in texts] if self.info.get("do_lower_case") else list(texts)
-        arrays = _arrays(self.tokenizer.encode_batch(texts))
+        arrays = token_arrays(self.tokenizer.encode_batch(texts))
         vecs = self._infer(self._session_for(len(texts)), arrays)
         # L2-normalised like the torch backend's normalize_embeddings=True, whether or not the model
         # normalises

@@ -31,7 +31,7 @@ import numpy as np
 from scix_core.embeddings import cpu
 from scix_core.embeddings.onnx import FILES as ONNX_FILES
 from scix_core.embeddings.onnx import OPENVINO_FORMAT as FORMAT
-from scix_core.embeddings.onnx import OnnxModel, _arrays
+from scix_core.embeddings.onnx import OnnxModel, token_arrays
 from scix_core.errors import ModelUnavailableError
 
 FILES = {"openvino": f"model-ov.o{FORMAT}.xml", "openvino-int8": f"model-ov-int8.o{FORMAT}.xml"}
@@ -103,7 +103,7 @@ def _quantize(model, folder: Path):
     names = [i.get_any_name() for i in model.inputs]
     samples = [
         {n: a[n] for n in names}
-        for a in (_arrays(tokenizer.encode_batch([p])) for p in calibration_passages())
+        for a in (token_arrays(tokenizer.encode_batch([p])) for p in calibration_passages())
     ]
     log.info("openvino-int8: calibrating %s on %d passages (once per model)", folder.name, len(samples))
     with (

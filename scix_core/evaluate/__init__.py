@@ -15,7 +15,7 @@ from pathlib import Path
 from scix_core.config import Config, load_config
 from scix_core.errors import ConfigError, UnknownNameError
 from scix_core.evaluate.config_runs import ConfigRun, config_runs
-from scix_core.evaluate.gold import Gold, from_dir, from_files, from_index
+from scix_core.evaluate.gold import Gold, from_dir, from_files, from_index, training_queries
 from scix_core.evaluate.metrics import METRICS, PRIMARY, means, per_query
 from scix_core.evaluate.provenance import buckets, provenance
 from scix_core.evaluate.report import EvalReport, write_trec_runs
@@ -161,8 +161,6 @@ def _encoder_training_queries(searcher, gold: Gold) -> set[str]:
     queries."""
     from pathlib import Path
 
-    from scix_core.search.stages.train_rerank import training_queries
-
     model = searcher.manifest.get("model")
     seen = (
         training_queries(Path(model), searcher.index, searcher.manifest.get("corpus_hash")) if model else None
@@ -174,8 +172,6 @@ def _encoder_training_queries(searcher, gold: Gold) -> set[str]:
 
 def _training_queries(searcher, reranker: str | None, gold: Gold) -> set[str]:
     """Queries the reranker saw in training: never scored, so the rerank comparison is not leaked."""
-    from scix_core.search.stages.train_rerank import training_queries
-
     if not reranker:
         return set()
     model = searcher._reranker(reranker)

@@ -7,6 +7,7 @@ Negative grades are judged non-relevant, like 0.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,3 +96,16 @@ def from_dir(folder: Path, fmt: str | None = None, split: str | None = None) -> 
         dataset.qrels[split],
         {q.query_id: dict(q.fields) for q in dataset.queries},
     )
+
+
+def training_queries(model_dir: Path, index: str, corpus_hash: str | None = None) -> set[str] | None:
+    """Query ids of ``index`` a workspace model (reranker or encoder) was trained on (None: not trained on
+    this index). With ``corpus_hash``, a model trained on another index of the same corpus counts too (the
+    same gold queries under another name)."""
+    path = Path(model_dir) / "scix_manifest.json"
+    if not path.is_file():
+        return None
+    manifest = json.loads(path.read_text())
+    if manifest.get("index") != index and (corpus_hash is None or manifest.get("corpus_hash") != corpus_hash):
+        return None
+    return set(manifest.get("query_ids", ())) or {"*"}  # an older manifest without ids: assume every query

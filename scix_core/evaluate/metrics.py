@@ -29,7 +29,7 @@ PRIMARY = "ndcg@10"
 
 def per_query(gold: Gold, rankings: Mapping[str, Ranking], metrics=METRICS) -> dict[str, dict[str, float]]:
     """metric -> query id -> value, over ``gold.judged`` (a query with no ranking scores 0)."""
-    Qrels, Run, evaluate = _ranx()
+    Qrels, Run, evaluate = ranx_api()
 
     ids = gold.judged
     qrels = Qrels({q: {d: g for d, g in gold.qrels[q].items() if g > 0} for q in ids})
@@ -108,7 +108,7 @@ def _numba_cache() -> Path:
     return base / "scix_core" / f"numba-{version('numba')}-py{sys.version_info[0]}{sys.version_info[1]}"
 
 
-def _ranx():
+def ranx_api():
     """ranx's (Qrels, Run, evaluate), imported once per process with a private numba cache under a file
     lock."""
     import fcntl

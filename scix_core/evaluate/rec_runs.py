@@ -22,7 +22,7 @@ scores and suppresses it once, and the runs differ only after that:
 * ``mmr_0.0`` … ``mmr_1.0`` — MMR at each λ;
 * ``tier1-lgbm`` — the default pipeline scored by a LightGBM model trained
   in the same run on the evaluated users' *training* saves only (an inner
-  hold-out labels them; ``scix_core.recommend.scorers.train``), so no
+  hold-out labels them; ``scix_core.train.scorer``), so no
   evaluation label leaks into it.
 
 Peers, computed by well-kept libraries on the same split: ``most-popular``

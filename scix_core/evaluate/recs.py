@@ -31,8 +31,7 @@ from __future__ import annotations
 import tempfile
 import time
 import warnings
-import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,6 +43,7 @@ from scix_core.evaluate import rec_runs
 from scix_core.evaluate.metrics import means
 from scix_core.evaluate.significance import PERMUTATIONS, compare, gate, holm
 from scix_core.recommend.scorers.heuristic import HeuristicScorer
+from scix_core.recommend.splits import UserSplit, sample, split_libraries
 
 K = 10
 CUTOFFS = (K,)
@@ -71,59 +71,13 @@ def check_cutoffs(cutoffs: Sequence[int]) -> tuple[int, ...]:
     return cutoffs
 
 
-@dataclass(frozen=True)
-class UserSplit:
-    user: str
-    train: tuple[str, ...]  # in save order
-    test: frozenset[str]
-
-
-def split_libraries(
-    libraries: Mapping[str, Sequence[str]],
-    holdout: float,
-    seed: int,
-    min_saves: int,
-    real_times: bool = False,
-    train_size: int | None = None,
-) -> list[UserSplit]:
-    """A hold-out per user, seeded by (seed, user) so a sample never changes anyone's split.
-
-    ``train_size`` N (Dacrema et al.'s "P = N"): users with more than N saves keep N training saves, drawn at
-    random (the earliest N where the source has real times), and every other save is held out.
-    """
-    if not 0 < holdout < 1:
-        raise ConfigError(f"--holdout must be in (0, 1), not {holdout}")
-    if train_size is not None and train_size < 1:
-        raise ConfigError(f"--train-size must be a positive number of saves, not {train_size}")
-    out = []
-    for user, papers in libraries.items():
-        papers = list(dict.fromkeys(papers))
-        if len(papers) < max(2, min_saves) or (train_size is not None and len(papers) <= train_size):
-            continue
-        n_test = max(1, int(round(holdout * len(papers)))) if train_size is None else len(papers) - train_size
-        if real_times:
-            test = set(papers[-n_test:])
-        else:
-            rng = np.random.default_rng([seed, zlib.crc32(user.encode())])
-            test = {papers[i] for i in rng.choice(len(papers), size=n_test, replace=False)}
-        out.append(UserSplit(user, tuple(p for p in papers if p not in test), frozenset(test)))
-    return out
-
-
-def sample(splits: list[UserSplit], users: int | None, seed: int) -> list[UserSplit]:
-    if users is None or users >= len(splits):
-        return splits
-    keep = set(np.random.default_rng(seed).choice(len(splits), size=users, replace=False).tolist())
-    return [s for i, s in enumerate(splits) if i in keep]
-
-
 def ranking_metrics(
     recommended: Mapping[str, Sequence[str]], splits: Sequence[UserSplit], cutoffs: Sequence[int] = CUTOFFS
 ) -> dict[str, dict[str, float]]:
     """recall, nDCG and hit rate at each cutoff per user through ranx (binary relevance = held out)."""
-    from scix_core.evaluate.metrics import _ranx
+    from scix_core.evaluate.metrics import ranx_api
 
-    Qrels, Run, evaluate = _ranx()
+    Qrels, Run, evaluate = ranx_api()
     depth = max(cutoffs)
     qrels = Qrels({s.user: {p: 1 for p in s.test} for s in splits})
     run = Run(
@@ -360,20 +314,11 @@ def _run_all(
     return out, centroids
 
 
-def _lgbm_scorer(
-    rec, train: Mapping[str, Sequence[str]], splits: Sequence[UserSplit], seconds: dict[str, float]
-):
-    """A LightGBM scorer trained in the run: every user's training saves are the community, the evaluated
-    users' inner hold-outs the labels (no evaluation label leaks); audit kept."""
-    from scix_core.recommend.scorers.lgbm import LightGBMScorer
-    from scix_core.recommend.scorers.train import train_scorer
-
+def _timed_scorer(trainer: Callable, rec, train, splits, seconds: dict[str, float]):
     t = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="scix-eval-lgbm-") as tmp:
-        manifest = train_scorer(rec, train, out=Path(tmp), seed=7, example_users=[s.user for s in splits])
-        scorer = LightGBMScorer.load(Path(tmp) / "model.txt")
+    out = trainer(rec, train, [s.user for s in splits])
     seconds["tier1-lgbm training"] = time.perf_counter() - t
-    return scorer, manifest["audit"]
+    return out
 
 
 def evaluate_recs(
@@ -391,7 +336,10 @@ def evaluate_recs(
     progress: bool = True,
     train_size: int | None = None,
     cutoffs: Sequence[int] = CUTOFFS,
+    scorer_trainer: Callable | None = None,
 ) -> RecEvalReport:
+    """``scorer_trainer``: how the ``tier1-lgbm`` run gets its LightGBM scorer — training belongs to the
+    room above (:func:`scix_core.train.scorer.in_run_scorer`; the command line and the notebook pass it)."""
     from scix_core.recommend import Recommender, UserState
     from scix_core.recommend.library import library_saves, library_times
 
@@ -399,6 +347,11 @@ def evaluate_recs(
     cutoffs = check_cutoffs(cutoffs)
     metrics, primary, depth = metric_names(cutoffs), f"recall@{cutoffs[0]}", max(cutoffs)
     runs = rec_runs.check_runs(runs)
+    if rec_runs.LGBM in runs and scorer_trainer is None:
+        raise ConfigError(
+            f"the {rec_runs.LGBM} run trains a scorer during the run: pass "
+            "scorer_trainer=scix_core.train.scorer.in_run_scorer, or leave the run out"
+        )
     if baseline and baseline not in runs:
         runs = (*runs, rec_runs.check_runs([baseline])[0])
     t0 = time.perf_counter()
@@ -449,7 +402,9 @@ def evaluate_recs(
                 seconds.get(f"{name} tuning + fit", 0.0) + time.perf_counter() - t
             )
         lgbm_scorer, lgbm_audit = (
-            _lgbm_scorer(rec, train, splits, seconds) if rec_runs.LGBM in runs else (None, None)
+            _timed_scorer(scorer_trainer, rec, train, splits, seconds)
+            if rec_runs.LGBM in runs
+            else (None, None)
         )
         recommended, centroids = _run_all(rec, runs, splits, peers, seconds, progress, lgbm_scorer, depth)
         per_user = {run: _score(rec, recommended[run], splits, centroids, cutoffs) for run in runs}

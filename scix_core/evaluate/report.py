@@ -129,7 +129,7 @@ def reuse_key(config, index: str, gold, runs, baseline, reranker, permutations, 
     import dataclasses
     import hashlib
 
-    from scix_core.reports import code_version
+    from scix_core.version import code_version
     from scix_core.workspace import Workspace, read_json
 
     code = code_version()

@@ -38,6 +38,7 @@ def _load(
         return json.loads(Path(report).read_text())
     from scix_core.evaluate import rec_runs
     from scix_core.evaluate.recs import evaluate_recs
+    from scix_core.train.scorer import in_run_scorer
 
     names = (
         rec_runs.DEFAULT_RUNS
@@ -57,6 +58,7 @@ def _load(
         progress=False,
         train_size=train_size,
         cutoffs=cuts,
+        scorer_trainer=in_run_scorer,
     ).to_dict()
 
 

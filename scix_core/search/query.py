@@ -12,27 +12,11 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
-from functools import cache
-from importlib.resources import files
 
 from scix_core.errors import QueryError
+from scix_core.stores.analysis import lexical_words
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_TOKEN = re.compile(r"[^\W_]+")  # letters/digits; '_' splits words, as in both engines' parsers
-
-
-@cache
-def stopwords() -> frozenset[str]:
-    """PostgreSQL's ``english.stop`` (the Snowball list), so FTS5 drops the words PostgreSQL drops."""
-    text = files("scix_core.search").joinpath("english.stop").read_text()
-    return frozenset(w.strip() for w in text.split() if w.strip())
-
-
-def lexical_words(text: str) -> list[str]:
-    """Case-folded runs of letters and digits minus the stopwords, in order, repeats kept: the words of a
-    query and (stemmed) of a paper in the term matrix."""
-    stop = stopwords()
-    return [t for t in _TOKEN.findall(text.casefold()) if t not in stop]
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scix_core.errors import BackendUnavailableError, ConfigError
-from scix_core.search.lanes.base import BODY_MAX_CHARS
+from scix_core.stores.analysis import BODY_MAX_CHARS
 from scix_core.stores.papers import PaperStore
 
 SYNC_FORMAT = "2"  # 2: the term matrix is mirrored too; a schema synced by an older format is re-synced

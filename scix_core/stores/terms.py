@@ -21,6 +21,7 @@ import numpy as np
 
 from scix_core.errors import BackendUnavailableError
 from scix_core.stores import npy
+from scix_core.stores.analysis import lexical_words
 
 STEMMER = "english"  # Snowball English (Porter 2)
 FILES = ("indptr.npy", "docs.npy", "tf.npy", "lengths.npy", "vocab.json")
@@ -47,8 +48,6 @@ def stem(words: Iterable[str]) -> list[str]:
 
 def analyse(text: str) -> list[str]:
     """The stemmed terms of ``text``, in order, repeats kept."""
-    from scix_core.search.query import lexical_words
-
     return stem(lexical_words(text))
 
 

@@ -13,7 +13,7 @@ from scix_core.vectors.base import PAYLOAD_INDEXES, VectorFilter, VectorHit
 BATCH = 1024
 
 
-def _edge():
+def edge_api():
     try:
         import qdrant_edge
     except ImportError:
@@ -24,7 +24,7 @@ def _edge():
 def edge_filter(flt: VectorFilter | None):
     if not flt:
         return None
-    qe = _edge()
+    qe = edge_api()
     must = []
     if flt.year_min is not None or flt.year_max is not None:
         must.append(
@@ -61,7 +61,7 @@ class EdgeVectorStore:
         self, path: Path, dim: int | None = None, hnsw_m: int = 16, ef_construct: int = 100, quantization=None
     ):
         """``quantization``: a qdrant-edge quantization config for a new shard (None: float32 only)."""
-        qe = _edge()
+        qe = edge_api()
         self.path = Path(path)
         try:
             if dim is None:
@@ -83,7 +83,7 @@ class EdgeVectorStore:
             raise BackendUnavailableError(f"cannot open qdrant-edge shard at {self.path}: {exc}") from exc
 
     def upsert(self, ids: Sequence[int], vectors: np.ndarray, payloads: Sequence[dict]) -> None:
-        qe = _edge()
+        qe = edge_api()
         for start in range(0, len(ids), BATCH):
             points = [
                 qe.Point(int(i), v.astype(np.float32).tolist(), p)
@@ -100,7 +100,7 @@ class EdgeVectorStore:
         self.shard.flush()
 
     def _request(self, query, k: int, flt, exact: bool = False):
-        qe = _edge()
+        qe = edge_api()
         return qe.QueryRequest(
             limit=k, query=query, filter=flt, with_payload=["paper_id"], params=qe.SearchParams(exact=exact)
         )
@@ -112,13 +112,13 @@ class EdgeVectorStore:
     def search(
         self, vector: np.ndarray, k: int, flt: VectorFilter | None = None, exact: bool = False
     ) -> list[VectorHit]:
-        query = _edge().Query.Nearest(np.asarray(vector, dtype=np.float32).tolist())
+        query = edge_api().Query.Nearest(np.asarray(vector, dtype=np.float32).tolist())
         return self._hits(self.shard.query(self._request(query, k, edge_filter(flt), exact)))
 
     def search_batch(
         self, vectors: np.ndarray, limits: Sequence[int], flt: VectorFilter | None = None, exact: bool = False
     ) -> list[list[VectorHit]]:
-        qe = _edge()
+        qe = edge_api()
         f = edge_filter(flt)
         requests = [
             self._request(qe.Query.Nearest(v), int(k), f, exact) for v, k in zip(_rows(vectors), limits)
@@ -135,7 +135,7 @@ class EdgeVectorStore:
         flt: VectorFilter | None = None,
         exact: bool = False,
     ) -> list[VectorHit]:
-        qe = _edge()
+        qe = edge_api()
         query = qe.Query.RecommendBestScore(
             qe.RecommendQuery(_rows(positives), _rows(negatives) if len(negatives) else [])
         )

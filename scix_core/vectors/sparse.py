@@ -14,7 +14,7 @@ from pathlib import Path
 
 from scix_core.errors import BackendUnavailableError
 from scix_core.vectors.base import PAYLOAD_INDEXES, VectorFilter, VectorHit
-from scix_core.vectors.edge import _edge, edge_filter
+from scix_core.vectors.edge import edge_api, edge_filter
 
 VECTOR = "bm25"
 BATCH = 2048
@@ -22,7 +22,7 @@ BATCH = 2048
 
 class SparseStore:
     def __init__(self, path: Path, create: bool = False, avg_len: float | None = None):
-        qe = _edge()
+        qe = edge_api()
         self.path = Path(path)
         try:
             if create:
@@ -41,7 +41,7 @@ class SparseStore:
         self.bm25 = qe.Bm25(qe.Bm25Config(avg_len=avg_len) if avg_len else qe.Bm25Config())
 
     def upsert(self, ids: Sequence[int], texts: Sequence[str], payloads: Sequence[dict]) -> None:
-        qe = _edge()
+        qe = edge_api()
         for start in range(0, len(ids), BATCH):
             points = [
                 qe.Point(int(i), {VECTOR: self.bm25.embed_document(t)}, p)
@@ -56,7 +56,7 @@ class SparseStore:
         self.shard.flush()
 
     def search(self, text: str, k: int, flt: VectorFilter | None = None) -> list[VectorHit]:
-        qe = _edge()
+        qe = edge_api()
         query = qe.Query.Nearest(self.bm25.embed_query(text), using=VECTOR)
         request = qe.QueryRequest(limit=k, query=query, filter=edge_filter(flt), with_payload=["paper_id"])
         return [

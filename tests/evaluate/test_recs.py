@@ -57,6 +57,7 @@ def test_unknown_runs_list_the_valid_ones():
 @pytest.mark.realdata
 def test_eval_recs_on_real_libraries(citeulike_home):
     from scix_core.evaluate.recs import METRICS, evaluate_recs
+    from scix_core.train.scorer import in_run_scorer
 
     runs = (
         "tier3",
@@ -75,7 +76,15 @@ def test_eval_recs_on_real_libraries(citeulike_home):
         "rp3beta",
         "als",
     )
-    report = evaluate_recs("cul", citeulike_home, users=40, runs=runs, permutations=500, progress=False)
+    report = evaluate_recs(
+        "cul",
+        citeulike_home,
+        users=40,
+        runs=runs,
+        permutations=500,
+        progress=False,
+        scorer_trainer=in_run_scorer,
+    )
     assert report.n_users == 40 and set(report.runs) == set(runs)
     assert report.setup["users_eligible"] == 5551  # every citeulike-a user has 10+ saves
     for run in runs:

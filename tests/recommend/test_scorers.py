@@ -103,7 +103,7 @@ def test_without_ewma_the_heuristic_is_065_cosine(rec_indexes):
 def test_audit_flags_constant_and_zero_split_features():
     import lightgbm
 
-    from scix_core.recommend.scorers.train import audit
+    from scix_core.train.scorer import audit
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(500, len(FEATURES)))
@@ -124,7 +124,7 @@ def test_audit_flags_constant_and_zero_split_features():
 
 
 def test_the_log_labels_served_items_by_what_the_user_did_next(rec_indexes, user):
-    from scix_core.recommend.scorers.train import log_examples
+    from scix_core.train.scorer import log_examples
 
     rec = Recommender(rec_indexes.edge, rec_indexes.config)
     _saved_user(rec, user)

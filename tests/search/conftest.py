@@ -220,7 +220,7 @@ def pg_ts_built(pg_built) -> Built:
 def tiny_reranker(built) -> str:
     """A cross-encoder fine-tuned from the bundled MiniLM for a few steps on 4 of the fixture's 6 train
     queries."""
-    from scix_core.search.stages.train_rerank import RerankRecipe, train_reranker
+    from scix_core.train.reranker import RerankRecipe, train_reranker
 
     report = train_reranker(
         built.index,

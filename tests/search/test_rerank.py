@@ -32,7 +32,7 @@ def test_trained_model_lands_in_the_workspace_with_a_manifest(built, tiny_rerank
 
 def test_groups_draw_hard_negatives_below_the_skipped_top():
     from scix_core.evaluate.gold import Gold
-    from scix_core.search.stages.train_rerank import RerankRecipe, groups
+    from scix_core.train.reranker import RerankRecipe, groups
 
     gold = Gold("g", {"q": "query", "none": "no pool"}, {"q": {"a": 1, "c": 1, "x": 0}, "none": {"a": 1}})
     texts = {d: f"text {d}" for d in "abcdefg"}
@@ -48,7 +48,7 @@ def test_groups_draw_hard_negatives_below_the_skipped_top():
 
 @pytest.mark.parametrize("loss", ["bce", "mnrl", "lambda"])
 def test_learning_curve_scores_only_held_out_queries(built, loss):
-    from scix_core.search.stages.train_rerank import RerankRecipe, learning_curve
+    from scix_core.train.reranker import RerankRecipe, learning_curve
 
     recipe = RerankRecipe(epochs=1, batch_size=2, negatives=2, loss=loss)
     curve = learning_curve(

@@ -9,7 +9,10 @@ import json
 import numpy as np
 import pytest
 
-from scix_core.embeddings.train import (
+from scix_core.errors import ConfigError
+from scix_core.evaluate import evaluate
+from scix_core.evaluate.gold import Gold
+from scix_core.train.encoder import (
     KIND,
     Recipe,
     _exact,
@@ -18,9 +21,6 @@ from scix_core.embeddings.train import (
     train_encoder,
     triples,
 )
-from scix_core.errors import ConfigError
-from scix_core.evaluate import evaluate
-from scix_core.evaluate.gold import Gold
 from scix_core.workspace import Workspace
 from tests.search.conftest import CORPUS
 
@@ -148,7 +148,7 @@ def test_cross_validation_scores_every_query_once(with_passages, tmp_path):
 
 
 def test_a_kept_fold_is_only_reused_by_a_run_with_the_same_key(tmp_path):
-    from scix_core.embeddings.train import _fold_key, _load_fold, _save_fold
+    from scix_core.train.encoder import _fold_key, _load_fold, _save_fold
     from scix_core.types import Ranking
 
     key = _fold_key({"build_key": "b1"}, "train", 5, SMALL, "base", "onnx-int8", 0, {"q": ["a", "b"]})

@@ -13,8 +13,6 @@ from scix_core.search.knobs import Knobs, read
 from scix_core.search.query import PreparedQuery
 from scix_core.types import Ranking
 
-BODY_MAX_CHARS = 1_048_575  # PostgreSQL's tsvector limit; the body index's partial predicate
-
 
 class LaneTimeout(ScixError):
     """A lane ran past its time budget and was cancelled."""

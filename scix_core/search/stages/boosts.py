@@ -20,8 +20,8 @@ import math
 import re
 from functools import cached_property
 
-from scix_core.search.query import stopwords
 from scix_core.search.stages.base import StageContext
+from scix_core.stores.analysis import stopwords
 from scix_core.stores.papers import PaperStore
 from scix_core.types import Ranking, ScoredPaper
 

@@ -87,13 +87,12 @@ class CrossEncoderReranker:
         return self._model
 
     def _load_onnx(self):
-        from scix_core.embeddings.encoder import _user_cache, model_slug
+        from scix_core.embeddings.encoder import model_slug
+        from scix_core.embeddings.loading import user_cache
         from scix_core.embeddings.onnx import OnnxCrossEncoder, export
 
         path = Path(self.model_path).expanduser()
-        folder = export(
-            path, _user_cache() / "onnx" / f"rerank-{model_slug(str(path))}", kind="cross-encoder"
-        )
+        folder = export(path, user_cache() / "onnx" / f"rerank-{model_slug(str(path))}", kind="cross-encoder")
         return OnnxCrossEncoder(folder, self.backend, self.max_length)
 
     def check(self, limit: int) -> str | None:

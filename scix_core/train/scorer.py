@@ -32,6 +32,7 @@ import numpy as np
 
 from scix_core.errors import ConfigError
 from scix_core.recommend.scorers.features import FEATURES
+from scix_core.recommend.scorers.lgbm import LightGBMScorer
 
 OBJECTIVE = "lambdarank"  # each user's candidates ranked together; "binary": pointwise log-loss
 
@@ -57,11 +58,11 @@ def protocol_examples(
 
     Every user's inner-training saves are replayed (the community the co-save features see, as at serving
     time); examples come from ``example_users`` (default: everyone), a seeded sample of ``max_users``."""
-    from scix_core.evaluate.recs import sample, split_libraries
     from scix_core.recommend import Recommender, UserState
     from scix_core.recommend.library import replay
     from scix_core.recommend.pipeline import candidate_stages, ranking_stages, run_stages
     from scix_core.recommend.scorers.heuristic import HeuristicScorer
+    from scix_core.recommend.splits import sample, split_libraries
     from scix_core.recommend.stages.base import Tier1State
 
     rows, labels, groups = [], [], []
@@ -236,3 +237,13 @@ def train_scorer(
         write_json_atomic(folder / "manifest.json", manifest)
         manifest["path"] = str(folder)
     return manifest
+
+
+def in_run_scorer(rec, train: Mapping[str, Sequence[str]], users: Sequence[str]):
+    """A LightGBM scorer trained inside ``scix eval-recs`` (its ``tier1-lgbm`` run): every user's training
+    saves are the community, the evaluated ``users``' inner hold-outs the labels (no evaluation label
+    leaks); returns the scorer and its feature audit."""
+    with tempfile.TemporaryDirectory(prefix="scix-eval-lgbm-") as tmp:
+        manifest = train_scorer(rec, train, out=Path(tmp), seed=7, example_users=list(users))
+        scorer = LightGBMScorer.load(Path(tmp) / "model.txt")
+    return scorer, manifest["audit"]

@@ -213,7 +213,7 @@ def _gold(searcher, split: str):
 
 def _rank(searcher, gold, query_ids: Sequence[str], recipe: RerankRecipe):
     """The untrained hybrid ranking of ``query_ids`` and every paper's passage."""
-    from scix_core.embeddings.train import hybrid_rankings
+    from scix_core.train.encoder import hybrid_rankings
 
     results = hybrid_rankings(searcher, {q: gold.queries[q] for q in query_ids}, max(recipe.depth, 100))
     texts = {p.paper_id: passage(p.title, p.abstract) for p in searcher.store.papers()}
@@ -343,18 +343,3 @@ def learning_curve(
         recipe,
         round(time.perf_counter() - t, 1),
     )
-
-
-def training_queries(model_dir: Path, index: str, corpus_hash: str | None = None) -> set[str] | None:
-    """Query ids of ``index`` a workspace model (reranker or encoder) was trained on (None: not trained on
-    this index). With ``corpus_hash``, a model trained on another index of the same corpus counts too (the
-    same gold queries under another name)."""
-    import json
-
-    path = Path(model_dir) / "scix_manifest.json"
-    if not path.is_file():
-        return None
-    manifest = json.loads(path.read_text())
-    if manifest.get("index") != index and (corpus_hash is None or manifest.get("corpus_hash") != corpus_hash):
-        return None
-    return set(manifest.get("query_ids", ())) or {"*"}  # an older manifest without ids: assume every query
