@@ -9,6 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scix_core.config import Config
+from scix_core.embeddings import Encoder
+from scix_core.recommend.scorers import SCORERS
+from scix_core.recommend.state import SCHEMA_VERSION, UserState
+from scix_core.vectors import open_store
 
 
 @dataclass(frozen=True)
@@ -47,8 +51,6 @@ def check_postgres(cfg: Config) -> Check:
 def check_vectors(cfg: Config) -> Check:
     import numpy as np
 
-    from scix_core.vectors import open_store
-
     try:
         with tempfile.TemporaryDirectory() as tmp:
             store = open_store(cfg.vectors, Path(tmp), "doctor-probe", dim=4)
@@ -68,8 +70,6 @@ def check_vectors(cfg: Config) -> Check:
 
 
 def check_model(cfg: Config) -> Check:
-    from scix_core.embeddings import Encoder
-
     try:
         enc = Encoder(cfg.embedding, cfg.home)
         vec = enc.encode_query("doctor probe")
@@ -85,8 +85,6 @@ def check_model(cfg: Config) -> Check:
 
 def check_user_state(cfg: Config) -> Check:
     """The workspace's user-state database opens (WAL, schema version) and the configured scorer resolves."""
-    from scix_core.recommend.scorers import SCORERS
-    from scix_core.recommend.state import SCHEMA_VERSION, UserState
 
     try:
         state = UserState.for_home(cfg.home)

@@ -22,11 +22,13 @@ from scix_core.data import Dataset, load_dataset
 from scix_core.embeddings import EmbeddingCache, Encoder, corpus_hash, resolve_backend
 from scix_core.embeddings.onnx import onnx_variant
 from scix_core.embeddings.passages import STRIDE, WINDOW, corpus_passages
+from scix_core.errors import ConfigError
 from scix_core.stores.papers import build_store
 from scix_core.stores.terms import build_terms
 from scix_core.types import Rejection
 from scix_core.vectors import open_store, payload
 from scix_core.vectors.local import write_local
+from scix_core.vectors.sparse import SparseStore
 from scix_core.workspace import Workspace, read_json, write_json_atomic
 
 
@@ -92,7 +94,6 @@ def _build_key(
 
 def _build_sparse(build: Path, dataset: Dataset, texts: list[str]) -> float:
     """BM25 sparse vectors for the optional sparse lane; returns the average length it was built with."""
-    from scix_core.vectors.sparse import SparseStore
 
     avg_len = sum(len(t.split()) for t in texts) / max(1, len(texts))
     store = SparseStore(build / "sparse", create=True, avg_len=avg_len)
@@ -161,8 +162,6 @@ def ingest(
     paper's passages for the dense lane's MaxP (:mod:`scix_core.embeddings.passages`)."""
     cfg = config or load_config()
     if passages and not embed:
-        from scix_core.errors import ConfigError
-
         raise ConfigError("passage vectors need the papers' vectors: --passages cannot go with --no-embed")
     ws = Workspace(cfg.home)
     stages: list[StageTiming] = []

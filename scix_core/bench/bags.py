@@ -24,8 +24,15 @@ from pathlib import Path
 
 import numpy as np
 
-from scix_core.evaluate.metrics import means
+from scix_core.config import load_config
+from scix_core.data.citeulike import read_bags
+from scix_core.data.formats import load_dataset, resolve_dataset
+from scix_core.embeddings.encoder import shared_encoder
+from scix_core.evaluate.gold import from_dir
+from scix_core.evaluate.metrics import means, per_query
 from scix_core.evaluate.significance import compare, holm
+from scix_core.fusion import rrf
+from scix_core.types import Ranking
 
 WORD = re.compile(r"[a-z]{2,}")
 
@@ -51,8 +58,6 @@ def write_lda_c(folder: Path, vocabulary: list[str], bags: list[Counter]) -> Non
 
 
 def rankings(ids: list[str], scores: np.ndarray, queries: list[str], name: str) -> dict:
-    from scix_core.types import Ranking
-
     out = {}
     for q, row in zip(queries, scores):
         top = [i for i in np.argsort(-row)[:100] if np.isfinite(row[i])]
@@ -61,21 +66,12 @@ def rankings(ids: list[str], scores: np.ndarray, queries: list[str], name: str) 
 
 
 def ndcg(gold, ranked: dict) -> dict[str, dict[str, float]]:
-    from scix_core.evaluate.metrics import per_query
-
     return per_query(gold, ranked, ("ndcg@10",))
 
 
 def main() -> None:
     import bm25s
     import Stemmer
-
-    from scix_core.config import load_config
-    from scix_core.data.citeulike import read_bags
-    from scix_core.data.formats import load_dataset, resolve_dataset
-    from scix_core.embeddings.encoder import shared_encoder
-    from scix_core.evaluate.gold import from_dir
-    from scix_core.fusion import rrf
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dataset", default="scifact")

@@ -21,12 +21,11 @@ from rich.console import Console
 from rich.table import Table
 
 from scix_core.bench import TEXT
+from scix_core.data import resolve_dataset
+from scix_core.ingest import ingest
 
 
 def _one_run(args: argparse.Namespace, force: bool) -> dict:
-    from scix_core.data import resolve_dataset
-    from scix_core.ingest import ingest
-
     t = time.perf_counter()
     report = ingest(
         resolve_dataset("arxiv-daily"),

@@ -32,6 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from scix_core.bench import TEXT
+from scix_core.config import load_config
+from scix_core.stores.papers import PaperStore
+from scix_core.stores.postgres import connect, schema_name, synced_build_key
+from scix_core.workspace import read_json
 
 QUERIES = 5
 AFTER_SWITCH = "postgres mirror / after switch"
@@ -118,8 +122,6 @@ def _await_phase(
 
 
 def _mirror_key(dsn: str, index: str) -> str | None:
-    from scix_core.stores.postgres import connect, schema_name, synced_build_key
-
     with connect(dsn) as conn:
         return synced_build_key(conn, schema_name(index))
 
@@ -134,8 +136,6 @@ def run(
     index: str = "killed",
     log=print,
 ) -> KillReport:
-    from scix_core.workspace import read_json
-
     t0 = time.perf_counter()
     env = {**os.environ, "SCIX_HOME": str(home)}
     env.pop("SCIX_CONFIG", None)
@@ -152,7 +152,6 @@ def run(
     subprocess.run(cmd, env=env, capture_output=True, **TEXT, timeout=1800, check=True)
     wall = time.perf_counter() - start
     root = home / "indexes" / index
-    from scix_core.stores.papers import PaperStore
 
     store = PaperStore(root / "current" / "papers.sqlite")
     queries = [p.title for p in list(store.papers())[:QUERIES]]
@@ -231,8 +230,6 @@ def main() -> None:
     ap.add_argument("--home", help="workspace to build in (default: a temporary folder)")
     args = ap.parse_args()
     import tempfile
-
-    from scix_core.config import load_config
 
     cfg = load_config()
     dataset = Path(args.dataset) if Path(args.dataset).exists() else cfg.data_dir / args.dataset

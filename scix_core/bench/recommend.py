@@ -28,6 +28,7 @@ from rich.table import Table
 
 from scix_core.config import load_config
 from scix_core.recommend import Recommender, UserState
+from scix_core.recommend.library import import_libraries
 
 console = Console(width=170)
 
@@ -74,8 +75,6 @@ def run(args: argparse.Namespace) -> None:
             highlight=False,
         )
         if args.community:
-            from scix_core.recommend.library import import_libraries
-
             imported = import_libraries(rec)
             console.print(
                 f"community: {imported.users:,} users, {imported.saves:,} saves imported in "

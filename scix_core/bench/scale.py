@@ -29,6 +29,11 @@ from pathlib import Path
 import numpy as np
 
 from scix_core.config import load_config
+from scix_core.embeddings import index_embedding, shared_encoder
+from scix_core.search import Searcher
+from scix_core.vectors.edge import EdgeVectorStore
+from scix_core.vectors.local import LocalVectors
+from scix_core.workspace import Workspace
 
 
 def _rss_mb() -> float:
@@ -91,8 +96,6 @@ def measure(
     workdir: Path | None = None,
 ) -> dict:
     import qdrant_edge as qe
-
-    from scix_core.vectors.edge import EdgeVectorStore
 
     folder = Path(tempfile.mkdtemp(prefix="scix-scale-", dir=workdir))
     try:
@@ -159,11 +162,6 @@ def _fit(sizes: list[int], values: list[float], target: int) -> float:
 def main() -> None:
     from rich.console import Console
     from rich.table import Table
-
-    from scix_core.embeddings import index_embedding, shared_encoder
-    from scix_core.search import Searcher
-    from scix_core.vectors.local import LocalVectors
-    from scix_core.workspace import Workspace
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--index", default="arxiv")

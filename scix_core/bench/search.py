@@ -20,9 +20,15 @@ from rich.console import Console
 from rich.table import Table
 
 from scix_core.config import load_config
+from scix_core.evaluate.gold import for_index
+from scix_core.evaluate.metrics import PRIMARY, means, per_query
 from scix_core.search import Searcher
+from scix_core.search.filters import SearchFilters
+from scix_core.search.knobs import Knobs
 from scix_core.search.lanes import LaneRequest
 from scix_core.search.query import prepare
+from scix_core.stores.postgres import sync_index
+from scix_core.types import Ranking
 from scix_core.workspace import Workspace
 
 console = Console(width=170)
@@ -134,10 +140,6 @@ def parity(indexes: list[str], cfg) -> None:
     run."""
     import bm25s
     import Stemmer
-
-    from scix_core.evaluate.gold import for_index
-    from scix_core.evaluate.metrics import PRIMARY, means, per_query
-    from scix_core.types import Ranking
 
     stemmer = Stemmer.Stemmer("english")
     table = Table(title=f"lexical lane vs bm25s: {PRIMARY} and queries/s (top {DEPTH}, one query per call)")
@@ -259,7 +261,6 @@ def arxiv(index: str, n: int) -> None:
     rng = random.Random(7)
     queries = [p.title for p in rng.sample(papers, n)]
     latency_table(f"{index} ({len(papers):,} papers)", {cfg.search.lexical_backend: searcher}, queries)
-    from scix_core.search.filters import SearchFilters
 
     flt = SearchFilters(year_min=2023, categories=("astro-ph.GA",))
     vecs = [searcher.encoder.encode_query(q) for q in queries]
@@ -275,8 +276,6 @@ def arxiv(index: str, n: int) -> None:
         for exact in (False, True):
             ms = []
             for v in vecs:
-                from scix_core.search.knobs import Knobs
-
                 req = LaneRequest(prepare("x"), f, Knobs(None, 32, exact), v)
                 t = time.perf_counter()
                 searcher.dense.search(req, DEPTH)
@@ -294,8 +293,6 @@ def _backends(index: str, cfg) -> dict[str, Searcher]:
     synced first)."""
     searchers = {b: Searcher(index, cfg.replace(**{"search.lexical_backend": b})) for b in ("sqlite", "bm25")}
     if cfg.postgres.dsn:
-        from scix_core.stores.postgres import sync_index
-
         sync_index(index, Workspace(cfg.home).index_dir(index), cfg.postgres.dsn)
         for ranking in ("bm25", "ts_rank_cd"):
             searchers[f"postgres {ranking}"] = Searcher(

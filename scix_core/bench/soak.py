@@ -23,6 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scix_core.bench import TEXT
+from scix_core.config import load_config
+from scix_core.ingest import ingest
+from scix_core.recommend import Recommender
+from scix_core.search import Searcher
 
 
 @dataclass(frozen=True)
@@ -72,11 +76,6 @@ def run(
     index: str = "soak",
     seed: int = 0,
 ) -> SoakReport:
-    from scix_core.config import load_config
-    from scix_core.ingest import ingest
-    from scix_core.recommend import Recommender
-    from scix_core.search import Searcher
-
     cfg = load_config().replace(home=home)
     ingest(dataset, index, config=cfg, limit=limit, progress=False)
     first = Searcher(index, cfg)
@@ -196,8 +195,6 @@ def main() -> None:
     ap.add_argument("--home", help="workspace (default: a temporary folder)")
     args = ap.parse_args()
     import tempfile
-
-    from scix_core.config import load_config
 
     cfg = load_config()
     dataset = Path(args.dataset) if Path(args.dataset).exists() else cfg.data_dir / args.dataset

@@ -9,6 +9,17 @@ from scix_core.cli.common import config_from as _config
 from scix_core.cli.common import console
 from scix_core.cli.registry import command
 from scix_core.errors import ConfigError
+from scix_core.evaluate import (
+    ALL_RUNS,
+    DEFAULT_RUNS,
+    config_runs,
+    evaluate,
+    evidence,
+    from_dir,
+    from_files,
+)
+from scix_core.evaluate.gold import for_index
+from scix_core.evaluate.report import reuse_key, saved_key
 
 
 def _eval_args(p: argparse.ArgumentParser) -> None:
@@ -67,10 +78,6 @@ def _eval_args(p: argparse.ArgumentParser) -> None:
     "eval", "evaluate runs on a gold set: metrics, provenance, buckets, significance, the gate", _eval_args
 )
 def eval_cmd(args: argparse.Namespace) -> int:
-    from scix_core.errors import ConfigError
-    from scix_core.evaluate import ALL_RUNS, DEFAULT_RUNS, config_runs, evaluate, from_dir, from_files
-    from scix_core.evaluate.gold import for_index
-
     overrides = {"search.lexical_backend": args.backend, "search.lexical_mode": args.lexical_mode}
     cfg = _config(args, **{k: v for k, v in overrides.items() if v})
     if bool(args.queries) != bool(args.qrels):
@@ -93,8 +100,6 @@ def eval_cmd(args: argparse.Namespace) -> int:
         raise ConfigError("--reuse needs --json PATH (the report to reuse)")
     key = None
     if args.reuse:
-        from scix_core.evaluate.report import reuse_key, saved_key
-
         key = reuse_key(
             cfg,
             args.index,
@@ -149,9 +154,6 @@ def _evidence_args(p: argparse.ArgumentParser) -> None:
 
 @command("evidence", "reproduce an evidence study into reports/ (JSON + markdown)", _evidence_args)
 def evidence_cmd(args: argparse.Namespace) -> int:
-    from scix_core.errors import ConfigError
-    from scix_core.evaluate import evidence
-
     def reranker_name() -> str:
         if not args.reranker:
             raise ConfigError("the reranker study needs --reranker NAME|PATH (see `scix train-reranker`)")
@@ -201,7 +203,7 @@ def _report_args(p: argparse.ArgumentParser) -> None:
     _report_args,
 )
 def report_cmd(args: argparse.Namespace) -> int:
-    from scix_core import reports
+    from scix_core import reports  # lazy: the notebook views (ipywidgets, scipy), only for this command
 
     if args.name == "list":
         for name in reports.NOTEBOOKS:
@@ -267,9 +269,9 @@ def _eval_recs_args(p: argparse.ArgumentParser) -> None:
     _eval_recs_args,
 )
 def eval_recs_cmd(args: argparse.Namespace) -> int:
-    from scix_core.evaluate import rec_runs
-    from scix_core.evaluate.recs import evaluate_recs
-    from scix_core.train.scorer import in_run_scorer
+    from scix_core.evaluate import rec_runs  # lazy: scipy, off the cold CLI path
+    from scix_core.evaluate.recs import evaluate_recs  # lazy: scipy, off the cold CLI path
+    from scix_core.train.scorer import in_run_scorer  # lazy: lightgbm and scipy, only for this command
 
     if args.runs == "all":
         runs = rec_runs.ALL_RUNS

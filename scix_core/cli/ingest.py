@@ -11,6 +11,13 @@ from rich.table import Table
 from scix_core.cli.common import config_from as _config
 from scix_core.cli.common import console
 from scix_core.cli.registry import command
+from scix_core.data import resolve_dataset
+from scix_core.data.fetch import fetch_named, sources
+from scix_core.ingest import ingest
+from scix_core.stores import PaperStore
+from scix_core.stores.postgres import sync_index
+from scix_core.train.encoder import encoder_model
+from scix_core.workspace import Workspace, read_json
 
 
 def _ingest_args(p: argparse.ArgumentParser) -> None:
@@ -50,14 +57,9 @@ def _ingest_args(p: argparse.ArgumentParser) -> None:
 
 @command("ingest", "load a dataset and build its paper store, FTS5 indexes and vectors", _ingest_args)
 def ingest_cmd(args: argparse.Namespace) -> int:
-    from scix_core.data import resolve_dataset
-    from scix_core.ingest import ingest
-
     overrides = {"vectors.backend": args.vector_backend} if args.vector_backend else {}
     cfg = _config(args, **overrides)
     if args.model:
-        from scix_core.train.encoder import encoder_model
-
         cfg = cfg.replace(**{"embedding.model": encoder_model(cfg, args.model)})
     path = args.path if args.path else resolve_dataset(args.dataset)
     report = ingest(
@@ -74,8 +76,6 @@ def ingest_cmd(args: argparse.Namespace) -> int:
     )
     print_ingest(report)
     if args.backend == "postgres":
-        from scix_core.stores.postgres import sync_index
-
         sync = sync_index(args.index, report.path, cfg.postgres.dsn, force=args.force)
         console.print(
             f"postgres: {sync.status} {sync.papers} papers into schema {sync.schema} in {sync.seconds:.1f} s",
@@ -123,9 +123,6 @@ def _size(path: Path) -> int:
 
 @command("info", "counts, model, sizes and paths of an index", _info_args)
 def info_cmd(args: argparse.Namespace) -> int:
-    from scix_core.stores import PaperStore
-    from scix_core.workspace import Workspace, read_json
-
     cfg = _config(args)
     ws = Workspace(cfg.home)
     if not args.index:
@@ -165,7 +162,7 @@ def info_cmd(args: argparse.Namespace) -> int:
 
 @command("doctor", "check SQLite/FTS5, PostgreSQL, the vector backend and the model", lambda p: None)
 def doctor_cmd(args: argparse.Namespace) -> int:
-    from scix_core.doctor import run_checks
+    from scix_core.doctor import run_checks  # lazy: it loads every backend (scipy), only for this command
 
     checks = run_checks(_config(args))
     colour = {"ok": "green", "fail": "red", "skip": "yellow"}
@@ -186,8 +183,6 @@ def _data_args(p: argparse.ArgumentParser) -> None:
 
 @command("data", "manage the data directory (fetch public copies)", _data_args)
 def data_cmd(args: argparse.Namespace) -> int:
-    from scix_core.data.fetch import fetch_named, sources
-
     if args.action == "list":
         for name, src in sources().items():
             console.print(f"{name}: {src.url}", highlight=False)

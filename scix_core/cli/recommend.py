@@ -12,7 +12,7 @@ from scix_core.cli.registry import command
 
 
 def _recommender(args: argparse.Namespace):
-    from scix_core.recommend import Recommender
+    from scix_core.recommend import Recommender  # lazy: scipy, off the cold CLI path
 
     return Recommender(args.index, config_from(args))
 
@@ -48,9 +48,9 @@ def users_cmd(args: argparse.Namespace) -> int:
         console.print(f"{status} user {args.user!r} of index {args.index!r}", highlight=False)
         return 0
     if args.action == "import":
-        from scix_core.recommend.library import import_libraries
-
         only = [u.strip() for u in args.users.split(",")] if args.users else None
+        from scix_core.recommend.library import import_libraries  # lazy: scipy, off the cold CLI path
+
         report = import_libraries(rec, only, progress=not args.quiet)
         console.print(
             f"imported {report.users} users with {report.saves} saves in {report.seconds:.1f} s; "
@@ -88,7 +88,10 @@ def users_cmd(args: argparse.Namespace) -> int:
 
 
 def _show(rec, args: argparse.Namespace) -> int:
-    from scix_core.recommend.tiers import entitled, next_tier_message
+    from scix_core.recommend.tiers import (  # lazy: scipy, off the cold CLI path
+        entitled,
+        next_tier_message,
+    )
 
     ctx = rec.context(args.user)
     clusters, next_id = rec.state.clusters(rec.index, args.user)
@@ -257,8 +260,8 @@ def _train_scorer_args(p: argparse.ArgumentParser) -> None:
     _train_scorer_args,
 )
 def train_scorer_cmd(args: argparse.Namespace) -> int:
-    from scix_core.recommend.library import library_saves
-    from scix_core.train.scorer import train_scorer
+    from scix_core.recommend.library import library_saves  # lazy: scipy, off the cold CLI path
+    from scix_core.train.scorer import train_scorer  # lazy: lightgbm and scipy, only for this command
 
     rec = _recommender(args)
     manifest = train_scorer(

@@ -11,7 +11,10 @@ from scix_core.cli.common import config_from as _config
 from scix_core.cli.common import console
 from scix_core.cli.registry import command
 from scix_core.errors import ConfigError
+from scix_core.search import Searcher
 from scix_core.search.fusion import from_metadata
+from scix_core.train.encoder import Recipe, cross_validate, train_encoder
+from scix_core.train.reranker import RerankRecipe, learning_curve, train_reranker
 from scix_core.workspace import write_json_atomic
 
 
@@ -64,8 +67,6 @@ def _search_args(p: argparse.ArgumentParser) -> None:
 
 @command("search", "search an index (hybrid, keyword or semantic)", _search_args)
 def search_cmd(args: argparse.Namespace) -> int:
-    from scix_core.search import Searcher
-
     overrides = {
         k: v
         for k, v in (
@@ -188,12 +189,6 @@ def _train_args(p: argparse.ArgumentParser) -> None:
     _train_args,
 )
 def train_reranker_cmd(args: argparse.Namespace) -> int:
-    from scix_core.train.reranker import (
-        RerankRecipe,
-        learning_curve,
-        train_reranker,
-    )
-
     given = {k: getattr(args, k) for k in ("epochs", "batch_size", "lr", "negatives", "loss")}
     recipe = RerankRecipe(**{k: v for k, v in given.items() if v is not None})
     if args.curve:
@@ -285,8 +280,6 @@ def _train_encoder_args(p: argparse.ArgumentParser) -> None:
     _train_encoder_args,
 )
 def train_encoder_cmd(args: argparse.Namespace) -> int:
-    from scix_core.train.encoder import Recipe, cross_validate, train_encoder
-
     recipe = Recipe(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, negatives=args.negatives)
     if args.folds:
         report = cross_validate(
@@ -330,8 +323,6 @@ def _community_args(p: argparse.ArgumentParser) -> None:
     "community", "the citation community of seed papers (Louvain + personalised PageRank)", _community_args
 )
 def community_cmd(args: argparse.Namespace) -> int:
-    from scix_core.search import Searcher
-
     result = Searcher(args.index, _config(args)).community(args.seeds, args.limit)
     if args.json:
         print(result.to_json())

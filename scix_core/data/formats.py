@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from scix_core.config import load_config
 from scix_core.data.arxiv import load_arxiv_jsonl, load_arxiv_kaggle
 from scix_core.data.beir import load_beir
 from scix_core.data.citeulike import load_citeulike
@@ -35,7 +36,6 @@ DATASETS = {
 
 def data_dir() -> Path:
     """``SCIX_DATA_DIR`` if set, else the project's ``data/`` folder."""
-    from scix_core.config import load_config
 
     return load_config().data_dir.resolve()
 

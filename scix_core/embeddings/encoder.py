@@ -22,8 +22,11 @@ from pathlib import Path
 import numpy as np
 
 from scix_core.config import EmbeddingConfig
+from scix_core.embeddings import cpu
 from scix_core.embeddings.loading import no_loading_bar, user_cache
 from scix_core.embeddings.onnx import BACKENDS as ONNX_BACKENDS
+from scix_core.embeddings.onnx import OnnxModel, export, exported, onnx_variant
+from scix_core.embeddings.openvino import OpenVinoModel
 from scix_core.errors import ModelUnavailableError, UnknownNameError
 
 BUNDLED = "bundled-minilm"
@@ -72,8 +75,6 @@ def resolve_backend(config: EmbeddingConfig, cpu_flags: frozenset[str] | None = 
     with ``cpu_flags``); torch for a model without evidence."""
     from dataclasses import replace
 
-    from scix_core.embeddings import cpu
-
     if config.backend != "auto":
         return config
     gated = GATED.get(config.model)
@@ -87,8 +88,6 @@ class Encoder:
     exports (``models/onnx/``; without one, the user's cache folder ``~/.cache/scix_core/onnx/``)."""
 
     def __init__(self, config: EmbeddingConfig | None = None, home: Path | None = None):
-        from scix_core.embeddings.onnx import onnx_variant
-
         self.config = resolve_backend(config or EmbeddingConfig())
         if self.config.backend not in BACKENDS:
             raise UnknownNameError("embedding backend", self.config.backend, BACKENDS)
@@ -130,8 +129,6 @@ class Encoder:
         return model
 
     def _load_onnx(self):
-        from scix_core.embeddings.onnx import OnnxModel, export, exported
-
         source = Path(resolve_model(self.config.model))
         if not source.is_dir():
             raise ModelUnavailableError(
@@ -144,8 +141,6 @@ class Encoder:
         folders = [root / "onnx" / self._base_slug for root in roots]
         folder = next((f for f in folders if exported(source, f)), None) or export(source, folders[0])
         if self.config.backend in OPENVINO_BACKENDS:
-            from scix_core.embeddings.openvino import OpenVinoModel
-
             return OpenVinoModel(folder, self.config.backend, self.config.max_length)
         return OnnxModel(folder, self.config.backend, self.config.max_length)
 

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from scix_core.embeddings.loading import no_loading_bar
 from scix_core.errors import ConfigError, ModelUnavailableError
 
 BACKENDS = ("torch", "onnx", "onnx-int8")
@@ -260,7 +261,6 @@ def _export_cross(model_dir: Path, path: Path, info: dict) -> None:
 
 def _load(auto, model_dir: Path):
     """The checkpoint with eager attention (the pattern the optimizer fuses), else as it comes."""
-    from scix_core.embeddings.loading import no_loading_bar
 
     with no_loading_bar():
         try:

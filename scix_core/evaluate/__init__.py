@@ -22,6 +22,7 @@ from scix_core.evaluate.report import EvalReport, write_trec_runs
 from scix_core.evaluate.runs import ALL_RUNS, DEFAULT_RUNS, DEPTH, collect
 from scix_core.evaluate.score_fusion import SCORE_RUNS, cross_validated
 from scix_core.evaluate.significance import compare, gate, holm
+from scix_core.search import Searcher
 
 
 def evaluate(
@@ -44,7 +45,6 @@ def evaluate(
     The lexical pool is uncapped for evaluation (``SCIX_LEXICAL_POOL=inf``), as in the reference design.
     ``runs_dir``: also write every run as a TREC run file there.
     """
-    from scix_core.search import Searcher
 
     for name in runs:
         if name not in ALL_RUNS:

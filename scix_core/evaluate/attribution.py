@@ -19,9 +19,12 @@ from dataclasses import dataclass
 
 from scix_core.config import Config, load_config
 from scix_core.errors import UnknownNameError
-from scix_core.evaluate.gold import Gold
+from scix_core.evaluate import sample_queries, uncapped_pool
+from scix_core.evaluate.gold import Gold, from_index
+from scix_core.evaluate.metrics import per_query
 from scix_core.evaluate.provenance import LANE_TOP, TOP, length_bucket
-from scix_core.evaluate.runs import DEPTH, LANE_RUNS, RRF_RUNS
+from scix_core.evaluate.runs import DEPTH, LANE_RUNS, RRF_RUNS, collect
+from scix_core.search import Searcher
 from scix_core.types import Ranking
 
 #: runs produced by the one base pass, whose lane rankings are the ones fused
@@ -193,11 +196,6 @@ def attribute(
 ) -> Attribution:
     """Run ``run`` (one of :data:`ATTRIBUTABLE_RUNS`) over ``gold`` (default: the index's qrels) and attribute
     it."""
-    from scix_core.evaluate import sample_queries, uncapped_pool
-    from scix_core.evaluate.gold import from_index
-    from scix_core.evaluate.metrics import per_query
-    from scix_core.evaluate.runs import collect
-    from scix_core.search import Searcher
 
     if run not in ATTRIBUTABLE_RUNS:
         raise UnknownNameError("attributable run", run, ATTRIBUTABLE_RUNS)

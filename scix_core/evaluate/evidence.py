@@ -23,22 +23,29 @@ from pathlib import Path
 import numpy as np
 
 from scix_core.config import Config, load_config
-from scix_core.evaluate.gold import for_index
+from scix_core.embeddings import EmbeddingCache, Encoder, cpu, index_embedding, shared_encoder
+from scix_core.embeddings.encoder import BACKENDS
+from scix_core.errors import VectorIndexUnavailableError
+from scix_core.evaluate import evaluate
+from scix_core.evaluate.gold import for_index, from_index
+from scix_core.evaluate.metrics import METRICS, means, per_query
+from scix_core.evaluate.significance import compare, holm
+from scix_core.search import Searcher
+from scix_core.search.knobs import Knobs
+from scix_core.search.lanes import LaneRequest
+from scix_core.search.query import prepare
+from scix_core.types import Ranking
+from scix_core.workspace import Workspace, write_json_atomic
 
 REPORTS = Path(__file__).resolve().parents[2] / "reports"
 
 
 def _searcher(index: str, cfg: Config):
-    from scix_core.search import Searcher
-
     return Searcher(index, cfg)
 
 
 def _encoder(searcher):
     """The index's own query encoder (needs no vector store: the study reads the cache)."""
-
-    from scix_core.embeddings import index_embedding, shared_encoder
-    from scix_core.errors import VectorIndexUnavailableError
 
     if not searcher.manifest.get("model"):
         raise VectorIndexUnavailableError(f"index {searcher.index!r} was built without vectors (--no-embed)")
@@ -47,8 +54,6 @@ def _encoder(searcher):
 
 def _corpus_vectors(searcher, encoder) -> tuple[list[str], np.ndarray]:
     """The index's corpus vectors from the embedding cache (never re-encoded here)."""
-    from scix_core.embeddings import EmbeddingCache
-    from scix_core.workspace import Workspace
 
     papers = list(searcher.store.papers())
     texts = [p.text for p in papers]
@@ -77,10 +82,6 @@ def quantization(
     max_queries: int | None = None,
     split: str | None = None,
 ) -> dict:
-    from scix_core.evaluate.gold import from_index
-    from scix_core.evaluate.metrics import per_query
-    from scix_core.types import Ranking
-
     cfg = config or load_config()
     searcher = _searcher(index, cfg)
     gold = from_index(searcher.store, split)
@@ -143,10 +144,6 @@ def quantization(
 def pool(
     index: str, config: Config | None = None, n_queries: int = 200, caps=(1000, 5000, 30000), seed: int = 7
 ) -> dict:
-    from scix_core.search.knobs import Knobs
-    from scix_core.search.lanes import LaneRequest
-    from scix_core.search.query import prepare
-
     cfg = config or load_config()
     if (
         cfg.search.lexical_backend == "bm25"
@@ -208,8 +205,6 @@ def rrf_k(
     split: str | None = None,
     sample: int | None = None,
 ) -> dict:
-    from scix_core.evaluate import evaluate
-
     report = evaluate(
         index,
         for_index(index, config, split),
@@ -235,7 +230,6 @@ def reranker(
     index: str, name: str, config: Config | None = None, permutations: int = 10_000, split: str | None = None
 ) -> dict:
     """Evaluate on a split the reranker was NOT trained on (``test`` when the index has one)."""
-    from scix_core.evaluate import evaluate
 
     report = evaluate(
         index,
@@ -277,19 +271,9 @@ def backends(
     after Holm) — the rule for ``embedding.backend``."""
     from dataclasses import replace
 
-    from scix_core.embeddings import EmbeddingCache, Encoder, cpu, index_embedding
-    from scix_core.embeddings.encoder import BACKENDS
-    from scix_core.evaluate.gold import from_index
-    from scix_core.evaluate.metrics import METRICS, means, per_query
-    from scix_core.evaluate.significance import compare, holm
-    from scix_core.types import Ranking
-    from scix_core.workspace import Workspace
-
     cfg = config or load_config()
     searcher = _searcher(index, cfg)
     if not searcher.manifest.get("model"):
-        from scix_core.errors import VectorIndexUnavailableError
-
         raise VectorIndexUnavailableError(f"index {searcher.index!r} was built without vectors (--no-embed)")
     gold = from_index(searcher.store, split)
     qids = gold.judged[:max_queries] if max_queries else gold.judged
@@ -393,8 +377,6 @@ def markdown(result: dict) -> str:
 
 
 def write(result: dict, folder: Path = REPORTS) -> tuple[Path, Path]:
-    from scix_core.workspace import write_json_atomic
-
     folder.mkdir(parents=True, exist_ok=True)
     suffix = f"-{result['lexical_mode']}" if result.get("lexical_mode") else ""
     stem = folder / f"evidence-{result['study']}-{result['index']}{suffix}"

@@ -12,7 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scix_core.config import load_config
+from scix_core.data import load_dataset
+from scix_core.data.beir import load_qrels, load_queries
 from scix_core.errors import ConfigError
+from scix_core.stores import PaperStore
+from scix_core.workspace import Workspace
 
 
 @dataclass(frozen=True)
@@ -54,17 +59,12 @@ def from_index(store, split: str | None = None) -> Gold:
 
 def for_index(index: str, config=None, split: str | None = None) -> Gold:
     """The gold data stored with the built index ``index`` (see :func:`from_index`)."""
-    from scix_core.config import load_config
-    from scix_core.stores import PaperStore
-    from scix_core.workspace import Workspace
 
     cfg = config or load_config()
     return from_index(PaperStore(Workspace(cfg.home).index_dir(index) / "papers.sqlite"), split)
 
 
 def from_files(queries: Path, qrels: Path) -> Gold:
-    from scix_core.data.beir import load_qrels, load_queries
-
     loaded = load_queries(Path(queries))
     judged = load_qrels(Path(qrels))
     return Gold(
@@ -76,8 +76,6 @@ def from_files(queries: Path, qrels: Path) -> Gold:
 
 
 def from_dir(folder: Path, fmt: str | None = None, split: str | None = None) -> Gold:
-    from scix_core.data import load_dataset
-
     dataset = load_dataset(Path(folder), fmt)
     if not dataset.qrels:
         raise ConfigError(f"{folder} holds no qrels")

@@ -48,7 +48,14 @@ import numpy as np
 
 from scix_core.errors import UnknownNameError
 from scix_core.evaluate import tuning
+from scix_core.fusion import rrf
 from scix_core.recommend import collab
+from scix_core.recommend.collab.text import load_texts
+from scix_core.recommend.pipeline import candidate_stages, ranking_stages, run_stages
+from scix_core.recommend.stages.base import Tier1State
+from scix_core.recommend.stages.mmr import mmr, slot_targets
+from scix_core.recommend.stages.quota import allocate
+from scix_core.types import Ranking
 
 LAMBDAS = tuple(round(x, 1) for x in np.linspace(0.0, 1.0, 11))
 TIER1 = ("tier1", "tier1-nommr", "tier1-rrf", "tier1-quota", *(f"mmr_{lam:.1f}" for lam in LAMBDAS))
@@ -92,28 +99,18 @@ class Tier1Family:
         self.rec, self.k, self.scorers = rec, k, dict(scorers)
 
     def candidates(self, ctx):
-        from scix_core.recommend.pipeline import candidate_stages, run_stages
-        from scix_core.recommend.stages.base import Tier1State
-
         return run_stages(Tier1State(self.rec.side, ctx, self.k), candidate_stages())[0]
 
     def ranked(self, base, variant: str):
-        from scix_core.recommend.pipeline import ranking_stages, run_stages
-
         if variant == "content":
             base = replace(base, candidates=tuple(c for c in base.candidates if c.source != "co-saved"))
         return run_stages(base, ranking_stages(self.scorers[variant], {}))[0]
 
     def finish(self, state, run: str) -> list[str]:
-        from scix_core.recommend.stages.mmr import mmr, slot_targets
-
         pool = state.kept
         if run == "tier1-nommr":
             return [c.paper_id for c in pool[: self.k]]
         if run == "tier1-rrf":
-            from scix_core.fusion import rrf
-            from scix_core.types import Ranking
-
             lists = [
                 Ranking.from_pairs(
                     str(c.cluster_id),
@@ -126,8 +123,6 @@ class Tier1Family:
             ]
             return list(rrf(lists, k=60).ids[: self.k])
         if run == "tier1-quota":
-            from scix_core.recommend.stages.quota import allocate
-
             clusters = [c for c in state.clusters if any(x.cluster_id == c.cluster_id for x in pool)]
             slots = allocate([c.quota for c in clusters], self.k, 1)
             picked = [
@@ -214,8 +209,6 @@ class Peers:
 
     def texts(self) -> list[str]:
         if self._texts is None:
-            from scix_core.recommend.collab.text import load_texts
-
             self._texts = load_texts(self.rec.build_dir)
         return self._texts
 

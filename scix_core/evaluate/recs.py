@@ -40,10 +40,15 @@ import numpy as np
 from scix_core.config import Config, load_config
 from scix_core.errors import ConfigError
 from scix_core.evaluate import rec_runs
-from scix_core.evaluate.metrics import means
+from scix_core.evaluate.metrics import means, ranx_api
 from scix_core.evaluate.significance import PERMUTATIONS, compare, gate, holm
+from scix_core.recommend import Recommender, UserState
+from scix_core.recommend.library import library_saves, library_times, replay
+from scix_core.recommend.profile import unit
 from scix_core.recommend.scorers.heuristic import HeuristicScorer
 from scix_core.recommend.splits import UserSplit, sample, split_libraries
+from scix_core.recommend.stages.cluster import ward_labels
+from scix_core.workspace import write_json_atomic
 
 K = 10
 CUTOFFS = (K,)
@@ -75,7 +80,6 @@ def ranking_metrics(
     recommended: Mapping[str, Sequence[str]], splits: Sequence[UserSplit], cutoffs: Sequence[int] = CUTOFFS
 ) -> dict[str, dict[str, float]]:
     """recall, nDCG and hit rate at each cutoff per user through ranx (binary relevance = held out)."""
-    from scix_core.evaluate.metrics import ranx_api
 
     Qrels, Run, evaluate = ranx_api()
     depth = max(cutoffs)
@@ -149,8 +153,6 @@ class RecEvalReport:
         return out
 
     def write_json(self, path: Path | str) -> None:
-        from scix_core.workspace import write_json_atomic
-
         write_json_atomic(Path(path), self.to_dict(per_user=True))
 
     @property
@@ -217,7 +219,6 @@ def _replay(
 ) -> None:
     """Every user's training saves (the evaluated users' truncated to ``truncate``): the community the
     co-save signal and the collaborative peers see."""
-    from scix_core.recommend.library import replay
 
     evaluated = {s.user for s in splits}
     for user, papers in train.items():
@@ -243,9 +244,6 @@ def _score(
 
 
 def _centroids(rec, ctx) -> np.ndarray:
-    from scix_core.recommend.profile import unit
-    from scix_core.recommend.stages.cluster import ward_labels
-
     cfg = rec.config.recommend
     vecs = rec.side.vectors.get(rec.side.rows(ctx.saved))
     labels = (
@@ -340,8 +338,6 @@ def evaluate_recs(
 ) -> RecEvalReport:
     """``scorer_trainer``: how the ``tier1-lgbm`` run gets its LightGBM scorer — training belongs to the
     room above (:func:`scix_core.train.scorer.in_run_scorer`; the command line and the notebook pass it)."""
-    from scix_core.recommend import Recommender, UserState
-    from scix_core.recommend.library import library_saves, library_times
 
     cfg = config or load_config()
     cutoffs = check_cutoffs(cutoffs)
@@ -491,7 +487,6 @@ def _per_tier(
 ) -> dict:
     """The default cascade and the peers with each evaluated user's training saves truncated to 1, 3, 5,
     all."""
-    from scix_core.recommend import Recommender, UserState
 
     out = {}
     depth = max(cutoffs)

@@ -10,6 +10,8 @@ from pathlib import Path
 from scix_core.evaluate.metrics import METRICS
 from scix_core.evaluate.significance import Comparison, GateDecision
 from scix_core.types import Ranking
+from scix_core.version import code_version
+from scix_core.workspace import Workspace, read_json, write_json_atomic, write_text_atomic
 
 
 @dataclass(frozen=True)
@@ -46,8 +48,6 @@ class EvalReport:
         return out
 
     def write_json(self, path: Path | str, reuse_key: str | None = None) -> None:
-        from scix_core.workspace import write_json_atomic
-
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(Path(path), {**self.to_dict(), **({"reuse_key": reuse_key} if reuse_key else {})})
 
@@ -129,9 +129,6 @@ def reuse_key(config, index: str, gold, runs, baseline, reranker, permutations, 
     import dataclasses
     import hashlib
 
-    from scix_core.version import code_version
-    from scix_core.workspace import Workspace, read_json
-
     code = code_version()
     if not code["git_commit"] or code["git_dirty"]:
         return None
@@ -163,7 +160,6 @@ def saved_key(path: Path | str) -> str | None:
 def write_trec_runs(rankings: Mapping[str, Mapping[str, Ranking]], folder: Path | str) -> list[Path]:
     """Every run as a TREC run file ``FOLDER/RUN.trec`` (``qid Q0 paper rank score run``), for trec_eval, ranx
     or a fusion tried later without searching again."""
-    from scix_core.workspace import write_text_atomic
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)

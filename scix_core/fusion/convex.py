@@ -11,6 +11,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
+from scix_core.errors import UnknownNameError
 from scix_core.fusion.combsum import minmax
 from scix_core.fusion.order import ordered
 from scix_core.types import Ranking
@@ -35,8 +36,6 @@ def convex(
     if len(weights) != len(rankings):
         raise ValueError(f"{len(weights)} weights for {len(rankings)} rankings")
     if normalise not in NORMALISERS:
-        from scix_core.errors import UnknownNameError
-
         raise UnknownNameError("score normalisation", normalise, list(NORMALISERS))
     normed = [NORMALISERS[normalise](r) for r in rankings]
     floors = [min(n.values(), default=0.0) for n in normed]

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from scix_core.config import Config, load_config
 from scix_core.evaluate.attribution import Attribution, attribute
-from scix_core.evaluate.gold import Gold
+from scix_core.evaluate.gold import Gold, for_index
 from scix_core.notebook import charts
 from scix_core.notebook.frontend import Rendered, View, banner, heading, table
+from scix_core.notebook.inspector import QueryInspector
 
 WORST = 30  # per-query rows shown, worst nDCG@10 first
 
@@ -124,8 +125,6 @@ class LaneAttributionView(View):
         query_id: str | None = None,
         attribution: Attribution | None = None,
     ):
-        from scix_core.evaluate.gold import for_index
-
         cfg = config or load_config()
         self.config = cfg.replace(**{"search.lexical_mode": lexical_mode}) if lexical_mode else cfg
         self.index = index
@@ -143,8 +142,6 @@ class LaneAttributionView(View):
         return Rendered.concat([render_query(self.attribution, self.query_id), main])
 
     def inspector(self, query_id: str):
-        from scix_core.notebook.inspector import QueryInspector
-
         return QueryInspector(self.index, self.config, gold=self.gold, query_id=query_id)
 
     def _build_widget(self):

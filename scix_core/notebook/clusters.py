@@ -22,6 +22,8 @@ import numpy as np
 from scix_core.config import Config, load_config
 from scix_core.notebook import charts
 from scix_core.notebook.frontend import Rendered, View, banner, heading, table
+from scix_core.recommend import Recommender
+from scix_core.search import Searcher
 
 PALETTE = (
     "#1f77b4",
@@ -193,14 +195,11 @@ class ClusterView(View):
         self.result = None
 
     def _recommender(self):
-        from scix_core.recommend import Recommender
-
         cfg = self.base.replace(**{"recommend.mmr_lambda": self.mmr_lambda, "recommend.scorer": self.scorer})
         return Recommender(self.index, cfg)
 
     def _demo_user(self, user: str, queries: Sequence[str], per_query: int) -> None:
         """A user whose saves are the top keyword hits of each query (real interactions in the workspace)."""
-        from scix_core.search import Searcher
 
         searcher = Searcher(self.index, self.base)
         self.rec.create_user(user, [])

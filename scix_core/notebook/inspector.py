@@ -18,9 +18,11 @@ from typing import Any
 
 from scix_core.config import Config, load_config
 from scix_core.errors import ConfigError, ScixError
-from scix_core.evaluate.gold import Gold
+from scix_core.evaluate.gold import Gold, from_index
+from scix_core.evaluate.metrics import per_query
 from scix_core.notebook import charts
 from scix_core.notebook.frontend import Rendered, View, banner, heading, table
+from scix_core.search import Searcher
 from scix_core.search.fusion import from_metadata
 from scix_core.search.options import OPTIONAL_LANES
 from scix_core.search.result import SearchResult
@@ -129,8 +131,6 @@ def render_result(
 
 
 def _gold_line(result: SearchResult, query_id: str, relevant: Mapping[str, int]) -> str:
-    from scix_core.evaluate.metrics import per_query
-
     gold = Gold("query", {query_id: result.query}, {query_id: dict(relevant)})
     ndcg = (
         per_query(gold, {query_id: result.ranking()}, ("ndcg@10",))["ndcg@10"][query_id] if relevant else 0.0
@@ -167,8 +167,6 @@ def _missed(result: SearchResult, relevant: Mapping[str, int], store, lanes: lis
 
 
 def _gold(store, gold) -> Gold | None:
-    from scix_core.evaluate.gold import from_index
-
     if gold is False or isinstance(gold, Gold):
         return gold or None
     try:
@@ -233,8 +231,6 @@ class QueryInspector(View):
         self._judged, self._query_id = judged, query_id
 
     def searcher(self, rrf_k: int):
-        from scix_core.search import Searcher
-
         if rrf_k not in self._searchers:
             self._searchers[rrf_k] = Searcher(self.index, self.config.replace(**{"search.rrf_k": int(rrf_k)}))
         return self._searchers[rrf_k]

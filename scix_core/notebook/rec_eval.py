@@ -20,8 +20,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from scix_core.config import Config, load_config
+from scix_core.evaluate import rec_runs
+from scix_core.evaluate.recs import evaluate_recs
 from scix_core.notebook import charts
 from scix_core.notebook.frontend import Rendered, View, banner, heading, table
+from scix_core.train.scorer import in_run_scorer
 
 
 def _load(
@@ -36,9 +39,6 @@ def _load(
 ) -> dict:
     if report:
         return json.loads(Path(report).read_text())
-    from scix_core.evaluate import rec_runs
-    from scix_core.evaluate.recs import evaluate_recs
-    from scix_core.train.scorer import in_run_scorer
 
     names = (
         rec_runs.DEFAULT_RUNS

@@ -15,6 +15,9 @@ from typing import Any
 
 from scix_core.config import Config, load_config
 from scix_core.errors import ConfigError, UnknownNameError
+from scix_core.evaluate import ALL_RUNS, EvalReport, config_runs, evaluate, evidence
+from scix_core.evaluate.evidence import markdown
+from scix_core.evaluate.gold import for_index
 from scix_core.evaluate.metrics import METRICS, PRIMARY
 from scix_core.evaluate.paths import reports_dir
 from scix_core.notebook import charts
@@ -174,9 +177,6 @@ class SweepView(View):
 
     @staticmethod
     def _load(report, index, gold, runs, baseline, sample, lexical_mode, permutations, config, specs) -> dict:
-        from scix_core.evaluate import ALL_RUNS, EvalReport, config_runs, evaluate
-        from scix_core.evaluate.gold import for_index
-
         if isinstance(report, EvalReport):
             return report.to_dict()
         if isinstance(report, dict):
@@ -223,8 +223,6 @@ PRIMARY_COLUMNS = ("ndcg@10", "overlap@20", "recall@10_vs_float32")
 
 
 def render_evidence(result: dict) -> Rendered:
-    from scix_core.evaluate.evidence import markdown
-
     rows = result["rows"]
     meta = {
         k: v for k, v in result.items() if k not in ("rows", "study", "index") and not isinstance(v, dict)
@@ -283,7 +281,6 @@ def evidence_results(
 ) -> list[dict]:
     """Saved results of each study for ``index`` (``folder/evidence-STUDY-INDEX*.json``); a study with none
     saved is run now with small parameters when ``run_missing``."""
-    from scix_core.evaluate import evidence
 
     folder = Path(folder or reports_dir())
     names = [s.strip() for s in studies.split(",")] if isinstance(studies, str) else list(studies)

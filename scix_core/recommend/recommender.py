@@ -37,6 +37,8 @@ from scix_core.recommend.state import (
 from scix_core.recommend.tiers import entitled, next_tier_message, select
 from scix_core.recommend.trending import TrendingTier
 from scix_core.stores.papers import PaperStore
+from scix_core.vectors import open_reader, release_reader
+from scix_core.vectors.local import shared_local
 from scix_core.workspace import Workspace, read_json
 
 MAX_LIMIT = 1000
@@ -113,8 +115,6 @@ class Recommender:
             return replace(
                 side, unavailable="index built without vectors (--no-embed): only Tier 0 (trending) runs"
             )
-        from scix_core.vectors import open_reader
-        from scix_core.vectors.local import shared_local
 
         try:
             vectors = shared_local(
@@ -133,7 +133,6 @@ class Recommender:
 
     def close(self) -> None:
         """Idempotent; releases the shared vector reader as :meth:`Searcher.close` does."""
-        from scix_core.vectors import release_reader
 
         self._papers.close()
         reader, self._reader = getattr(self, "_reader", None), None

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from scix_core.config import Config, load_config
+from scix_core.embeddings import index_embedding, shared_encoder
 from scix_core.errors import (
     BackendUnavailableError,
     ConfigError,
@@ -42,14 +43,18 @@ from scix_core.search.fusion import fusion_step
 from scix_core.search.guard import check_broad
 from scix_core.search.lanes import Lane, LaneRequest, lexical_lanes
 from scix_core.search.lanes.dense import DenseLane
+from scix_core.search.lanes.sparse import SparseLane
 from scix_core.search.options import MAX_ALIAS_LANES, SearchOptions, reranks
 from scix_core.search.query import prepare
 from scix_core.search.result import Hit, LaneScore, SearchResult
 from scix_core.search.rewrite import alias_table, get_rewriter, skip_reason
 from scix_core.search.stages.base import StageBypassed, StageContext
 from scix_core.search.stages.boosts import BoostStage
+from scix_core.search.stages.rerank import CrossEncoderReranker
 from scix_core.stores.papers import PaperStore, connect
 from scix_core.types import Ranking
+from scix_core.vectors import open_reader, release_reader
+from scix_core.vectors.sparse import open_sparse_reader
 from scix_core.workspace import Workspace, read_json
 
 log = logging.getLogger(__name__)
@@ -104,8 +109,6 @@ class Searcher:
         if not self.manifest.get("vectors"):
             self.unavailable["dense"] = "index built without vectors (ingested with --no-embed)"
             return None, None
-        from scix_core.embeddings import index_embedding, shared_encoder
-        from scix_core.vectors import open_reader
 
         try:
             vectors = replace(
@@ -137,7 +140,6 @@ class Searcher:
     def _passages(self, vectors):
         """The passage vectors' store when the index has them and ``search.passages`` is on; a store that
         cannot be opened leaves the lane on the papers' own vectors, with a note on every query."""
-        from scix_core.vectors import open_reader
 
         if not (self.manifest.get("passages") and self.config.search.passages):
             return None
@@ -154,8 +156,6 @@ class Searcher:
     def _sparse(self):
         if not self.manifest.get("sparse"):
             return None, "index built without sparse vectors: re-run `scix ingest ... --sparse`"
-        from scix_core.search.lanes.sparse import SparseLane
-        from scix_core.vectors.sparse import open_sparse_reader
 
         try:
             store = open_sparse_reader(self.build_dir / "sparse", self.manifest.get("sparse_avg_len"))
@@ -182,7 +182,6 @@ class Searcher:
         """Idempotent. The shared vector reader is closed too once no one in this process uses it and the
         build is superseded — or whatever the build, with ``keep_vectors=False`` (a long job done searching
         frees an embedded shard, which one process at a time can open, for other processes)."""
-        from scix_core.vectors import release_reader
 
         self._pool.shutdown(wait=False, cancel_futures=True)
         self.store.close()
@@ -480,7 +479,6 @@ class Searcher:
     def _reranker(self, spec: str):
         if not reranks(spec):
             return None
-        from scix_core.search.stages.rerank import CrossEncoderReranker
 
         path = Path(spec).expanduser()
         if not path.exists():  # not a path: a reranker trained into the workspace, by name

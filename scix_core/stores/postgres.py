@@ -28,6 +28,7 @@ from pathlib import Path
 from scix_core.errors import BackendUnavailableError, ConfigError
 from scix_core.stores.analysis import BODY_MAX_CHARS
 from scix_core.stores.papers import PaperStore
+from scix_core.stores.terms import TermIndex
 
 SYNC_FORMAT = "2"  # 2: the term matrix is mirrored too; a schema synced by an older format is re-synced
 INDEX_TS_CONFIG = "english"  # the config the stored tsvector and the body index are built with
@@ -139,8 +140,6 @@ def _copy_terms(conn, schema: str, terms_dir: Path) -> dict[str, str]:
     """COPY the term matrix into ``terms`` and ``postings`` (term-major); returns meta entries."""
     import numpy as np
     from psycopg import sql
-
-    from scix_core.stores.terms import TermIndex
 
     matrix = TermIndex(terms_dir)
     indptr = np.asarray(matrix.indptr)

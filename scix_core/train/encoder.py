@@ -38,9 +38,20 @@ import numpy as np
 
 from scix_core import __version__
 from scix_core.config import Config, load_config
-from scix_core.embeddings.encoder import index_embedding, resolve_model
+from scix_core.embeddings.encoder import Encoder, index_embedding, resolve_model
+from scix_core.embeddings.passages import STRIDE, WINDOW, corpus_passages
 from scix_core.errors import ConfigError, ScixError
+from scix_core.evaluate.gold import from_index
+from scix_core.evaluate.metrics import METRICS, PRIMARY, means, per_query
+from scix_core.evaluate.provenance import buckets, provenance
+from scix_core.evaluate.report import EvalReport, write_trec_runs
+from scix_core.evaluate.runs import DEPTH
+from scix_core.evaluate.score_fusion import cross_validated, weight_grid
+from scix_core.evaluate.significance import compare, gate, holm
+from scix_core.fusion import rrf
+from scix_core.search import Searcher
 from scix_core.types import Ranking
+from scix_core.workspace import Workspace, write_json_atomic
 
 LOSS = "MultipleNegativesRankingLoss"
 KIND = "encoders"
@@ -72,7 +83,6 @@ class EncoderTrainReport:
 
 def encoder_model(cfg: Config, name: str) -> str:
     """``name`` as ``embedding.model``: the path of a workspace encoder of that name, else ``name`` itself."""
-    from scix_core.workspace import Workspace
 
     try:
         folder = Workspace(cfg.home).model_dir(KIND, name)
@@ -161,7 +171,6 @@ def _corpus(searcher) -> tuple[list, dict[str, str]]:
 def _passages(manifest: dict, cfg: Config, papers: list) -> tuple[list[int], list[str]]:
     """The corpus's passages (owner's position in ``papers``, text) when the index has passage vectors and
     ``search.passages`` is on — the fold models then score by MaxP like the index's own dense lane."""
-    from scix_core.embeddings.passages import STRIDE, WINDOW, corpus_passages
 
     if not (manifest.get("passages") and cfg.search.passages):
         return [], []
@@ -179,10 +188,6 @@ def train_encoder(
     base_model: str | None = None,
     progress: bool = True,
 ) -> EncoderTrainReport:
-    from scix_core.evaluate.gold import from_index
-    from scix_core.search import Searcher
-    from scix_core.workspace import Workspace, write_json_atomic
-
     cfg = config or load_config()
     t = time.perf_counter()
     searcher = Searcher(index, cfg)
@@ -226,8 +231,6 @@ def _encoder(model, emb, folder: Path, progress: bool = False):
     and exported as the index's ONNX/OpenVINO backend encodes (so ``dense-trained`` is what ``scix ingest
     --model`` would build with this config)."""
     from dataclasses import replace
-
-    from scix_core.embeddings.encoder import Encoder
 
     if emb.backend == "torch":
         return lambda texts: model.encode(
@@ -324,8 +327,6 @@ def _load_fold(runs_dir: Path | None, fold: int, key: str) -> tuple[int, dict[st
 def _save_fold(
     runs_dir: Path | None, fold: int, key: str, steps: int, rankings: Mapping[str, Ranking]
 ) -> None:
-    from scix_core.workspace import write_json_atomic
-
     if runs_dir is not None:
         path = _fold_path(runs_dir, fold)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -355,15 +356,6 @@ def cross_validate(
     :class:`~scix_core.evaluate.report.EvalReport` with runs ``lexical``, ``dense``, ``hybrid`` (untrained)
       and ``dense-trained``, ``hybrid-trained``,
     ``convex-trained``, ``convex3-trained``."""
-    from scix_core.evaluate.gold import from_index
-    from scix_core.evaluate.metrics import METRICS, PRIMARY, means, per_query
-    from scix_core.evaluate.provenance import buckets, provenance
-    from scix_core.evaluate.report import EvalReport, write_trec_runs
-    from scix_core.evaluate.runs import DEPTH
-    from scix_core.evaluate.score_fusion import cross_validated, weight_grid
-    from scix_core.evaluate.significance import compare, gate, holm
-    from scix_core.fusion import rrf
-    from scix_core.search import Searcher
 
     cfg = (config or load_config()).replace(**{"search.depth": DEPTH})
     if folds < 2:

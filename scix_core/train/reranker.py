@@ -30,7 +30,12 @@ from scix_core import __version__
 from scix_core.config import Config, load_config
 from scix_core.embeddings.encoder import resolve_model
 from scix_core.errors import ConfigError, UnknownNameError
+from scix_core.evaluate.gold import Gold, from_index
+from scix_core.evaluate.metrics import PRIMARY, means, per_query
+from scix_core.search import Searcher
 from scix_core.search.stages.rerank import passage
+from scix_core.train.encoder import hybrid_rankings
+from scix_core.types import Ranking
 from scix_core.workspace import Workspace, write_json_atomic
 
 LOSSES = ("bce", "mnrl", "lambda")
@@ -203,8 +208,6 @@ def fine_tune(
 
 
 def _gold(searcher, split: str):
-    from scix_core.evaluate.gold import from_index
-
     gold = from_index(searcher.store, split)
     if not gold.judged:
         raise ConfigError(f"index {searcher.index!r} has no judged queries in split {split!r}")
@@ -213,7 +216,6 @@ def _gold(searcher, split: str):
 
 def _rank(searcher, gold, query_ids: Sequence[str], recipe: RerankRecipe):
     """The untrained hybrid ranking of ``query_ids`` and every paper's passage."""
-    from scix_core.train.encoder import hybrid_rankings
 
     results = hybrid_rankings(searcher, {q: gold.queries[q] for q in query_ids}, max(recipe.depth, 100))
     texts = {p.paper_id: passage(p.title, p.abstract) for p in searcher.store.papers()}
@@ -230,8 +232,6 @@ def train_reranker(
     base_model: str | None = None,
     progress: bool = True,
 ) -> TrainReport:
-    from scix_core.search import Searcher
-
     cfg = config or load_config()
     t = time.perf_counter()
     searcher = Searcher(index, cfg)
@@ -285,11 +285,6 @@ def learning_curve(
     """Train on all but one of ``folds`` folds of the judged queries; every ``every`` steps (and at step 0 and
     the end) rerank the held-out fold's hybrid top ``window`` and record nDCG@10 and the score spread."""
     import numpy as np
-
-    from scix_core.evaluate.gold import Gold
-    from scix_core.evaluate.metrics import PRIMARY, means, per_query
-    from scix_core.search import Searcher
-    from scix_core.types import Ranking
 
     if folds < 2 or every < 1 or window < 1:
         raise ConfigError(

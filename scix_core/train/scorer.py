@@ -30,9 +30,18 @@ from pathlib import Path
 
 import numpy as np
 
+from scix_core import __version__
 from scix_core.errors import ConfigError
+from scix_core.recommend import Recommender, UserState
+from scix_core.recommend.library import library_saves, replay
+from scix_core.recommend.pipeline import candidate_stages, ranking_stages, run_stages
 from scix_core.recommend.scorers.features import FEATURES
+from scix_core.recommend.scorers.heuristic import HeuristicScorer
 from scix_core.recommend.scorers.lgbm import LightGBMScorer
+from scix_core.recommend.splits import sample, split_libraries
+from scix_core.recommend.stages.base import Tier1State
+from scix_core.recommend.state import utc_text
+from scix_core.workspace import write_json_atomic
 
 OBJECTIVE = "lambdarank"  # each user's candidates ranked together; "binary": pointwise log-loss
 
@@ -58,12 +67,6 @@ def protocol_examples(
 
     Every user's inner-training saves are replayed (the community the co-save features see, as at serving
     time); examples come from ``example_users`` (default: everyone), a seeded sample of ``max_users``."""
-    from scix_core.recommend import Recommender, UserState
-    from scix_core.recommend.library import replay
-    from scix_core.recommend.pipeline import candidate_stages, ranking_stages, run_stages
-    from scix_core.recommend.scorers.heuristic import HeuristicScorer
-    from scix_core.recommend.splits import sample, split_libraries
-    from scix_core.recommend.stages.base import Tier1State
 
     rows, labels, groups = [], [], []
     cfg = rec.config.recommend
@@ -103,7 +106,6 @@ def protocol_examples(
 
 def log_examples(rec) -> Examples:
     """Served Tier-1 items labelled by what the user did with them afterwards (save 1, dismiss 0)."""
-    from scix_core.recommend.state import utc_text
 
     rows, labels, events, groups = [], [], {}, []
     for entry in rec.state.served(rec.index):
@@ -169,10 +171,6 @@ def train_scorer(
     """Train, audit and save ``model.txt`` + ``manifest.json`` (default ``models/scorers/INDEX``); returns the
     manifest."""
     import lightgbm
-
-    from scix_core import __version__
-    from scix_core.recommend.library import library_saves
-    from scix_core.workspace import write_json_atomic
 
     t = time.perf_counter()
     libraries = library_saves(rec.build_dir) if libraries is None else libraries

@@ -9,6 +9,8 @@ from pathlib import Path
 from scix_core.config import VectorConfig
 from scix_core.errors import UnknownNameError
 from scix_core.vectors.base import VectorFilter, VectorHit, VectorStore
+from scix_core.vectors.client import ClientVectorStore
+from scix_core.vectors.edge import EdgeVectorStore
 
 BACKENDS = ("edge", "qdrant")
 
@@ -32,12 +34,8 @@ def open_store(
         raise UnknownNameError("vector store part", part, PARTS)
     suffix = "" if part == "vectors" else f"-{part}"
     if config.backend == "edge":
-        from scix_core.vectors.edge import EdgeVectorStore
-
         return EdgeVectorStore(build_dir / part, dim, config.hnsw_m, config.hnsw_ef_construct)
     if config.backend == "qdrant":
-        from scix_core.vectors.client import ClientVectorStore
-
         if config.url:
             return ClientVectorStore(f"scix-{index}{suffix}", dim, url=config.url, timeout_s=config.timeout_s)
         return ClientVectorStore(f"scix-{index}{suffix}", dim, path=str(build_dir / f"qdrant-local{suffix}"))

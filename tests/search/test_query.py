@@ -5,7 +5,8 @@ import pytest
 from scix_core.errors import FilterError, QueryError
 from scix_core.search.filters import SearchFilters, parse_year_range
 from scix_core.search.lanes.fts5 import fts5_expression
-from scix_core.search.query import prepare, stopwords
+from scix_core.search.query import prepare
+from scix_core.stores.analysis import stopwords
 
 
 def test_tokens_are_folded_deduplicated_and_stopword_free():

@@ -15,6 +15,8 @@ from scix_core.config import RecommendConfig
 from scix_core.errors import UnknownNameError
 from scix_core.recommend.scorers.features import FEATURES, FeatureTable, features
 from scix_core.recommend.scorers.heuristic import HeuristicScorer
+from scix_core.recommend.scorers.lgbm import LightGBMScorer
+from scix_core.workspace import Workspace
 
 SCORERS = ("heuristic", "lightgbm")
 HEURISTICS = ("profile", "cosine")
@@ -26,7 +28,6 @@ def model_path(cfg: RecommendConfig, home: Path, index: str) -> Path:
     given = Path(cfg.scorer_model).expanduser()
     if given.exists() or "/" in cfg.scorer_model or given.suffix:
         return given
-    from scix_core.workspace import Workspace
 
     name = index if cfg.scorer_model in ("", "default") else cfg.scorer_model
     return Workspace(home).model_dir("scorers", name) / "model.txt"
@@ -48,7 +49,6 @@ def load_scorer(cfg: RecommendConfig, home: Path, index: str):
     }
     if cfg.scorer == "heuristic":
         return HeuristicScorer(cfg, cfg.heuristic == "profile"), health
-    from scix_core.recommend.scorers.lgbm import LightGBMScorer
 
     try:
         path = model_path(cfg, home, index)

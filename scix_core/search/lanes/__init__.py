@@ -14,6 +14,12 @@ from pathlib import Path
 from scix_core.config import Config
 from scix_core.errors import BackendUnavailableError, UnknownNameError
 from scix_core.search.lanes.base import Lane, LaneRequest, LaneTimeout
+from scix_core.search.lanes.bm25 import Bm25Lane
+from scix_core.search.lanes.fts5 import Fts5Lane
+from scix_core.search.lanes.postgres import PostgresBm25Lane, PostgresLane
+from scix_core.stores import postgres as pg_store
+from scix_core.stores.papers import PaperStore, connect
+from scix_core.stores.terms import TermIndex
 
 
 @dataclass
@@ -28,9 +34,6 @@ def _lane_names(with_body: bool) -> list[str]:
 
 
 def sqlite_lanes(cfg: Config, build_dir: Path, index: str, with_body: bool) -> LaneSet:
-    from scix_core.search.lanes.fts5 import Fts5Lane
-    from scix_core.stores.papers import connect
-
     s = cfg.search
     path = build_dir / "papers.sqlite"
     out = LaneSet(
@@ -51,9 +54,6 @@ def sqlite_lanes(cfg: Config, build_dir: Path, index: str, with_body: bool) -> L
 
 
 def _fts5_body(cfg: Config, path: Path) -> Lane:
-    from scix_core.search.lanes.fts5 import Fts5Lane
-    from scix_core.stores.papers import connect
-
     return Fts5Lane(
         connect(path, readonly=True),
         "body",
@@ -67,9 +67,6 @@ def _fts5_body(cfg: Config, path: Path) -> Lane:
 def bm25_lanes(cfg: Config, build_dir: Path, index: str, with_body: bool) -> LaneSet:
     """Title/abstract from the term matrix (Lucene BM25, :mod:`~scix_core.search.lanes.bm25`); the body lane
     stays FTS5."""
-    from scix_core.search.lanes.bm25 import Bm25Lane
-    from scix_core.stores.papers import connect
-    from scix_core.stores.terms import TermIndex
 
     s = cfg.search
     if not (build_dir / "terms").is_dir():  # built before the term matrix: FTS5 answers, and says so
@@ -100,20 +97,16 @@ def bm25_lanes(cfg: Config, build_dir: Path, index: str, with_body: bool) -> Lan
 
 
 def postgres_lanes(cfg: Config, build_dir: Path, index: str, with_body: bool) -> LaneSet:
-    from scix_core.search.lanes.postgres import PostgresBm25Lane, PostgresLane
-    from scix_core.stores.papers import PaperStore
-    from scix_core.stores.postgres import connect, schema_name, synced_build_key, synced_meta
-
     s, names = cfg.search, _lane_names(with_body)
     try:
-        conns = [connect(cfg.postgres.dsn, cfg.postgres.connect_timeout_s) for _ in names]
+        conns = [pg_store.connect(cfg.postgres.dsn, cfg.postgres.connect_timeout_s) for _ in names]
     except BackendUnavailableError as exc:
         return LaneSet(unavailable={n: exc.describe() for n in names})
     store = PaperStore(build_dir / "papers.sqlite")
     key = store.meta().get("build_key")
     store.close()
-    schema = schema_name(index)
-    if synced_build_key(conns[0], schema) != key:
+    schema = pg_store.schema_name(index)
+    if pg_store.synced_build_key(conns[0], schema) != key:
         for c in conns:
             c.close()
         why = (
@@ -124,12 +117,12 @@ def postgres_lanes(cfg: Config, build_dir: Path, index: str, with_body: bool) ->
     fields = {"lexical": "title_abstract", "body": "body"}
 
     def reconnect():
-        return connect(cfg.postgres.dsn, cfg.postgres.connect_timeout_s)
+        return pg_store.connect(cfg.postgres.dsn, cfg.postgres.connect_timeout_s)
 
     ranking = cfg.postgres.ranking
     if ranking not in POSTGRES_RANKINGS:
         raise UnknownNameError("PostgreSQL ranking", ranking, POSTGRES_RANKINGS)
-    meta, out = synced_meta(conns[0], schema), LaneSet()
+    meta, out = pg_store.synced_meta(conns[0], schema), LaneSet()
     if ranking == "bm25" and "terms" not in meta:  # synced from a build without the term matrix
         out.notes.append(
             f"index {index!r} has no term matrix in PostgreSQL: the lexical lane ranked by ts_rank_cd; "

@@ -17,6 +17,7 @@ from collections import Counter
 
 import numpy as np
 
+from scix_core.errors import UnknownNameError
 from scix_core.search.lanes.base import LEXICAL_MODES, LaneRequest, and_then_or
 from scix_core.search.query import PreparedQuery
 from scix_core.search.where import sqlite_where
@@ -48,8 +49,6 @@ class Bm25Lane:
         b: float = 0.75,
     ):
         if mode not in LEXICAL_MODES:
-            from scix_core.errors import UnknownNameError
-
             raise UnknownNameError("lexical mode", mode, LEXICAL_MODES)
         check_bm25(k1, b)
         self.terms, self.conn, self.name, self.mode, self.k1, self.b = terms, conn, name, mode, k1, b

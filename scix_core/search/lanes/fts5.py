@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import sqlite3
 
-from scix_core.search.lanes.base import BODY_MAX_CHARS, LEXICAL_MODES, LaneRequest, LaneTimeout, and_then_or
+from scix_core.errors import UnknownNameError
+from scix_core.search.lanes.base import LEXICAL_MODES, LaneRequest, LaneTimeout, and_then_or
 from scix_core.search.where import sqlite_where
+from scix_core.stores.analysis import BODY_MAX_CHARS
 from scix_core.stores.papers import time_limit
 from scix_core.types import Ranking
 
@@ -46,8 +48,6 @@ class Fts5Lane:
         if table not in ("papers_fts", "body_fts"):
             raise ValueError(f"unknown FTS5 table {table!r}")
         if mode not in LEXICAL_MODES:
-            from scix_core.errors import UnknownNameError
-
             raise UnknownNameError("lexical mode", mode, LEXICAL_MODES)
         self.conn, self.name, self.table, self.weights, self.mode = conn, name, table, weights, mode
         self.timeout_ms = timeout_ms

@@ -17,6 +17,9 @@ import os
 import threading
 from pathlib import Path
 
+from scix_core.embeddings.encoder import model_slug, no_loading_bar
+from scix_core.embeddings.loading import user_cache
+from scix_core.embeddings.onnx import BACKENDS, OnnxCrossEncoder, export
 from scix_core.errors import ConfigError, ModelUnavailableError, UnknownNameError
 from scix_core.search.stages.base import StageBypassed, StageContext
 from scix_core.types import Ranking, ScoredPaper
@@ -43,8 +46,6 @@ class CrossEncoderReranker:
         device: str = "cpu",
         backend: str = "torch",
     ):
-        from scix_core.embeddings.onnx import BACKENDS
-
         if window < 1:
             raise ConfigError(f"rerank window must be >= 1, got {window}")
         if backend not in BACKENDS:
@@ -62,8 +63,6 @@ class CrossEncoderReranker:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                 from sentence_transformers import CrossEncoder
-
-                from scix_core.embeddings.encoder import no_loading_bar
 
                 if not Path(self.model_path).expanduser().exists():
                     raise ModelUnavailableError(
@@ -87,10 +86,6 @@ class CrossEncoderReranker:
         return self._model
 
     def _load_onnx(self):
-        from scix_core.embeddings.encoder import model_slug
-        from scix_core.embeddings.loading import user_cache
-        from scix_core.embeddings.onnx import OnnxCrossEncoder, export
-
         path = Path(self.model_path).expanduser()
         folder = export(path, user_cache() / "onnx" / f"rerank-{model_slug(str(path))}", kind="cross-encoder")
         return OnnxCrossEncoder(folder, self.backend, self.max_length)
