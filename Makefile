@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 DATASET ?= scifact
 INDEX ?= scifact
 
-.PHONY: env run test bench bench-search bench-scale bench-kills clean-env
+.PHONY: env run test lint check bench bench-search bench-scale bench-kills clean-env
 
 env: $(VENV)/.installed
 
@@ -25,8 +25,19 @@ run: env
 test: env
 	scripts/browser.sh install
 	@dsn=$$(scripts/postgres.sh start) && \
-	SCIX_PG_DSN=$$dsn $(BIN)/python -m pytest $(PYTEST_ARGS); status=$$?; \
+	SCIX_PG_DSN=$$dsn $(BIN)/python -m pytest --durations=25 $(PYTEST_ARGS); status=$$?; \
 	scripts/postgres.sh stop; exit $$status
+
+# format and lint (ruff), the import graph (no cycle, explained local imports), every doc link
+lint: env
+	$(BIN)/ruff format --check scix_core tests scripts
+	$(BIN)/ruff check scix_core tests scripts
+	$(BIN)/python -m scix_core.devtools.imports
+	$(BIN)/python -m scix_core.devtools.links
+
+# the fast inner loop: lint, then every test that needs no model, real data, PostgreSQL or browser
+check: lint
+	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
 
 bench: env
 	$(BIN)/python -m scix_core.bench.ingest $(BENCH_ARGS)

@@ -30,11 +30,9 @@ class EmbeddingConfig:
     query_cache_size: int = 128
     device: str = "cpu"
     # "auto": for the bundled model the backend `scix evidence backends` chose on this kind of CPU
-    # (openvino-int8
-    # where it has int8 dot-product instructions, VNNI or AMX: 3.76x torch's docs/s; onnx-int8 on AVX2 alone:
-    # 1.7x),
-    # torch for any other model (no evidence for it); or "torch", "onnx" (float32), "onnx-int8",
-    # "openvino" (float32 weights, bf16 arithmetic where the CPU has it), "openvino-int8"
+    # (openvino-int8 where it has int8 dot-product instructions, VNNI or AMX: 3.76x torch's docs/s; onnx-int8
+    # on AVX2 alone: 1.7x), torch for any other model (no evidence for it); or "torch", "onnx" (float32),
+    # "onnx-int8", "openvino" (float32 weights, bf16 arithmetic where the CPU has it), "openvino-int8"
     backend: str = "auto"
 
 
@@ -54,14 +52,13 @@ class PostgresConfig:
     dsn: str | None = None
     connect_timeout_s: int = 5
     # title/abstract ranking: "bm25" (the build's term matrix mirrored into PostgreSQL, Lucene BM25 in SQL:
-    # the
-    # default bm25 backend's scores) or "ts_rank_cd" (PostgreSQL's own full-text match and ranking)
+    # the default bm25 backend's scores) or "ts_rank_cd" (PostgreSQL's own full-text match and ranking)
     ranking: str = "bm25"
 
 
 @dataclass(frozen=True)
 class SearchConfig:
-    """Search defaults (SPEC §3). The per-call lexical knobs ``SCIX_LEXICAL_POOL``,
+    """Search defaults (docs/design.md#search). The per-call lexical knobs ``SCIX_LEXICAL_POOL``,
     ``SCIX_LEXICAL_RANK_FLAG`` and ``SCIX_QDRANT_EXACT`` are environment variables
     re-read on every query (:mod:`scix_core.search.knobs`), as in the reference design.
     """
@@ -69,9 +66,8 @@ class SearchConfig:
     # the build's term matrix, Lucene BM25 (same quality, 5-10x FTS5's speed); "sqlite" (FTS5 bm25());
     # "postgres"
     lexical_backend: str = "bm25"
-    lexical_mode: str = (
-        "auto"  # AND, and OR when AND fills fewer than the lane depth (the gate chose it); "and"; "or"
-    )
+    # AND, and OR when AND fills fewer than the lane depth (the gate chose it); "and"; "or"
+    lexical_mode: str = "auto"
     depth: int = 60  # per-lane candidates fed to fusion
     rrf_k: int = 60
     # "rrf" or "convex" (min-max normalised scores, dense weighs convex_alpha; scix_core.search.fusion)
@@ -90,7 +86,7 @@ class SearchConfig:
     # the dense lane scores a paper by its best passage too, when the index has passage vectors (scix ingest
     # --passages)
     passages: bool = True
-    # post-fusion stages (SPEC §3.3-3.5); each switchable per call
+    # post-fusion stages (docs/design.md#rewrite to #boosts); each switchable per call
     rerank: str = "off"  # "off", a CrossEncoder path, or a reranker name trained into the workspace
     rerank_window: int = 50
     rerank_max_length: int = 512  # tokens per (query, title + abstract) pair: the window's cost grows with it
@@ -100,7 +96,7 @@ class SearchConfig:
     rewrite_model: str = "default"
     rewrite_timeout_s: float = 5.0
     alias_file: str = ""  # extra alias table (alias<TAB>canonical), merged over the shipped one
-    # optional lanes and policies (SPEC §3.1 item 4, §3.7), off by default
+    # optional lanes and policies (docs/design.md#search-lanes, item 4, and #guards), off by default
     lanes: str = ""  # comma list of: alias, fielded, sparse
     broad_query_guard: bool = False
     community_max: int = 50_000
@@ -108,7 +104,7 @@ class SearchConfig:
 
 @dataclass(frozen=True)
 class RecommendConfig:
-    """Recommendation defaults (SPEC §4; constants from the reference design "Phase 8").
+    """Recommendation defaults (docs/design.md#recommend; constants from the reference design "Phase 8").
 
     Tier thresholds are counts of distinct saved papers. Half-lives of the
     EWMA profiles are counted in saves (a save is one update). Windows of
@@ -136,39 +132,32 @@ class RecommendConfig:
     min_slots: int = 3
     oversample: int = 3  # per-cluster kNN limit = quota x oversample
     shortterm_supplement: int = 20  # _ST_SUPPLEMENT
-    cosave_candidates: int = (
-        50  # papers other users saved alongside, added to the candidates (0: content only)
-    )
-    community_tiers: bool = (
-        True  # Tiers 3 and 2 add co-saved papers when the index has other users (False: SPEC)
-    )
+    # papers other users saved alongside, added to the candidates (0: content only)
+    cosave_candidates: int = 50
+    # Tiers 3 and 2 add co-saved papers when the index has other users (False: the reference design)
+    community_tiers: bool = True
     community_weight: float = 1.0  # Tiers 3 and 2: weight_cosine · similarity + this · co-save score
-    collab: str = (
-        "rp3beta"  # the co-save score: "rp3beta" (graph walk, collab_alpha/beta) or "cosine" (item-kNN)
-    )
+    # the co-save score: "rp3beta" (graph walk, collab_alpha/beta) or "cosine" (item-kNN)
+    collab: str = "rp3beta"
     collab_alpha: float = 0.8
     collab_beta: float = 0.4
     weight_longterm: float = 0.40
     weight_shortterm: float = 0.25
     weight_cosine: float = 0.65
-    weight_cosave: float = (
-        0.7  # + this · co-save score in the heuristic (0: the reference design's formula exactly)
-    )
+    # + this · co-save score in the heuristic (0: the reference design's formula exactly)
+    weight_cosave: float = 0.7
     scorer: str = "heuristic"  # or "lightgbm"
-    heuristic: str = (
-        "cosine"  # "cosine": 0.65·cosine to the query that found it; "profile": 0.40·long + 0.25·short
-    )
+    # "cosine": 0.65·cosine to the query that found it; "profile": 0.40·long + 0.25·short
+    heuristic: str = "cosine"
     # (the reference design: scix_core/data/reference.toml); the gate shipped cosine over profile on
     # CiteULike-a
     scorer_model: str = "default"  # models/scorers/NAME in the workspace, or a path to a LightGBM model file
     suppress_dismissals: int = 3
     suppress_days: float = 14.0
-    mmr_lambda: float = (
-        0.8  # the reference design's 0.6 with mmr_quota_bonus 0 (scix_core/data/reference.toml)
-    )
-    mmr_quota_bonus: float = (
-        0.1  # + this to the MMR gain of a candidate whose cluster is below its slot share
-    )
+    # the reference design's 0.6 with mmr_quota_bonus 0 (scix_core/data/reference.toml)
+    mmr_lambda: float = 0.8
+    # + this to the MMR gain of a candidate whose cluster is below its slot share
+    mmr_quota_bonus: float = 0.1
     n_explore: int = 2
     explore_pool: int = 200
     log: bool = True  # log every recommendation served (the LightGBM scorer's training data)

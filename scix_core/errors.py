@@ -78,6 +78,12 @@ class ModelUnavailableError(ScixError):
     code = "model_unavailable"
 
 
+class MissingExtraError(ScixError):
+    """An optional part needs a package its install left out; the message names the extra to install."""
+
+    code = "missing_extra"
+
+
 class BackendUnavailableError(ScixError):
     """A storage or vector backend cannot be reached or opened."""
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from scix_core.errors import ConfigError, ReportError, UnknownNameError
 from scix_core.evaluate.paths import eval_path, reports_dir
+from scix_core.extras import require
 from scix_core.notebook.frontend import STATIC_ENV
 from scix_core.version import code_version
 
@@ -64,7 +65,7 @@ def parameters(name: str) -> dict[str, Any]:
     literal)."""
     import ast
 
-    import papermill
+    papermill = require("papermill", "notebooks", "scix report")
 
     out = {}
     for key, spec in papermill.inspect_notebook(str(notebook_path(name))).items():
@@ -114,7 +115,7 @@ def run_report(
     name: str, overrides: Mapping[str, Any] | None = None, out: Path | None = None, timeout_s: int = 1800
 ) -> Report:
     """Execute notebook ``name`` with ``overrides`` into ``out/NAME/`` (default :func:`reports_dir`)."""
-    import papermill
+    papermill = require("papermill", "notebooks", "scix report")
     from papermill.exceptions import PapermillExecutionError
 
     source = notebook_path(name)

@@ -15,6 +15,11 @@ import pytest
 from pytest_postgresql import factories
 
 from scix_core.config import load_config
+from scix_core.ingest import ingest
+from scix_core.stores.postgres import sync_index
+from scix_core.train.reranker import RerankRecipe, train_reranker
+from scix_core.workspace import Workspace
+from tests.corpus import CORPUS, Built
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -136,6 +141,72 @@ def notebook_home(tmp_path_factory, scifact, citeulike_home, data_dir) -> Path:
     return home
 
 
+# -- the hand-checkable corpus (tests/corpus.py) in real indexes, once per session
+
+
+@pytest.fixture(scope="session")
+def fixture_home(tmp_path_factory):
+    return tmp_path_factory.mktemp("search-home")
+
+
+@pytest.fixture(scope="session")
+def built(fixture_home, encoder) -> Built:
+    """The fixture corpus ingested with vectors in qdrant-edge (the default) and the optional sparse
+    vectors."""
+    cfg = load_config().replace(home=fixture_home)
+    ingest(CORPUS, "fixture", config=cfg, progress=False, encoder=encoder, sparse=True)
+    return Built(cfg, "fixture")
+
+
+@pytest.fixture(scope="session")
+def built_client(fixture_home, encoder) -> Built:
+    """The same corpus with vectors in qdrant-client local mode (exact reference)."""
+    cfg = load_config().replace(home=fixture_home, **{"vectors.backend": "qdrant"})
+    ingest(CORPUS, "fixture-client", config=cfg, progress=False, encoder=encoder)
+    return Built(cfg, "fixture-client")
+
+
+@pytest.fixture
+def pg_built(built, postgresql) -> Built:
+    """The fixture index mirrored into a fresh PostgreSQL database (pytest-postgresql)."""
+    dsn = postgresql.info.dsn
+    sync_index(built.index, Workspace(built.config.home).index_dir(built.index), dsn)
+    return Built(
+        built.config.replace(**{"postgres.dsn": dsn, "search.lexical_backend": "postgres"}), built.index
+    )
+
+
+@pytest.fixture
+def pg_ts_built(pg_built) -> Built:
+    """The same mirror, its title/abstract lane ranked by PostgreSQL's own ``ts_rank_cd`` (not the term
+    matrix)."""
+    return Built(pg_built.config.replace(**{"postgres.ranking": "ts_rank_cd"}), pg_built.index)
+
+
+@pytest.fixture(scope="session")
+def tiny_reranker(built) -> str:
+    """A cross-encoder fine-tuned from the bundled MiniLM for a few steps on 4 of the fixture's 6 train
+    queries."""
+    report = train_reranker(
+        built.index,
+        "tiny",
+        built.config,
+        recipe=RerankRecipe(epochs=2, batch_size=8, negatives=2),
+        max_queries=4,
+        progress=False,
+    )
+    assert report.queries == 4 and report.positives >= 4 and report.negatives > 0
+    return "tiny"
+
+
+SLOW = ("model", "realdata", "postgres", "browser")
+
+
 def pytest_collection_modifyitems(config, items):
-    """Notebook and browser tests last: they start kernels, JupyterLab and Chromium beside this process."""
+    """Notebook and browser tests last: they start kernels, JupyterLab and Chromium beside this process.
+    Every test that loads the model, reads real data, needs PostgreSQL or drives a browser is also ``slow``:
+    ``make check`` runs the rest (``-m "not slow"``)."""
+    for item in items:
+        if any(item.get_closest_marker(m) for m in SLOW):
+            item.add_marker(pytest.mark.slow)
     items.sort(key=lambda item: "tests/notebooks/" in str(item.fspath).replace(os.sep, "/"))

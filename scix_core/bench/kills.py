@@ -167,9 +167,8 @@ def run(
             shutil.rmtree(home / "cache" / "embeddings", ignore_errors=True)
         before = (root / "current").resolve().name
         # even kills: at a random moment (most land in the longest phase, embedding); odd kills: as soon as
-        # the
-        # build reaches a target phase (each in turn), so the short phases (vector upsert, the mirror) are hit
-        # too
+        # the build reaches a target phase (each in turn), so the short phases (vector upsert, the mirror) are
+        # hit too
         target = TARGETS[(i // 2) % len(TARGETS)] if i % 2 else None
         delay = rng.uniform(0.05, wall)
         stale = frozenset((root / "builds").glob(".building-*"))

@@ -12,6 +12,7 @@ ONNX Runtime (``onnx``, ``onnx-int8``; :mod:`scix_core.embeddings.onnx`) or Open
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import re
 import threading
@@ -64,10 +65,24 @@ def model_slug(name: str) -> str:
 
 
 # The backend `scix evidence backends` chose per model, by the CPU; other models run on torch. With int8
-# dot-product instructions (VNNI, AMX) OpenVINO's static int8 encoded 65.9 abstracts/s against ONNX Runtime
-# int8's
-# 43.7 (torch 21.6); on a CPU with AVX2 alone it fell behind: 14.1 against 21.1 (torch 12.1).
+# dot-product instructions (VNNI, AMX) OpenVINO's static int8 encoded 65.9 abstracts/s against ONNX
+# Runtime int8's 43.7 (torch 21.6); on a CPU with AVX2 alone it fell behind: 14.1 against 21.1 (torch 12.1).
 GATED = {BUNDLED: {"int8-dot": "openvino-int8", "other": "onnx-int8"}}
+#: what each fast backend imports: the ``fast`` extra (``pip install 'scix_core[fast]'``)
+REQUIRES = {
+    "onnx": ("onnxruntime", "onnx"),
+    "onnx-int8": ("onnxruntime", "onnx"),
+    "openvino": ("openvino", "onnxruntime", "onnx"),
+    "openvino-int8": ("openvino", "nncf", "onnxruntime", "onnx"),
+}
+
+
+def installed(module: str) -> bool:
+    """Whether ``module`` can be imported (without importing it)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # ValueError: a module blocked by a None in sys.modules
+        return False
 
 
 def resolve_backend(config: EmbeddingConfig, cpu_flags: frozenset[str] | None = None) -> EmbeddingConfig:
@@ -80,7 +95,11 @@ def resolve_backend(config: EmbeddingConfig, cpu_flags: frozenset[str] | None = 
     gated = GATED.get(config.model)
     if not gated:
         return replace(config, backend="torch")
-    return replace(config, backend=gated["int8-dot" if cpu.has(cpu.INT8_DOT, cpu_flags) else "other"])
+    chosen = gated["int8-dot" if cpu.has(cpu.INT8_DOT, cpu_flags) else "other"]
+    for backend in (chosen, gated["other"]):  # without the `fast` extra's packages: the next best, then torch
+        if all(installed(m) for m in REQUIRES[backend]):
+            return replace(config, backend=backend)
+    return replace(config, backend="torch")
 
 
 class Encoder:

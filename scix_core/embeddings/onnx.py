@@ -51,9 +51,8 @@ FUSABLE = {
 }  # config model_type -> optimizer
 
 
-OPENVINO_FORMAT = (
-    1  # the OpenVINO conversion and its calibration (scix_core.embeddings.openvino); bump to redo
-)
+# the OpenVINO conversion and its calibration (scix_core.embeddings.openvino); bump to redo
+OPENVINO_FORMAT = 1
 
 
 def onnx_variant(backend: str) -> str:

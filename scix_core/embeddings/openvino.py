@@ -121,8 +121,8 @@ class OpenVinoModel(OnnxModel):
     def _open(self, threads: int | None = None):
         ov = _openvino()
         # bfloat16 arithmetic doubles the float32 model's speed; the int8 model is as fast without it, and
-        # float32
-        # keeps its corpus and query vectors (and its first-seen query shapes: p50 3.7 against 4.1 ms) tighter
+        # float32 keeps its corpus and query vectors (and its first-seen query shapes: p50 3.7 against 4.1 ms)
+        # tighter
         config = {
             "INFERENCE_PRECISION_HINT": "bf16" if self.backend == "openvino" and cpu.has(cpu.BF16) else "f32"
         }

@@ -1,4 +1,4 @@
-"""Lane attribution: which lane put each top-10 paper where the user sees it (issue 6, SPEC §5.2).
+"""Lane attribution: which lane put each top-10 paper where the user sees it (docs/design.md#attribution).
 
 For one run over a gold set, every top-10 hit of every query is attributed
 to the lanes that had it in their own top ``LANE_TOP`` (10). From that:

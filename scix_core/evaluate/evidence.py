@@ -1,4 +1,4 @@
-"""Evidence studies the reference designs relied on, reproduced on our data (SPEC §5.4).
+"""Evidence studies the reference designs relied on, reproduced on our data (docs/design.md#evidence).
 
 Each study is a function returning a JSON-ready dict; :func:`write` puts it
 into ``reports/`` as JSON and a markdown table. ``scix evidence NAME`` runs one.

@@ -126,7 +126,9 @@ def ranx_api():
                 from ranx import Qrels, Run, evaluate
 
                 # ranx's own uint64 -> int64 cast inside its jitted nDCG: not a fault of ours or of the input
-                warnings.filterwarnings("ignore", category=NumbaTypeSafetyWarning, module=r"ranx\.")
+                warnings.filterwarnings(
+                    "ignore", message="unsafe cast from uint64 to int64", category=NumbaTypeSafetyWarning
+                )
                 evaluate(
                     Qrels({"q": {"d": 1}}),
                     Run({"q": {"d": 1.0, "e": 0.5}}),

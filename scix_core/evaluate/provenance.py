@@ -1,4 +1,4 @@
-"""Lane provenance and query buckets (SPEC §5.2).
+"""Lane provenance and query buckets (docs/design.md#attribution).
 
 Provenance: for each relevant paper a run puts in its top 10, which lanes
 had it and at what rank (lanes go 100 deep); per run, the share of those

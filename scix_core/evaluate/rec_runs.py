@@ -48,6 +48,7 @@ import numpy as np
 
 from scix_core.errors import UnknownNameError
 from scix_core.evaluate import tuning
+from scix_core.extras import require
 from scix_core.fusion import rrf
 from scix_core.recommend import collab
 from scix_core.recommend.collab.text import load_texts
@@ -248,8 +249,9 @@ class Peers:
                 self._models[name] = self._build(name, self.tune(name).params).fit(self.matrix())
                 return self._models[name]
             import threadpoolctl
-            from implicit.als import AlternatingLeastSquares
-            from implicit.bpr import BayesianPersonalizedRanking
+
+            als = require("implicit.als", "peers", f"the {name} peer")
+            bpr = require("implicit.bpr", "peers", f"the {name} peer")
 
             with (
                 threadpoolctl.threadpool_limits(1, "blas"),
@@ -257,11 +259,11 @@ class Peers:
             ):  # implicit's own advice
                 warnings.simplefilter("ignore", RuntimeWarning)
                 if name == "als":
-                    model = AlternatingLeastSquares(
+                    model = als.AlternatingLeastSquares(
                         factors=self.factors, alpha=40.0, regularization=0.1, random_state=self.seed
                     )
                 else:
-                    model = BayesianPersonalizedRanking(factors=self.factors, random_state=self.seed)
+                    model = bpr.BayesianPersonalizedRanking(factors=self.factors, random_state=self.seed)
                 model.fit(self.matrix(), show_progress=False)
             self._models[name] = model
         return self._models[name]

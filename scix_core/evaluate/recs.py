@@ -1,4 +1,4 @@
-"""Offline recommendation evaluation (SPEC §5.5): ``scix eval-recs``.
+"""Offline recommendation evaluation (docs/design.md#rec-eval): ``scix eval-recs``.
 
 Protocol, on the user libraries an index was built with (any folder the
 ``citeulike`` loader reads): users with at least ``min_saves`` saves (a

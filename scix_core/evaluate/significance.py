@@ -1,4 +1,4 @@
-"""Paired significance over per-query values, Holm-corrected, and the rollout gate (SPEC §5.3).
+"""Paired significance over per-query values, Holm-corrected, and the rollout gate (docs/design.md#gate).
 
 Both tests pair the two systems' values query by query (aligned by id):
 Fisher's randomisation test (scipy's paired permutation test, 10,000

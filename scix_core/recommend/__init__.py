@@ -1,5 +1,5 @@
-"""The tiered recommender (SPEC §4): trending, Qdrant recommend, EWMA profile, the clustered Tier-1
-pipeline."""
+"""The tiered recommender (docs/design.md#recommend): trending, Qdrant recommend, EWMA profile, the
+clustered Tier-1 pipeline."""
 
 from scix_core.recommend.recommender import Recommender
 from scix_core.recommend.result import RecItem, Recommendations, StageRecord

@@ -1,4 +1,4 @@
-"""Tier selection (SPEC §4): the first tier that applies *and* answers wins, and says why.
+"""Tier selection (docs/design.md#recommend): the first tier that applies *and* answers wins, and says why.
 
 Order and triggers (thresholds from ``recommend.*_min_saves``, counted in
 distinct saved papers): Tier 1 (≥ 5 saves, clustering + quota), Tier 2

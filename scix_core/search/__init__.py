@@ -1,4 +1,4 @@
-"""Search: one query -> ranked papers, with every lane and stage visible (SPEC §3)."""
+"""Search: one query -> ranked papers, with every lane and stage visible (docs/design.md#search)."""
 
 from scix_core.search.filters import SearchFilters
 from scix_core.search.pipeline import MODES, Searcher, search

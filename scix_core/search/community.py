@@ -1,4 +1,4 @@
-"""Citation community expansion (SPEC §3.7): seed papers -> their citation community.
+"""Citation community expansion (docs/design.md#guards): seed papers -> their citation community.
 
 The index's citation links (CACM's ``.X`` links, CiteULike's, any loader's)
 form an undirected graph weighted by how many links join two papers;

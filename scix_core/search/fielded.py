@@ -1,4 +1,4 @@
-"""Fielded-query parser (SPEC §3.1 item 4, off by default): lifts fields into filters.
+"""Fielded-query parser (docs/design.md#search-lanes, item 4, off by default): lifts fields into filters.
 
     dark matter year:2019-2021 cat:astro-ph.GA author:"Kurtz" -cat:astro-ph.CO
 

@@ -1,4 +1,4 @@
-"""The unscoped-broad-query guard (SPEC §3.7): an optional policy, off in the workbench.
+"""The unscoped-broad-query guard (docs/design.md#guards): an optional policy, off in the workbench.
 
 A query with no filters and ≥ 3 tokens or ≥ 30 characters is refused before
 any lane runs, with a structured error saying how to scope it.

@@ -1,4 +1,4 @@
-"""The per-call knobs, re-read from the environment on every query (SPEC §3.1).
+"""The per-call knobs, re-read from the environment on every query (docs/design.md#search-lanes).
 
 As in the reference design, these three can be changed on a running
 process (a notebook, a server) without a restart:

@@ -40,9 +40,8 @@ class PreparedQuery:
         return tuple(t for i, t in enumerate(self.tokens) for _ in range(self.frequency(i)))
 
 
-MAX_REPEAT = (
-    8  # a query term counts at most this often (a pasted text repeating one word is not 1,000 times as sure)
-)
+# a query term counts at most this often (a pasted text repeating one word is not 1,000 times as sure)
+MAX_REPEAT = 8
 
 
 def prepare(query: str, max_chars: int = 2000, max_tokens: int = 64) -> PreparedQuery:

@@ -1,4 +1,4 @@
-"""The result contract (SPEC §3.6): frozen, JSON-ready, every step visible."""
+"""The result contract (docs/design.md#result): frozen, JSON-ready, every step visible."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Query rewrite (SPEC §3.3), off by default; and the alias table the alias lanes share.
+"""Query rewrite (docs/design.md#rewrite), off by default; and the alias table the alias lanes share.
 
 A rewriter has one method, ``rewrite(text) -> str``. The rewrite feeds the
 lexical lanes; the dense lane encodes the ORIGINAL text concurrently, and

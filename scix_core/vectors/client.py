@@ -67,8 +67,7 @@ class ClientVectorStore:
         # against a server that does not answer, the client's version check (a thread its constructor starts)
         # warns that it could not read the version; the first request fails too and is reported below (typed,
         # naming the URL): one message, not two. A version *mismatch* warning still shows. Process-wide, as
-        # the
-        # thread may warn after this returns.
+        # the thread may warn after this returns.
         warnings.filterwarnings(
             "ignore", message="Failed to obtain server version", module=r"qdrant_client\."
         )

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 
 from scix_core.config import load_config
-from tests.search.conftest import CORPUS
+from tests.corpus import CORPUS
 
 _ids = itertools.count()
 

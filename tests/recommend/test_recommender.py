@@ -9,7 +9,7 @@ import pytest
 from scix_core.errors import ConfigError, InteractionError, UnknownPaperError, UnknownUserError
 from scix_core.recommend import Recommender
 from scix_core.recommend.profile import ewma
-from tests.search.conftest import BY_ID
+from tests.corpus import BY_ID
 
 pytestmark = pytest.mark.model
 
@@ -47,10 +47,8 @@ def test_tier0_trending_by_the_onboarding_categories(rec_indexes, user):
     rec.create_user(user, ["astro-ph.GA"])
     result = rec.recommend(user, limit=10)
     # astro-ph.GA papers: p03 (2020), p04 (2018), p09 (2022), p12 (2023); newest paper 2023-06 -> 24 months:
-    # p09, p12
-    # too few for 10: widened to 96 months (all four); p03 is cited 3 times (by p04, p12, p09), p04 once
-    # (p09), p09
-    # once (p12): the tie goes to the newer p09; p12 is uncited
+    # p09, p12 too few for 10: widened to 96 months (all four); p03 is cited 3 times (by p04, p12, p09), p04
+    # once (p09), p09 once (p12): the tie goes to the newer p09; p12 is uncited
     assert result.ids == ("p03", "p09", "p04", "p12")
     assert [i.score for i in result.items] == [3, 1, 1, 0]
     assert result.stage("trending").summary["window_months"] == 96
@@ -257,7 +255,7 @@ def test_local_vectors_fall_back_to_the_embedding_cache_then_degrade_with_the_re
     from scix_core.ingest import ingest
     from scix_core.vectors import close_readers
     from scix_core.vectors.local import FILE
-    from tests.search.conftest import CORPUS
+    from tests.corpus import CORPUS
 
     cfg = load_config().replace(home=tmp_path / "home")
     report = ingest(CORPUS, "fallback", config=cfg, progress=False, encoder=encoder)

@@ -11,8 +11,8 @@ from scix_core.search.lanes import bm25_lanes
 from scix_core.search.lanes.bm25 import Bm25Lane
 from scix_core.search.query import prepare
 from scix_core.stores.terms import TermIndex, analyse, build_terms
-from tests.search.conftest import BY_ID, PAPERS
-from tests.search.helpers import make_request
+from tests.corpus import BY_ID, PAPERS
+from tests.helpers import make_request
 
 QUERIES = [
     "neural networks",
@@ -126,7 +126,7 @@ def test_searcher_on_an_old_build_notes_the_fallback(built, tmp_path):
     import shutil
 
     from scix_core.ingest import ingest
-    from tests.search.conftest import CORPUS
+    from tests.corpus import CORPUS
 
     cfg = built.config.replace(home=tmp_path)
     report = ingest(CORPUS, "old", config=cfg, progress=False, embed=False)

@@ -15,8 +15,8 @@ from __future__ import annotations
 import pytest
 
 from scix_core.search import Searcher
-from tests.search.conftest import Built
-from tests.search.helpers import make_request
+from tests.corpus import Built
+from tests.helpers import make_request
 
 pytestmark = [pytest.mark.postgres, pytest.mark.model]
 

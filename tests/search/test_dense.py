@@ -10,7 +10,7 @@ from scix_core.search.lanes.dense import OVERFETCH_CAP, DenseLane
 from scix_core.stores.papers import connect
 from scix_core.vectors.edge import EdgeVectorStore
 from scix_core.workspace import Workspace
-from tests.search.helpers import make_request
+from tests.helpers import make_request
 
 pytestmark = [pytest.mark.model]
 

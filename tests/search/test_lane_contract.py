@@ -9,8 +9,8 @@ from scix_core.search import Searcher
 from scix_core.search.filters import SearchFilters
 from scix_core.search.lanes import Lane
 from scix_core.types import Ranking
-from tests.search.conftest import BY_ID
-from tests.search.helpers import BAD_QUERIES, make_request, passes
+from tests.corpus import BY_ID
+from tests.helpers import BAD_QUERIES, make_request, passes
 
 pytestmark = [pytest.mark.model]
 
@@ -92,8 +92,7 @@ def test_shape_and_determinism(lane, encoder, query):
     _check_shape(first, lane, 5)
     again = lane.search(request, 5)
     # same papers in the same order; the same scores up to the last bit (qdrant-client's local mode, numpy,
-    # has
-    # given 1-ulp differences between two identical calls on an AVX2 CPU)
+    # has given 1-ulp differences between two identical calls on an AVX2 CPU)
     assert again.ids == first.ids and again.name == first.name
     assert [i.score for i in again.items] == pytest.approx(
         [i.score for i in first.items], rel=1e-12, abs=1e-12

@@ -11,8 +11,8 @@ from scix_core.errors import FilterError, QueryError, UnknownNameError, VectorIn
 from scix_core.fusion import rrf
 from scix_core.ingest import ingest
 from scix_core.search import Searcher, SearchFilters
-from tests.search.conftest import BY_ID, CORPUS
-from tests.search.helpers import BAD_QUERIES, passes
+from tests.corpus import BY_ID, CORPUS
+from tests.helpers import BAD_QUERIES, passes
 
 pytestmark = [pytest.mark.model]
 

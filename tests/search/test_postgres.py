@@ -13,7 +13,7 @@ from scix_core.search.lanes.postgres import PostgresBm25Lane, PostgresLane
 from scix_core.stores.postgres import connect, schema_name, sync_index, synced_build_key
 from scix_core.stores.terms import TermIndex
 from scix_core.workspace import Workspace
-from tests.search.helpers import make_request
+from tests.helpers import make_request
 
 pytestmark = [pytest.mark.postgres, pytest.mark.model]
 

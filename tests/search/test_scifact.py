@@ -14,7 +14,7 @@ from scix_core.search.lanes import LaneTimeout
 from scix_core.search.lanes.fts5 import Fts5Lane
 from scix_core.stores.papers import connect
 from scix_core.workspace import Workspace
-from tests.search.helpers import make_request
+from tests.helpers import make_request
 
 pytestmark = [pytest.mark.model, pytest.mark.realdata]
 

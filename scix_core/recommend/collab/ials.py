@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from scix_core.extras import require
 from scix_core.recommend.collab.matrix import binary
 
 
@@ -28,12 +29,13 @@ class Ials:
 
     def fit(self, matrix) -> Ials:
         import threadpoolctl
-        from implicit.cpu.als import AlternatingLeastSquares
+
+        als = require("implicit.cpu.als", "peers", "the ials model")
 
         x = binary(matrix)
         with threadpoolctl.threadpool_limits(1, "blas"), warnings.catch_warnings():  # implicit's own advice
             warnings.simplefilter("ignore", RuntimeWarning)
-            model = AlternatingLeastSquares(
+            model = als.AlternatingLeastSquares(
                 factors=self.factors,
                 alpha=self.alpha,
                 regularization=self.regularization,

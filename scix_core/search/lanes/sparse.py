@@ -1,4 +1,4 @@
-"""The optional sparse lane: BM25-weighted sparse vectors in qdrant-edge (SPEC §3.1 item 4).
+"""The optional sparse lane: BM25-weighted sparse vectors in qdrant-edge (docs/design.md#search-lanes).
 
 Same filters, over-fetch and orphan-point rules as the dense lane; the query
 text is embedded by qdrant-edge's BM25 model (its own tokenizer, stemmer and

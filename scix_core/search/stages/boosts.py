@@ -1,4 +1,4 @@
-"""Title and citation boosts on the top of the ranking (SPEC §3.5).
+"""Title and citation boosts on the top of the ranking (docs/design.md#boosts).
 
 final = base + title + citation, for the top ``window`` (50) papers; the rest
 keep their base score (which is no larger than any boosted paper's base, so

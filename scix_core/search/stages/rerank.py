@@ -1,4 +1,4 @@
-"""Cross-encoder rerank of the fused top window (SPEC §3.4), off by default.
+"""Cross-encoder rerank of the fused top window (docs/design.md#rerank), off by default.
 
 Re-scores the top ``window`` (50) fused papers on (original query, title +
 full abstract) with any sentence-transformers ``CrossEncoder``, capped at 512

@@ -8,7 +8,7 @@ from scix_core.embeddings import resolve_backend
 from scix_core.embeddings.onnx import FORMAT, OPENVINO_FORMAT, onnx_variant
 from scix_core.search import Searcher
 from scix_core.workspace import read_json, write_json_atomic
-from tests.search.conftest import CORPUS
+from tests.corpus import CORPUS
 
 pytestmark = pytest.mark.model
 

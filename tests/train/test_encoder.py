@@ -22,7 +22,7 @@ from scix_core.train.encoder import (
     triples,
 )
 from scix_core.workspace import Workspace
-from tests.search.conftest import CORPUS
+from tests.corpus import CORPUS
 
 pytestmark = [pytest.mark.model]
 

@@ -1,14 +1,11 @@
-"""A hand-checkable corpus built into real indexes: SQLite FTS5, qdrant-edge,
-qdrant-client local mode and (per test) a PostgreSQL mirror."""
+"""A hand-checkable corpus (12 papers, 8 queries, two citation communities): built into real indexes by
+the ``built`` fixtures of ``tests/conftest.py``."""
 
 from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
 
-import pytest
-
-from scix_core.config import load_config
 from scix_core.data import Dataset
 from scix_core.types import CitationLink, Paper, Query
 
@@ -166,69 +163,7 @@ BY_ID = {p.paper_id: p for p in PAPERS}
 
 @dataclass(frozen=True)
 class Built:
+    """An index built from a corpus: the config that reaches it and its name."""
+
     config: object
     index: str
-
-
-@pytest.fixture(scope="session")
-def fixture_home(tmp_path_factory):
-    return tmp_path_factory.mktemp("search-home")
-
-
-@pytest.fixture(scope="session")
-def built(fixture_home, encoder) -> Built:
-    """The fixture corpus ingested with vectors in qdrant-edge (the default) and the optional sparse
-    vectors."""
-    from scix_core.ingest import ingest
-
-    cfg = load_config().replace(home=fixture_home)
-    ingest(CORPUS, "fixture", config=cfg, progress=False, encoder=encoder, sparse=True)
-    return Built(cfg, "fixture")
-
-
-@pytest.fixture(scope="session")
-def built_client(fixture_home, encoder) -> Built:
-    """The same corpus with vectors in qdrant-client local mode (exact reference)."""
-    from scix_core.ingest import ingest
-
-    cfg = load_config().replace(home=fixture_home, **{"vectors.backend": "qdrant"})
-    ingest(CORPUS, "fixture-client", config=cfg, progress=False, encoder=encoder)
-    return Built(cfg, "fixture-client")
-
-
-@pytest.fixture
-def pg_built(built, postgresql) -> Built:
-    """The fixture index mirrored into a fresh PostgreSQL database (pytest-postgresql)."""
-    from scix_core.stores.postgres import sync_index
-    from scix_core.workspace import Workspace
-
-    dsn = postgresql.info.dsn
-    sync_index(built.index, Workspace(built.config.home).index_dir(built.index), dsn)
-    return Built(
-        built.config.replace(**{"postgres.dsn": dsn, "search.lexical_backend": "postgres"}), built.index
-    )
-
-
-@pytest.fixture
-def pg_ts_built(pg_built) -> Built:
-    """The same mirror, its title/abstract lane ranked by PostgreSQL's own ``ts_rank_cd`` (not the term
-    matrix)."""
-    return Built(pg_built.config.replace(**{"postgres.ranking": "ts_rank_cd"}), pg_built.index)
-
-
-@pytest.fixture(scope="session")
-def tiny_reranker(built) -> str:
-    """A cross-encoder fine-tuned from the bundled MiniLM for a few steps on 4 of the fixture's 6 train
-    queries."""
-    from scix_core.train.reranker import RerankRecipe, train_reranker
-
-    report = train_reranker(
-        built.index,
-        "tiny",
-        built.config,
-        recipe=RerankRecipe(epochs=2, batch_size=8, negatives=2),
-        max_queries=4,
-        progress=False,
-    )
-    assert report.queries == 4 and report.positives >= 4 and report.negatives > 0
-    return "tiny"
