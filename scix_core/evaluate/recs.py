@@ -215,14 +215,19 @@ class RecEvalReport:
 
 
 def _replay(
-    rec, train: Mapping[str, Sequence[str]], splits: Sequence[UserSplit], truncate: int | None = None
+    rec,
+    train: Mapping[str, Sequence[str]],
+    splits: Sequence[UserSplit],
+    truncate: int | None = None,
+    evaluated: bool | None = None,
 ) -> None:
-    """Every user's training saves (the evaluated users' truncated to ``truncate``): the community the
-    co-save signal and the collaborative peers see."""
-
-    evaluated = {s.user for s in splits}
+    """Users' training saves (the evaluated users' truncated to ``truncate``): the community the co-save
+    signal and the collaborative peers see. ``evaluated`` True / False: only the evaluated users / only the
+    others (None: everyone)."""
+    chosen = {s.user for s in splits}
     for user, papers in train.items():
-        replay(rec, user, papers[:truncate] if truncate and user in evaluated else papers)
+        if evaluated is None or (user in chosen) == evaluated:
+            replay(rec, user, papers[:truncate] if truncate and user in chosen else papers)
 
 
 def _score(
@@ -382,7 +387,10 @@ def evaluate_recs(
             state=UserState(Path(tmp) / "main.sqlite"),
             build_community=False,
         )
-        _replay(rec, train, splits)
+        # the users not evaluated are the same community in every per-tier run: replayed once, then copied
+        _replay(rec, train, splits, evaluated=False)
+        others = rec.state.snapshot(Path(tmp) / "others.sqlite") if per_tier else None
+        _replay(rec, train, splits, evaluated=True)
         peers = rec_runs.Peers(
             rec,
             train,
@@ -413,6 +421,7 @@ def evaluate_recs(
             tiers = _per_tier(
                 index,
                 cfg,
+                others,
                 train,
                 splits,
                 peers,
@@ -477,6 +486,7 @@ def evaluate_recs(
 def _per_tier(
     index: str,
     cfg: Config,
+    others: UserState,
     train,
     splits,
     peers,
@@ -496,10 +506,10 @@ def _per_tier(
             index,
             cfg,
             persist_clusters=False,
-            state=UserState(tmp / f"trunc-{name}.sqlite"),
+            state=others.snapshot(tmp / f"trunc-{name}.sqlite"),
             build_community=False,
         )
-        _replay(rec, train, splits, trunc)
+        _replay(rec, train, splits, trunc, evaluated=True)
         lists: dict[str, dict[str, list[str]]] = {run: {} for run in ("cascade", *peer_runs)}
         ran: dict[int, int] = {}
         for s in splits:

@@ -179,6 +179,20 @@ class UserState:
     def for_home(cls, home: Path) -> UserState:
         return cls(Path(home) / "state" / "users.sqlite")
 
+    def snapshot(self, path: Path) -> UserState:
+        """A consistent copy of the whole store into a new file ``path`` (SQLite's online backup), opened as a
+        store of its own; an existing ``path`` is refused, never overwritten."""
+        path = Path(path)
+        if path.exists():
+            raise BackendUnavailableError(f"cannot snapshot user state into {path}: the file exists")
+        with self._connect() as conn:
+            target = sqlite3.connect(path)
+            try:
+                conn.backup(target)
+            finally:
+                target.close()
+        return UserState(path)
+
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
         try:
