@@ -46,7 +46,7 @@ def test_kills_while_saving_and_reclustering_lose_no_acknowledged_save(tmp_path,
     ]  # spread over the corpus: several topics, several clusters
     store.close()
     rng, acknowledged, reclustered = random.Random(3), set(), 0
-    for kill in range(10):
+    for kill in range(6):  # suite-sized
         child = subprocess.Popen(
             [sys.executable, "-c", CHILD, str(home), ",".join(ids), str(kill)],
             stdout=subprocess.PIPE,

@@ -81,6 +81,8 @@ def test_interrupted_build_keeps_previous_index(config, data_dir):
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        # a test run started in the background inherits an ignored SIGINT: the child must see Ctrl-C
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.time() + 120
     while (

@@ -10,11 +10,15 @@ from scix_core.bench.kills import TARGETS, run
 pytestmark = [pytest.mark.postgres, pytest.mark.model, pytest.mark.realdata]
 
 
-def test_twenty_kills_in_every_phase_lose_nothing(tmp_path, data_dir, postgresql):
+#: suite-sized: every phase targeted at least once (odd kills, in turn); `make bench-kills` runs 200
+KILLS = 12
+
+
+def test_kills_in_every_phase_lose_nothing(tmp_path, data_dir, postgresql):
     lines = []
     report = run(
         data_dir / "cranfield",
-        20,
+        KILLS,
         tmp_path / "home",
         seed=7,
         limit=150,
@@ -22,9 +26,9 @@ def test_twenty_kills_in_every_phase_lose_nothing(tmp_path, data_dir, postgresql
         log=lines.append,
     )
     assert report.failures == (), "\n".join([*report.failures, *lines])
-    assert report.survived == report.kills == 20
+    assert report.survived == report.kills == KILLS
     killed = {p: n for p, n in report.phases.items() if p != "finished before the kill"}
-    assert sum(killed.values()) >= 10, report.phases  # kills landed
+    assert sum(killed.values()) >= KILLS // 2, report.phases  # kills landed
     assert set(TARGETS) <= set(killed), (
         report.phases
     )  # in every phase, the short ones (vectors, mirror) included
