@@ -6,6 +6,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DATASET ?= scifact
 INDEX ?= scifact
+# pytest-xdist workers of `make test`: the real-corpus tests share one (tests/conftest.py), the rest the other
+TEST_WORKERS ?= 2
 
 .PHONY: env run test lint check bench bench-search bench-scale bench-kills clean-env
 
@@ -25,7 +27,8 @@ run: env
 test: env
 	scripts/browser.sh install
 	@dsn=$$(scripts/postgres.sh start) && \
-	SCIX_PG_DSN=$$dsn $(BIN)/python -m pytest --durations=25 $(PYTEST_ARGS); status=$$?; \
+	SCIX_PG_DSN=$$dsn $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=25 $(PYTEST_ARGS); \
+	status=$$?; \
 	scripts/postgres.sh stop; exit $$status
 
 # format and lint (ruff), the import graph (no cycle, explained local imports), every doc link

@@ -200,6 +200,9 @@ def tiny_reranker(built) -> str:
 
 
 SLOW = ("model", "realdata", "postgres", "browser")
+#: the session fixtures that encode a real corpus: under pytest-xdist (`make test` runs two workers with
+#: ``--dist loadgroup``) every test that uses one runs on the same worker, so each corpus is encoded once
+REAL_INDEXES = {"scifact", "citeulike_home", "notebook_home"}
 
 
 def pytest_collection_modifyitems(config, items):
@@ -209,4 +212,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if any(item.get_closest_marker(m) for m in SLOW):
             item.add_marker(pytest.mark.slow)
+        if REAL_INDEXES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group("real-indexes"))
     items.sort(key=lambda item: "tests/notebooks/" in str(item.fspath).replace(os.sep, "/"))
