@@ -5,6 +5,7 @@
 * ``fast`` — ONNX Runtime, ONNX, OpenVINO, NNCF: the fast embedding backends (``embedding.backend = "auto"``
   falls back to torch without them);
 * ``peers`` — implicit (ALS, BPR, iALS in ``scix eval-recs``), bm25s and rank_bm25 (the search benches);
+* ``serve`` — FastAPI, uvicorn, prometheus-client: ``scix serve``;
 * ``test`` — everything above and the test tools; ``all`` — everything above but the test tools.
 """
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from scix_core import __version__
-from scix_core.cli import evaluate, ingest, recommend, search  # noqa: F401  (register the subcommands)
+from scix_core.cli import evaluate, ingest, recommend, search, serve  # noqa: F401  (register the subcommands)
 from scix_core.cli.registry import COMMANDS
 from scix_core.errors import ScixError
 

@@ -163,6 +163,11 @@ class Searcher:
             return None, _reason(exc)
         return SparseLane(store, connect(self.build_dir / "papers.sqlite", readonly=True)), ""
 
+    def loaded_rerankers(self) -> list[str]:
+        """Model paths of the cross-encoders this process has loaded (any searcher's: they are shared)."""
+        with _SHARED_LOCK:
+            return sorted({r.model_path for r in _RERANKERS.values() if r.loaded})
+
     @property
     def lane_names(self) -> list[str]:
         return (

@@ -57,6 +57,11 @@ class CrossEncoderReranker:
         self._lock = threading.Lock()
 
     @property
+    def loaded(self) -> bool:
+        """Whether the model has loaded (it loads on first use)."""
+        return self._model is not None
+
+    @property
     def model(self):
         with self._lock:
             if self._model is None:

@@ -1,0 +1,241 @@
+"""The HTTP API of one index: search, recommendations, users, interactions, health and metrics.
+
+``create_app(index, config)`` builds a FastAPI application over one :class:`~scix_core.search.Searcher`
+and one :class:`~scix_core.recommend.Recommender` (both thread-safe; FastAPI runs the handlers in its
+thread pool). ``scix serve`` runs it under uvicorn. The JSON bodies are the command line's ``--json``
+outputs. Errors are typed JSON, never a traceback (:mod:`scix_core.serve.errors`); with
+``SCIX_API_TOKEN`` set, every write needs ``Authorization: Bearer <token>``.
+
+This first cut serves from one process: the embedded vector shard opens in one process at a time, and
+user state is the workspace's SQLite file (docs/design.md#api).
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import threading
+import time
+from contextlib import asynccontextmanager
+from typing import Literal
+
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.responses import JSONResponse, PlainTextResponse
+from pydantic import BaseModel, Field
+
+from scix_core import __version__
+from scix_core.config import Config, load_config
+from scix_core.recommend import Recommender
+from scix_core.search import MODES, Searcher
+from scix_core.serve.errors import ApiError, install_handlers
+from scix_core.serve.metrics import Metrics
+
+#: a request body larger than this is refused with 413 before it is read
+MAX_BODY_BYTES = 64 * 1024
+#: a query longer than this many times ``search.max_query_chars`` is refused with 413 (below it, the
+#: search caps the text and notes it)
+QUERY_SLACK = 10
+TOKEN_ENV = "SCIX_API_TOKEN"
+
+
+class NewUser(BaseModel):
+    user: str = Field(min_length=1, max_length=200)
+    categories: list[str] = Field(default_factory=list, max_length=50)
+
+
+class NewInteraction(BaseModel):
+    user: str = Field(min_length=1, max_length=200)
+    paper: str = Field(min_length=1, max_length=200)
+    kind: Literal["save", "dismiss", "view"]
+    at: str | None = Field(default=None, max_length=64, description="ISO-8601 time (default: now)")
+
+
+class Services:
+    """What the handlers share: the searcher, the recommender, the metrics and the last rerank outcome."""
+
+    def __init__(self, index: str, config: Config):
+        self.index, self.config = index, config
+        self.searcher = Searcher(index, config)
+        self.recommender = Recommender(index, config)
+        self.metrics = Metrics()
+        self.started = time.time()
+        self._lock = threading.Lock()
+        self.last_rerank: dict = {}
+        self._variants: dict[str, Searcher] = {}
+
+    def searcher_for(self, lexical_mode: str | None) -> Searcher:
+        """The searcher, or one of the same index with another lexical mode (built once per mode)."""
+        if lexical_mode is None or lexical_mode == self.config.search.lexical_mode:
+            return self.searcher
+        with self._lock:
+            if lexical_mode not in self._variants:
+                cfg = self.config.replace(**{"search.lexical_mode": lexical_mode})
+                self._variants[lexical_mode] = Searcher(self.index, cfg)
+            return self._variants[lexical_mode]
+
+    def note_rerank(self, metadata: dict) -> None:
+        with self._lock:
+            self.last_rerank = {k: metadata.get(k) for k in ("reranked", "rerank_reason")}
+
+    def close(self) -> None:
+        self.recommender.close()
+        for searcher in (*self._variants.values(), self.searcher):
+            searcher.close()
+
+
+def _writer(request: Request) -> None:
+    """Writes need the bearer token when ``SCIX_API_TOKEN`` is set."""
+    token = os.environ.get(TOKEN_ENV)
+    if not token:
+        return
+    given = request.headers.get("authorization", "")
+    if not (given.startswith("Bearer ") and hmac.compare_digest(given[7:].encode(), token.encode())):
+        raise ApiError(401, "unauthorized", "this write needs 'Authorization: Bearer <SCIX_API_TOKEN>'")
+
+
+def create_app(index: str, config: Config | None = None) -> FastAPI:
+    cfg = config or load_config()
+    services = Services(index, cfg)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        services.close()
+
+    app = FastAPI(
+        lifespan=lifespan,
+        title=f"scix_core: {index}",
+        version=__version__,
+        description="Search and recommendations of one scix_core index (docs/api.md).",
+    )
+    app.state.services = services
+    install_handlers(app, services.metrics)
+
+    @app.middleware("http")
+    async def limits_and_metrics(request: Request, call_next):
+        started = time.perf_counter()
+        length = request.headers.get("content-length")
+        if length and length.isdigit() and int(length) > MAX_BODY_BYTES:
+            response = ApiError(413, "too_large", f"request body over {MAX_BODY_BYTES} bytes").response()
+        else:
+            response = await call_next(request)
+        route = request.scope.get("route")
+        endpoint = getattr(route, "path", "unmatched")
+        services.metrics.request(endpoint, response.status_code, time.perf_counter() - started)
+        return response
+
+    @app.get("/search", summary="one query -> ranked papers, every lane's rank and every stage's timing")
+    def search(
+        q: str = Query(..., description="the query text"),
+        mode: str = Query("hybrid", description=" | ".join(MODES)),
+        limit: int = Query(10, ge=1, le=100),
+        year: str | None = Query(None, description="a year or a range, e.g. 2019-2021"),
+        category: list[str] = Query(default_factory=list),
+        author: list[str] = Query(default_factory=list),
+        lexical_mode: Literal["auto", "and", "or"] | None = None,
+        rerank: str | None = None,
+        boosts: bool | None = None,
+    ):
+        if len(q) > QUERY_SLACK * cfg.search.max_query_chars:
+            raise ApiError(
+                413, "too_large", f"query over {QUERY_SLACK * cfg.search.max_query_chars} characters"
+            )
+        if mode not in MODES:
+            raise ApiError(422, "bad_parameters", f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        searcher = services.searcher_for(lexical_mode)
+        filters = {"year": year, "categories": category or None, "authors": author or None}
+        result = searcher.search(q, mode, filters, limit, rerank=rerank, boosts=boosts)
+        services.metrics.stages(result.timing_ms)
+        services.note_rerank(result.metadata)
+        return result.to_dict()
+
+    @app.get(
+        "/api/recommendations", summary="one user -> papers: tier, reason, next tier, items with provenance"
+    )
+    def recommendations(
+        user: str = Query(..., min_length=1, max_length=200), limit: int = Query(10, ge=1, le=100)
+    ):
+        result = services.recommender.recommend(user, limit)
+        return result.to_dict()
+
+    @app.post(
+        "/api/users", status_code=201, dependencies=[Depends(_writer)], summary="create (or onboard) a user"
+    )
+    def create_user(body: NewUser):
+        status = services.recommender.create_user(body.user, body.categories)
+        return {"user": body.user, "status": status}
+
+    @app.post(
+        "/api/interactions",
+        status_code=201,
+        dependencies=[Depends(_writer)],
+        summary="record a save, dismiss or view",
+    )
+    def interactions(body: NewInteraction):
+        event = services.recommender.interact(body.user, body.paper, body.kind, body.at)
+        saves = len(services.recommender.context(body.user).saved)
+        return {
+            "user": body.user,
+            "paper": body.paper,
+            "kind": body.kind,
+            "at": event.at.isoformat(),
+            "saves": saves,
+        }
+
+    @app.get("/healthz", summary="every backend this server uses")
+    def healthz():
+        checks = _checks(services)
+        ok = all(c["status"] == "ok" for c in checks)
+        body = {
+            "status": "ok" if ok else "degraded",
+            "index": index,
+            "version": __version__,
+            "checks": checks,
+        }
+        return JSONResponse(body, status_code=200 if ok else 503)
+
+    @app.get("/healthz/reranker", summary="the reranker configured, loaded and scoring with, kept apart")
+    def healthz_reranker():
+        last = services.last_rerank
+        loaded = services.searcher.loaded_rerankers()
+        return {
+            "configured": cfg.search.rerank,
+            "model_loaded": bool(loaded),
+            "loaded": loaded,
+            "scoring_with": last.get("rerank_reason") if last.get("reranked") else None,
+            "last_search": last or None,
+        }
+
+    @app.get("/metrics", response_class=PlainTextResponse, summary="Prometheus text format")
+    def metrics():
+        return PlainTextResponse(services.metrics.render(), media_type=services.metrics.content_type)
+
+    return app
+
+
+def _checks(services: Services) -> list[dict]:
+    out = []
+    searcher = services.searcher
+    lexical = [lane.name for lane in searcher.lexical]
+    out.append({"name": "lexical", "status": "ok" if lexical else "fail", "lanes": lexical})
+    dense = searcher.dense is not None
+    reason = searcher.unavailable.get("dense", "no dense lane")
+    out.append({"name": "dense", "status": "ok" if dense else "fail", "detail": None if dense else reason})
+    health = services.recommender.health()
+    out.append(
+        {
+            "name": "recommender",
+            "status": "ok" if health.get("vectors") == "ok" else "fail",
+            "detail": None if health.get("vectors") == "ok" else health.get("vectors"),
+            "scorer": {
+                k: health.get(k) for k in ("configured", "model_loaded", "scoring_with", "last_scored_with")
+            },
+            "papers": health.get("papers"),
+        }
+    )
+    try:
+        services.recommender.state.last_interaction()
+        out.append({"name": "user_state", "status": "ok", "path": str(services.recommender.state.path)})
+    except Exception as exc:  # any failure of the state store is the thing this check reports
+        out.append({"name": "user_state", "status": "fail", "detail": str(exc)})
+    return out

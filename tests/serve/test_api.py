@@ -1,0 +1,200 @@
+"""``scix serve``: every endpoint and every error code on the fixture corpus in real indexes, the token, and
+a real uvicorn process."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from scix_core.config import load_config
+from scix_core.ingest import ingest
+from scix_core.search import Searcher
+from scix_core.serve.app import MAX_BODY_BYTES, create_app
+from tests.corpus import CORPUS
+
+pytestmark = pytest.mark.model
+
+
+@pytest.fixture(scope="module")
+def client(built):
+    with TestClient(create_app(built.index, built.config)) as c:
+        yield c
+
+
+def _user() -> str:
+    return f"u-{uuid.uuid4().hex[:8]}"
+
+
+def test_search_is_the_search_json(client, built):
+    r = client.get("/search", params={"q": "dark matter halos", "limit": 5})
+    assert r.status_code == 200
+    doc = r.json()
+    want = Searcher(built.index, built.config).search("dark matter halos", "hybrid", None, 5).to_dict()
+    assert [h["paper_id"] for h in doc["hits"]] == [h["paper_id"] for h in want["hits"]]
+    assert set(doc) == set(want) and doc["metadata"]["mode"] == "hybrid"
+    assert all(doc["timing_ms"][s] > 0 for s in ("total",))
+    assert all("lanes" in h for h in doc["hits"])
+    keyword = client.get("/search", params={"q": "galaxy", "mode": "keyword", "lexical_mode": "or"}).json()
+    assert keyword["metadata"]["mode"] == "keyword" and keyword["metadata"]["lexical_mode"] == "or"
+    years = client.get(
+        "/search", params={"q": "galaxy", "year": "2020-2023", "category": "astro-ph.GA"}
+    ).json()
+    assert years["hits"] and years["metadata"]["filters"]["categories"] == ["astro-ph.GA"]
+
+
+@pytest.mark.parametrize(
+    ("params", "status", "code"),
+    [
+        ({"q": "   "}, 400, "invalid_query"),
+        ({"q": "galaxy", "mode": "fuzzy"}, 422, "bad_parameters"),
+        ({"q": "galaxy", "limit": 0}, 422, "bad_parameters"),
+        ({}, 422, "bad_parameters"),
+        ({"q": "galaxy " * 4000}, 413, "too_large"),
+        ({"q": "galaxy", "year": "last week"}, 422, "invalid_filter"),
+    ],
+)
+def test_search_errors_are_typed(client, params, status, code):
+    r = client.get("/search", params=params)
+    assert r.status_code == status, r.text
+    error = r.json()["error"]
+    assert error["code"] == code and error["status"] == status and error["message"]
+    assert "Traceback" not in r.text
+
+
+def test_users_interactions_and_recommendations(client):
+    user = _user()
+    created = client.post("/api/users", json={"user": user, "categories": ["astro-ph.GA"]})
+    assert created.status_code == 201 and created.json()["user"] == user
+    first = client.get("/api/recommendations", params={"user": user}).json()
+    assert first["tier"] == 0 and first["items"] and first["next_tier"]
+    for paper in ("p03", "p04", "p09"):
+        r = client.post("/api/interactions", json={"user": user, "paper": paper, "kind": "save"})
+        assert r.status_code == 201, r.text
+    assert r.json()["saves"] == 3
+    doc = client.get("/api/recommendations", params={"user": user, "limit": 5}).json()
+    assert doc["tier"] == 2 and doc["reason"]
+    ids = [i["paper_id"] for i in doc["items"]]
+    assert not {"p03", "p04", "p09"} & set(ids)  # saved papers never come back
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "kwargs", "status", "code"),
+    [
+        ("get", "/api/recommendations", {"params": {"user": "nobody-here"}}, 404, "unknown_user"),
+        (
+            "post",
+            "/api/interactions",
+            {"json": {"user": "x", "paper": "p01", "kind": "like"}},
+            422,
+            "bad_parameters",
+        ),
+        ("post", "/api/users", {"json": {"user": ""}}, 422, "bad_parameters"),
+        ("post", "/api/users", {"content": b"{" * (MAX_BODY_BYTES + 1)}, 413, "too_large"),
+        ("get", "/no/such/endpoint", {}, 404, "not_found"),
+    ],
+)
+def test_errors_are_typed(client, method, path, kwargs, status, code):
+    r = getattr(client, method)(path, **kwargs)
+    assert r.status_code == status, r.text
+    assert r.json()["error"]["code"] == code
+
+
+def test_an_unknown_paper_is_404(client):
+    user = _user()
+    client.post("/api/users", json={"user": user})
+    r = client.post("/api/interactions", json={"user": user, "paper": "not-a-paper", "kind": "save"})
+    assert r.status_code == 404 and r.json()["error"]["code"] == "unknown_paper"
+
+
+def test_writes_need_the_token_when_one_is_set(client, monkeypatch):
+    monkeypatch.setenv("SCIX_API_TOKEN", "s3cret")
+    user = _user()
+    assert client.post("/api/users", json={"user": user}).status_code == 401
+    bad = client.post("/api/users", json={"user": user}, headers={"Authorization": "Bearer nope"})
+    assert bad.status_code == 401 and bad.json()["error"]["code"] == "unauthorized"
+    ok = client.post("/api/users", json={"user": user}, headers={"Authorization": "Bearer s3cret"})
+    assert ok.status_code == 201
+    assert client.get("/search", params={"q": "galaxy"}).status_code == 200  # reads need none
+
+
+def test_health_reranker_health_and_metrics(client):
+    health = client.get("/healthz")
+    assert health.status_code == 200 and health.json()["status"] == "ok"
+    assert {c["name"] for c in health.json()["checks"]} == {"lexical", "dense", "recommender", "user_state"}
+    reranker = client.get("/healthz/reranker").json()
+    assert reranker["configured"] == "off" and reranker["scoring_with"] is None
+    client.get("/search", params={"q": "zeta function primes"})
+    text = client.get("/metrics").text
+    assert 'scix_requests_total{endpoint="/search",status="200"}' in text
+    assert 'scix_search_stage_seconds_count{stage="total"}' in text
+    assert "scix_request_seconds_bucket" in text
+    assert client.get("/openapi.json").json()["paths"].keys() >= {
+        "/search",
+        "/api/recommendations",
+        "/metrics",
+    }
+
+
+def test_a_missing_dense_lane_is_a_503_naming_it(tmp_path, encoder):
+    cfg = load_config().replace(home=tmp_path)
+    ingest(CORPUS, "lexical-only", config=cfg, progress=False, embed=False)
+    with TestClient(create_app("lexical-only", cfg)) as c:
+        r = c.get("/search", params={"q": "galaxy", "mode": "semantic"})
+        assert r.status_code == 503 and r.json()["error"]["code"] == "vector_index_unavailable"
+        assert c.get("/search", params={"q": "galaxy", "mode": "keyword"}).status_code == 200
+        health = c.get("/healthz")
+        assert health.status_code == 503 and health.json()["status"] == "degraded"
+        dense = next(check for check in health.json()["checks"] if check["name"] == "dense")
+        assert dense["status"] == "fail" and dense["detail"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_scix_serve_answers_over_http(tmp_path, encoder):
+    cfg = load_config().replace(home=tmp_path)
+    ingest(
+        CORPUS, "served", config=cfg, progress=False, encoder=encoder
+    )  # this process never opens the shard
+    port = _free_port()
+    env = {**os.environ, "SCIX_HOME": str(tmp_path)}
+    env.pop("SCIX_CONFIG", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "scix_core", "serve", "--index", "served", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline, health = time.monotonic() + 120, None
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5)
+                break
+            except httpx.TransportError:
+                time.sleep(0.3)
+        assert health is not None and health.status_code == 200, proc.stderr.read() if proc.poll() else health
+        hits = httpx.get(f"http://127.0.0.1:{port}/search", params={"q": "galaxy images"}, timeout=60).json()
+        assert hits["hits"] and hits["metadata"]["mode"] == "hybrid"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_more_than_one_worker_is_refused_clearly(capsys):
+    from scix_core.cli.main import main
+
+    assert main(["serve", "--index", "x", "--workers", "2"]) == 2
+    assert "not supported yet" in capsys.readouterr().err
