@@ -54,6 +54,9 @@ class PostgresConfig:
     # title/abstract ranking: "bm25" (the build's term matrix mirrored into PostgreSQL, Lucene BM25 in SQL:
     # the default bm25 backend's scores) or "ts_rank_cd" (PostgreSQL's own full-text match and ranking)
     ranking: str = "bm25"
+    # user state on PostgreSQL (SCIX_STATE_DSN; `scix users migrate --to postgres` copies a SQLite state
+    # over); None: the workspace's SQLite file
+    state_dsn: str | None = None
 
 
 @dataclass(frozen=True)
@@ -187,6 +190,7 @@ _ENV = {
     "SCIX_VECTOR_BACKEND": "vectors.backend",
     "SCIX_QDRANT_URL": "vectors.url",
     "SCIX_PG_DSN": "postgres.dsn",
+    "SCIX_STATE_DSN": "postgres.state_dsn",
     "SCIX_LEXICAL_BACKEND": "search.lexical_backend",
 }
 

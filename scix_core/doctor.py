@@ -11,7 +11,8 @@ from pathlib import Path
 from scix_core.config import Config
 from scix_core.embeddings import Encoder
 from scix_core.recommend.scorers import SCORERS
-from scix_core.recommend.state import SCHEMA_VERSION, UserState
+from scix_core.recommend.state import SCHEMA_VERSION
+from scix_core.recommend.state_postgres import open_state
 from scix_core.vectors import open_store
 
 
@@ -87,7 +88,7 @@ def check_user_state(cfg: Config) -> Check:
     """The workspace's user-state database opens (WAL, schema version) and the configured scorer resolves."""
 
     try:
-        state = UserState.for_home(cfg.home)
+        state = open_state(cfg)
     except Exception as exc:
         return Check("user-state", "fail", str(exc))
     if cfg.recommend.scorer not in SCORERS:
@@ -97,7 +98,10 @@ def check_user_state(cfg: Config) -> Check:
             f"recommend.scorer {cfg.recommend.scorer!r} is not one of {', '.join(SCORERS)}",
         )
     return Check(
-        "user-state", "ok", f"{state.path} (WAL, schema {SCHEMA_VERSION}); scorer {cfg.recommend.scorer}"
+        "user-state",
+        "ok",
+        f"{state.location} ({'PostgreSQL' if state.path is None else 'WAL'}, schema {SCHEMA_VERSION}); "
+        f"scorer {cfg.recommend.scorer}",
     )
 
 

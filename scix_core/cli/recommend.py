@@ -9,6 +9,7 @@ from rich.table import Table
 
 from scix_core.cli.common import config_from, console
 from scix_core.cli.registry import command
+from scix_core.errors import ConfigError
 
 
 def _recommender(args: argparse.Namespace):
@@ -38,10 +39,17 @@ def _users_args(p: argparse.ArgumentParser) -> None:
     i.add_argument("--index", required=True)
     i.add_argument("--users", help="comma list: import only these users")
     i.add_argument("--quiet", action="store_true")
+    m = sub.add_parser(
+        "migrate", help="copy the workspace's SQLite user state (every index) into an empty PostgreSQL one"
+    )
+    m.add_argument("--to", choices=["postgres"], required=True)
+    m.add_argument("--dsn", help="target database (default postgres.state_dsn, SCIX_STATE_DSN)")
 
 
-@command("users", "create, list, show and import users of an index", _users_args)
+@command("users", "create, list, show, import and migrate users", _users_args)
 def users_cmd(args: argparse.Namespace) -> int:
+    if args.action == "migrate":
+        return _migrate(args)
     rec = _recommender(args)
     if args.action == "create":
         status = rec.create_user(args.user, [c for c in args.categories.split(",") if c.strip()])
@@ -85,6 +93,28 @@ def users_cmd(args: argparse.Namespace) -> int:
         console.print(table)
         return 0
     return _show(rec, args)
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    from scix_core.recommend.state import UserState  # lazy: scipy, off the cold CLI path
+    from scix_core.recommend.state_postgres import PostgresUserState, migrate  # lazy: scipy, as above
+
+    cfg = config_from(args)
+    dsn = args.dsn or cfg.postgres.state_dsn
+    if not dsn:
+        raise ConfigError("no target: pass --dsn or set SCIX_STATE_DSN (postgres.state_dsn)")
+    source, target = (
+        UserState.for_home(cfg.home),
+        PostgresUserState(dsn, connect_timeout=cfg.postgres.connect_timeout_s),
+    )
+    counts = migrate(source, target)
+    console.print(
+        f"copied {source.location} into {target.location}: "
+        + ", ".join(f"{table} {n}" for table, n in counts.items())
+        + " (counts checked); set SCIX_STATE_DSN to serve from it",
+        highlight=False,
+    )
+    return 0
 
 
 def _show(rec, args: argparse.Namespace) -> int:

@@ -34,6 +34,7 @@ from scix_core.recommend.state import (
     check_user_id,
     parse_time,
 )
+from scix_core.recommend.state_postgres import open_state
 from scix_core.recommend.tiers import entitled, next_tier_message, select
 from scix_core.recommend.trending import TrendingTier
 from scix_core.stores.papers import PaperStore
@@ -88,7 +89,7 @@ class Recommender:
         self.lease = self.workspace.lease_build(index)
         self.build_dir = self.lease.path
         self.manifest = read_json(self.build_dir / "manifest.json")
-        self.state = state or UserState.for_home(cfg.home)
+        self.state = state or open_state(cfg)
         self.scorer, self._health = load_scorer(cfg.recommend, cfg.home, index)
         self.side = self._side()
         r = cfg.recommend

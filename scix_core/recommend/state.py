@@ -153,8 +153,17 @@ class UserState:
     """The store. Cheap to construct; every call opens its own short-lived connection (thread- and
     fork-safe)."""
 
+    #: every user of an index with interaction counts per kind, in creation order
+    USERS_SQL = """SELECT u.user_id, u.categories, u.created,
+                        sum(CASE WHEN i.kind='save' THEN 1 ELSE 0 END),
+                        sum(CASE WHEN i.kind='dismiss' THEN 1 ELSE 0 END),
+                        sum(CASE WHEN i.kind='view' THEN 1 ELSE 0 END)
+                 FROM users u LEFT JOIN interactions i ON i.index_name=u.index_name AND i.user_id=u.user_id
+                 WHERE u.index_name=? GROUP BY u.user_id ORDER BY u.rowid"""
+
     def __init__(self, path: Path):
         self.path = Path(path)
+        self.location = str(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             with self._write() as conn:
@@ -257,12 +266,8 @@ class UserState:
 
     def users(self, index: str) -> list[dict]:
         """Every user of an index with interaction counts per kind, in creation order."""
-        sql = """SELECT u.user_id, u.categories, u.created,
-                        sum(i.kind='save'), sum(i.kind='dismiss'), sum(i.kind='view')
-                 FROM users u LEFT JOIN interactions i ON i.index_name=u.index_name AND i.user_id=u.user_id
-                 WHERE u.index_name=? GROUP BY u.user_id ORDER BY u.rowid"""
         with self._connect() as conn:
-            rows = conn.execute(sql, (index,)).fetchall()
+            rows = conn.execute(self.USERS_SQL, (index,)).fetchall()
         return [
             {
                 "user": r[0],
@@ -313,10 +318,11 @@ class UserState:
                 raise UnknownUserError(
                     f"no user {user_id!r} for index {index!r}; create it with `scix users create`"
                 )
-            cur = conn.execute(
-                "INSERT INTO interactions (index_name, user_id, paper_id, kind, at) VALUES (?,?,?,?,?)",
+            new_id = conn.execute(
+                "INSERT INTO interactions (index_name, user_id, paper_id, kind, at) VALUES (?,?,?,?,?) "
+                "RETURNING id",
                 (index, user_id, paper_id, kind, utc_text(at)),
-            )
+            ).fetchone()[0]
             if update is not None:
                 self._write_profiles(
                     conn,
@@ -324,7 +330,7 @@ class UserState:
                     user_id,
                     update(self._profiles(conn, index, user_id), self.events(index, user_id, conn)),
                 )
-            return Event(int(cur.lastrowid), paper_id, kind, at)
+            return Event(int(new_id), paper_id, kind, at)
 
     def import_library(
         self,
@@ -393,7 +399,9 @@ class UserState:
     ) -> None:
         now = utc_text(parse_time(None))
         conn.executemany(
-            "INSERT OR REPLACE INTO profiles VALUES (?,?,?,?,?,?,?,?)",
+            "INSERT INTO profiles VALUES (?,?,?,?,?,?,?,?) ON CONFLICT (index_name, user_id, kind) DO UPDATE "
+            "SET model=excluded.model, vector=excluded.vector, saves=excluded.saves, "
+            "last_at=excluded.last_at, updated=excluded.updated",
             ((index, user_id, p.kind, p.model, to_blob(p.vector), p.saves, p.last_at, now) for p in profiles),
         )
 
@@ -432,7 +440,11 @@ class UserState:
                     for c in clusters
                 ),
             )
-            conn.execute("INSERT OR REPLACE INTO cluster_counters VALUES (?,?,?)", (index, user_id, next_id))
+            conn.execute(
+                "INSERT INTO cluster_counters VALUES (?,?,?) ON CONFLICT (index_name, user_id) "
+                "DO UPDATE SET next_id=excluded.next_id",
+                (index, user_id, next_id),
+            )
 
     # the recommendation log
     # ----------------------------------------------------------------------------------

@@ -235,7 +235,7 @@ def _checks(services: Services) -> list[dict]:
     )
     try:
         services.recommender.state.last_interaction()
-        out.append({"name": "user_state", "status": "ok", "path": str(services.recommender.state.path)})
+        out.append({"name": "user_state", "status": "ok", "location": services.recommender.state.location})
     except Exception as exc:  # any failure of the state store is the thing this check reports
         out.append({"name": "user_state", "status": "fail", "detail": str(exc)})
     return out

@@ -1,4 +1,5 @@
-"""The user-state store: WAL SQLite that survives restarts, concurrent writers and bad input."""
+"""The user-state store, on both backends (WAL SQLite and PostgreSQL): it survives restarts, concurrent
+writers and bad input."""
 
 from __future__ import annotations
 
@@ -9,19 +10,39 @@ import sys
 import textwrap
 
 import numpy as np
+import psycopg
 import pytest
 
 from scix_core.errors import BackendUnavailableError, InteractionError, UnknownUserError
 from scix_core.recommend.state import Profile, StoredCluster, UserState
+from scix_core.recommend.state_postgres import PostgresUserState
 
 T0 = dt.datetime(2024, 3, 1, 12, 0, tzinfo=dt.UTC)
+OPEN = (
+    "from scix_core.recommend.state import UserState\n"
+    "from scix_core.recommend.state_postgres import PostgresUserState\n"
+    "def open_store(spec):\n"
+    "    return PostgresUserState(spec) if spec.startswith('postgresql') else UserState(spec)\n"
+)
 
 
-def _writer(path, user: str, n: int) -> str:
-    return textwrap.dedent(f"""
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def spec(request, tmp_path) -> str:
+    """Where a store lives: a SQLite file, or a fresh PostgreSQL database (the test command's server)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "users.sqlite")
+    info = request.getfixturevalue("postgresql").info
+    return f"postgresql://{info.user}@{info.host}:{info.port}/{info.dbname}"
+
+
+def open_store(spec: str) -> UserState:
+    return PostgresUserState(spec) if spec.startswith("postgresql") else UserState(spec)
+
+
+def _writer(spec, user: str, n: int) -> str:
+    return OPEN + textwrap.dedent(f"""
         import datetime as dt
-        from scix_core.recommend.state import UserState
-        s = UserState({str(path)!r})
+        s = open_store({spec!r})
         t = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
         for i in range({n}):
             s.record("idx", {user!r}, f"p{{i}}", "save", t + dt.timedelta(seconds=i))
@@ -35,12 +56,11 @@ def test_state_lives_in_the_workspace_in_wal_mode(tmp_path):
     assert sqlite3.connect(state.path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
-def test_everything_survives_a_process_restart(tmp_path):
-    path = tmp_path / "users.sqlite"
-    script = textwrap.dedent(f"""
+def test_everything_survives_a_process_restart(spec):
+    script = OPEN + textwrap.dedent(f"""
         import datetime as dt, numpy as np
-        from scix_core.recommend.state import UserState, Profile, StoredCluster
-        s = UserState({str(path)!r})
+        from scix_core.recommend.state import Profile, StoredCluster
+        s = open_store({spec!r})
         s.upsert_user("idx", "ada", ["cs.LG"])
         s.record("idx", "ada", "p1", "save", dt.datetime(2024, 3, 1, tzinfo=dt.timezone.utc),
                  lambda old, events: [Profile("long", "m", np.array([1, 2], dtype=np.float32), 1, "x")])
@@ -51,7 +71,7 @@ def test_everything_survives_a_process_restart(tmp_path):
         import os; os._exit(0)  # no clean shutdown: what was acknowledged must be on disk
     """)
     assert subprocess.run([sys.executable, "-c", script], timeout=60).returncode == 0
-    state = UserState(path)
+    state = open_store(spec)
     assert state.user("idx", "ada").categories == ("cs.LG",)
     assert [(e.paper_id, e.kind) for e in state.events("idx", "ada")] == [("p1", "save"), ("p2", "dismiss")]
     assert state.profiles("idx", "ada")["long"].vector.tolist() == [1.0, 2.0]
@@ -60,22 +80,26 @@ def test_everything_survives_a_process_restart(tmp_path):
     assert state.served("idx", "ada")[0]["items"] == [{"paper_id": "p9"}]
 
 
-def test_two_concurrent_writer_processes_lose_nothing(tmp_path):
-    path = tmp_path / "users.sqlite"
-    state = UserState(path)
+def test_two_concurrent_writer_processes_lose_nothing(spec):
+    state = open_store(spec)
     state.upsert_user("idx", "u", [])
     procs = [
-        subprocess.Popen([sys.executable, "-c", _writer(path, "u", 150)], stdout=subprocess.PIPE, text=True)
+        subprocess.Popen([sys.executable, "-c", _writer(spec, "u", 150)], stdout=subprocess.PIPE, text=True)
         for _ in range(2)
     ]
     outs = [p.communicate(timeout=120)[0] for p in procs]
     assert all(p.returncode == 0 for p in procs) and outs == ["done\n", "done\n"]
     events = state.events("idx", "u")
     assert len(events) == 300 and len({e.id for e in events}) == 300
+    # ids were committed in the order they were handed out: an incremental reader misses none
+    saves = state.saves_since("idx", 0)
+    assert [r[0] for r in saves] == sorted(e.id for e in events) and state.last_interaction() == max(
+        e.id for e in events
+    )
 
 
-def test_a_failing_profile_update_rolls_the_interaction_back(tmp_path):
-    state = UserState(tmp_path / "users.sqlite")
+def test_a_failing_profile_update_rolls_the_interaction_back(spec):
+    state = open_store(spec)
     state.upsert_user("idx", "u", [])
 
     def broken(old, events):
@@ -86,8 +110,8 @@ def test_a_failing_profile_update_rolls_the_interaction_back(tmp_path):
     assert state.events("idx", "u") == [] and state.profiles("idx", "u") == {}
 
 
-def test_bad_records_are_typed_errors(tmp_path):
-    state = UserState(tmp_path / "users.sqlite")
+def test_bad_records_are_typed_errors(spec):
+    state = open_store(spec)
     with pytest.raises(UnknownUserError, match="'ghost'"):
         state.record("idx", "ghost", "p1", "save", T0)
     with pytest.raises(UnknownUserError, match="'ghost'"):
@@ -110,11 +134,12 @@ def test_bad_records_are_typed_errors(tmp_path):
     ]
 
 
-def test_cluster_sets_are_swapped_whole(tmp_path):
-    state = UserState(tmp_path / "users.sqlite")
+def test_cluster_sets_are_swapped_whole(spec):
+    state = open_store(spec)
     v = np.array([1, 0], dtype=np.float32)
     state.replace_clusters("idx", "u", [StoredCluster(0, "a", v, 2), StoredCluster(1, "b", v, 3)], 2)
-    with pytest.raises(sqlite3.IntegrityError):  # a duplicate id mid-write: the old set must stay whole
+    # a duplicate id mid-write: the old set must stay whole
+    with pytest.raises((sqlite3.IntegrityError, psycopg.IntegrityError)):
         state.replace_clusters("idx", "u", [StoredCluster(5, "c", v, 1), StoredCluster(5, "d", v, 1)], 6)
     clusters, next_id = state.clusters("idx", "u")
     assert [c.cluster_id for c in clusters] == [0, 1] and next_id == 2
@@ -131,8 +156,8 @@ def test_a_newer_schema_is_refused(tmp_path):
         UserState(path)
 
 
-def test_profiles_round_trip_exactly(tmp_path):
-    state = UserState(tmp_path / "users.sqlite")
+def test_profiles_round_trip_exactly(spec):
+    state = open_store(spec)
     state.upsert_user("idx", "u", [])
     vec = np.random.default_rng(1).normal(size=384).astype(np.float32)
     state.record("idx", "u", "p", "save", T0, lambda old, ev: [Profile("short", "m", vec, 1, "t")])
@@ -145,3 +170,83 @@ def test_a_file_that_is_not_a_database_is_a_typed_error_and_left_alone(tmp_path)
     with pytest.raises(BackendUnavailableError, match="not a usable SQLite database"):
         UserState(path)
     assert path.read_bytes() == b"not sqlite" * 1000
+
+
+@pytest.mark.postgres
+def test_a_newer_schema_is_refused_on_postgres(postgresql):
+    info = postgresql.info
+    dsn = f"postgresql://{info.user}@{info.host}:{info.port}/{info.dbname}"
+    PostgresUserState(dsn)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("UPDATE scix_state.schema_version SET version = 99")
+    with pytest.raises(BackendUnavailableError, match="schema version 99"):
+        PostgresUserState(dsn)
+
+
+def test_an_unreachable_postgres_is_a_typed_error_without_the_password():
+    with pytest.raises(BackendUnavailableError, match="cannot reach the user state") as err:
+        PostgresUserState("postgresql://scix:hunter2@127.0.0.1:1/none", connect_timeout=2)
+    assert "hunter2" not in str(err.value)
+
+
+@pytest.mark.postgres
+def test_migrate_copies_everything_keeps_ids_and_refuses_a_full_target(tmp_path, postgresql):
+    from scix_core.config import load_config
+    from scix_core.recommend.state_postgres import migrate, open_state, sqlite_counts
+
+    source = UserState(tmp_path / "users.sqlite")
+    source.upsert_user("idx", "ada", ["cs.LG"])
+    source.upsert_user("idx", "bob", [])
+    vec = np.arange(4, dtype=np.float32)
+    for i, paper in enumerate(("p1", "p2", "p3")):
+        source.record(
+            "idx",
+            "ada",
+            paper,
+            "save",
+            T0 + dt.timedelta(seconds=i),
+            lambda old, ev: [Profile("long", "m", vec, len(ev), "t")],
+        )
+    source.record("idx", "bob", "p9", "dismiss", T0)
+    source.replace_clusters("idx", "ada", [StoredCluster(2, "p1", vec, 3)], 3)
+    source.log("idx", "ada", 1, "heuristic", [{"paper_id": "p7"}])
+    info = postgresql.info
+    dsn = f"postgresql://{info.user}@{info.host}:{info.port}/{info.dbname}"
+    target = open_state(load_config().replace(**{"postgres.state_dsn": dsn}))
+    assert isinstance(target, PostgresUserState)
+    counts = migrate(source, target)
+    assert counts == sqlite_counts(source) == target.counts()
+    assert counts["interactions"] == 4 and counts["users"] == 2
+    assert [(u["user"], u["saves"], u["dismissals"]) for u in target.users("idx")] == [
+        ("ada", 3, 0),
+        ("bob", 0, 1),
+    ]
+    assert [e.id for e in target.events("idx", "ada")] == [e.id for e in source.events("idx", "ada")]
+    assert np.array_equal(target.profiles("idx", "ada")["long"].vector, vec)
+    assert target.clusters("idx", "ada")[1] == 3 and target.served("idx")[0]["items"] == [{"paper_id": "p7"}]
+    new = target.record("idx", "bob", "p4", "save", T0)  # ids go on after the copied ones
+    assert new.id > max(e.id for e in source.events("idx", "ada"))
+    from scix_core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="not empty"):
+        migrate(source, target)
+
+
+@pytest.mark.postgres
+def test_users_migrate_command(tmp_path, postgresql, monkeypatch, capsys):
+    from scix_core.cli.main import main
+
+    home = tmp_path / "home"
+    state = UserState.for_home(home)
+    state.upsert_user("idx", "ada", [])
+    state.record("idx", "ada", "p1", "save", T0)
+    monkeypatch.setenv("SCIX_HOME", str(home))
+    monkeypatch.delenv("SCIX_STATE_DSN", raising=False)
+    assert main(["users", "migrate", "--to", "postgres"]) == 2  # no target named
+    assert "SCIX_STATE_DSN" in capsys.readouterr().err
+    info = postgresql.info
+    dsn = f"postgresql://{info.user}@{info.host}:{info.port}/{info.dbname}"
+    assert main(["users", "migrate", "--to", "postgres", "--dsn", dsn]) == 0
+    assert "users 1, interactions 1" in capsys.readouterr().out
+    assert [e.paper_id for e in PostgresUserState(dsn).events("idx", "ada")] == ["p1"]
+    assert main(["users", "migrate", "--to", "postgres", "--dsn", dsn]) == 2  # a full target is refused

@@ -198,3 +198,22 @@ def test_more_than_one_worker_is_refused_clearly(capsys):
 
     assert main(["serve", "--index", "x", "--workers", "2"]) == 2
     assert "not supported yet" in capsys.readouterr().err
+
+
+@pytest.mark.postgres
+def test_the_api_on_postgres_user_state(built, postgresql):
+    info = postgresql.info
+    dsn = f"postgresql://{info.user}@{info.host}:{info.port}/{info.dbname}"
+    cfg = built.config.replace(**{"postgres.state_dsn": dsn})
+    with TestClient(create_app(built.index, cfg)) as c:
+        user = _user()
+        assert c.post("/api/users", json={"user": user}).status_code == 201
+        for paper in ("p01", "p02"):
+            assert (
+                c.post("/api/interactions", json={"user": user, "paper": paper, "kind": "save"}).status_code
+                == 201
+            )
+        doc = c.get("/api/recommendations", params={"user": user}).json()
+        assert doc["tier"] == 3 and doc["items"]
+        state = next(check for check in c.get("/healthz").json()["checks"] if check["name"] == "user_state")
+        assert state["status"] == "ok" and "schema scix_state" in state["location"]
