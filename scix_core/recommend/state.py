@@ -322,7 +322,7 @@ class UserState:
                 "INSERT INTO interactions (index_name, user_id, paper_id, kind, at) VALUES (?,?,?,?,?) "
                 "RETURNING id",
                 (index, user_id, paper_id, kind, utc_text(at)),
-            ).fetchone()[0]
+            ).fetchall()[0][0]  # every row read: the statement is finished before the commit
             if update is not None:
                 self._write_profiles(
                     conn,

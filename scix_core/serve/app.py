@@ -99,6 +99,8 @@ def create_app(index: str, config: Config | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        # the model loads (and exports, in a fresh workspace) before the first request
+        services.searcher.warm()
         yield
         services.close()
 

@@ -18,6 +18,7 @@ only those are ranked — the same trade-off as the PostgreSQL CTE.
 from __future__ import annotations
 
 import sqlite3
+import threading
 
 from scix_core.errors import UnknownNameError
 from scix_core.search.lanes.base import LEXICAL_MODES, LaneRequest, LaneTimeout, and_then_or
@@ -51,6 +52,9 @@ class Fts5Lane:
             raise UnknownNameError("lexical mode", mode, LEXICAL_MODES)
         self.conn, self.name, self.table, self.weights, self.mode = conn, name, table, weights, mode
         self.timeout_ms = timeout_ms
+        # one statement at a time on the lane's connection: the time limit is a per-connection progress
+        # handler, and setting it while another thread's statement calls it deadlocks on the GIL
+        self._lock = threading.Lock()
 
     def search(self, request: LaneRequest, k: int) -> Ranking:
         tokens = request.query.repeated()
@@ -80,7 +84,7 @@ class Fts5Lane:
 
     def _run(self, sql: str, args: list) -> list[tuple]:
         try:
-            with time_limit(self.conn, self.timeout_ms):
+            with self._lock, time_limit(self.conn, self.timeout_ms):
                 return self.conn.execute(sql, args).fetchall()
         except sqlite3.OperationalError as exc:
             if "interrupted" in str(exc):

@@ -1,0 +1,262 @@
+"""Load bench of ``scix serve`` on loopback: concurrent clients, a request mix, then a SIGKILL.
+
+    python -m scix_core.bench.serve --index citeulike-a [--clients 16] [--seconds 120] [--state-dsn DSN]
+
+Starts ``scix serve`` in a process of its own (a fresh port on 127.0.0.1), waits for ``/healthz``, and
+runs ``--clients`` threads for ``--seconds``: 80% searches (titles of the index's papers as queries,
+hybrid), 15% recommendations, 5% saves, each client its own user (created first). It prints requests/s
+and p50/p95/p99 latency per endpoint and every error by status. Then, with ``--kill`` (default on), it
+SIGKILLs the server halfway through a second, shorter phase while the clients keep going, restarts it,
+and reports how long until ``/healthz`` answered again, the errors seen meanwhile (connection refusals
+are counted apart: nothing listened), and whether every save the server acknowledged is in the user
+state afterwards. ``--state-dsn`` serves user state from PostgreSQL (``SCIX_STATE_DSN``).
+
+Bounded: ``--seconds`` per phase, a ``--max-requests`` cap, 30 s client timeouts, loopback only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from scix_core.bench import TEXT
+from scix_core.config import load_config
+from scix_core.recommend.state import UserState
+from scix_core.recommend.state_postgres import PostgresUserState
+from scix_core.stores import PaperStore
+from scix_core.workspace import Workspace
+
+console = Console(width=150)
+MIX = (("search", 0.80), ("recommend", 0.15), ("save", 0.05))
+
+
+@dataclass
+class Tally:
+    latency: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    errors: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    acknowledged: list[tuple[str, str]] = field(default_factory=list)
+    requests: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, kind: str, seconds: float, status: int | str, ack: tuple[str, str] | None = None) -> None:
+        with self.lock:
+            self.requests += 1
+            if status == 200 or status == 201:
+                self.latency[kind].append(seconds)
+                if ack:
+                    self.acknowledged.append(ack)
+            else:
+                self.errors[f"{kind} {status}"] += 1
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """``scix serve`` in its own process; restartable on the same port."""
+
+    def __init__(self, index: str, port: int, env: dict[str, str], log: Path):
+        self.index, self.port, self.env, self.proc, self.log = index, port, env, None, log
+        self.url = f"http://127.0.0.1:{port}"
+
+    def tail(self) -> str:
+        return (
+            self.log.read_text(**{k: v for k, v in TEXT.items() if k != "text"})[-2000:]
+            if self.log.exists()
+            else ""
+        )
+
+    def start(self, timeout: float = 180.0) -> float:
+        """Start and wait for ``/healthz``; seconds until it answered."""
+        t = time.perf_counter()
+        with open(self.log, "ab") as log:  # a file, never a pipe nobody reads: a full pipe blocks the server
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "scix_core", "serve", "--index", self.index, "--port", str(self.port)],
+                env=self.env,
+                stdout=log,
+                stderr=log,
+            )
+        while time.perf_counter() - t < timeout:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"scix serve exited: {self.tail()}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=5).status_code in (200, 503):
+                    return time.perf_counter() - t
+            except httpx.TransportError:
+                time.sleep(0.1)
+        raise RuntimeError(f"scix serve did not answer within {timeout:.0f} s")
+
+    def kill(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def queries_and_papers(index: str, cfg, n: int = 2000, seed: int = 0) -> tuple[list[str], list[str]]:
+    store = PaperStore(Workspace(cfg.home).index_dir(index) / "papers.sqlite")
+    try:
+        papers = [(p.paper_id, p.title) for p in store.papers()]
+    finally:
+        store.close()
+    rng = random.Random(seed)
+    rng.shuffle(papers)
+    titles = [t for _, t in papers if t and t.strip()][:n]
+    return titles, [p for p, _ in papers[:n]]
+
+
+def client(
+    server: Server, user: str, titles, papers, tally: Tally, stop: threading.Event, seed: int, cap: int
+):
+    rng = random.Random(seed)
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        while not stop.is_set() and tally.requests < cap:
+            kind = rng.choices([k for k, _ in MIX], [w for _, w in MIX])[0]
+            t = time.perf_counter()
+            ack = None
+            try:
+                if kind == "search":
+                    r = http.get("/search", params={"q": rng.choice(titles), "limit": 10})
+                elif kind == "recommend":
+                    r = http.get("/api/recommendations", params={"user": user, "limit": 10})
+                else:
+                    paper = rng.choice(papers)
+                    r = http.post("/api/interactions", json={"user": user, "paper": paper, "kind": "save"})
+                    ack = (user, paper)
+                status: int | str = r.status_code
+            except httpx.ConnectError:
+                status = "refused"
+                time.sleep(0.05)
+            except httpx.TransportError as exc:
+                status = type(exc).__name__
+            tally.add(kind, time.perf_counter() - t, status, ack)
+
+
+def phase(server, users, titles, papers, seconds: float, cap: int, kill_at: float | None = None) -> dict:
+    tally, stop = Tally(), threading.Event()
+    threads = [
+        threading.Thread(target=client, args=(server, u, titles, papers, tally, stop, i, cap), daemon=True)
+        for i, u in enumerate(users)
+    ]
+    t0 = time.perf_counter()
+    for th in threads:
+        th.start()
+    recovery = None
+    if kill_at is not None:
+        time.sleep(kill_at)
+        server.kill()
+        recovery = server.start()
+    remaining = seconds - (time.perf_counter() - t0)
+    if remaining > 0:
+        stop.wait(remaining)
+    stop.set()
+    for th in threads:
+        th.join(timeout=60)
+    wall = time.perf_counter() - t0
+    return {"tally": tally, "wall": wall, "recovery": recovery}
+
+
+def report(title: str, result: dict) -> None:
+    tally, wall = result["tally"], result["wall"]
+    table = Table("endpoint", "ok", "req/s", "p50 ms", "p95 ms", "p99 ms", title=title)
+    for kind, _ in MIX:
+        lat = np.asarray(tally.latency.get(kind, []), dtype=float) * 1000
+        if len(lat):
+            p50, p95, p99 = np.percentile(lat, [50, 95, 99])
+            table.add_row(
+                kind, str(len(lat)), f"{len(lat) / wall:.1f}", f"{p50:.1f}", f"{p95:.1f}", f"{p99:.1f}"
+            )
+        else:
+            table.add_row(kind, "0", "0", "-", "-", "-")
+    console.print(table)
+    total = sum(len(v) for v in tally.latency.values())
+    console.print(
+        f"{total / wall:.1f} requests/s over {wall:.1f} s; errors: {dict(tally.errors) or 'none'}",
+        highlight=False,
+    )
+
+
+def missing_saves(acknowledged, state: UserState, index: str) -> int:
+    have = {}
+    for user in {u for u, _ in acknowledged}:
+        have[user] = {e.paper_id for e in state.events(index, user) if e.kind == "save"}
+    return sum(1 for user, paper in acknowledged if paper not in have[user])
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--index", default="citeulike-a")
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--seconds", type=float, default=120.0)
+    parser.add_argument("--max-requests", type=int, default=200_000)
+    parser.add_argument("--kill", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--state-dsn", help="serve user state from this PostgreSQL database")
+    args = parser.parse_args(argv)
+    cfg = load_config()
+    env = {**os.environ}
+    if args.state_dsn:
+        env["SCIX_STATE_DSN"] = args.state_dsn
+        cfg = cfg.replace(**{"postgres.state_dsn": args.state_dsn})
+    state = PostgresUserState(args.state_dsn) if args.state_dsn else UserState.for_home(cfg.home)
+    titles, papers = queries_and_papers(args.index, cfg)
+    log = Path(tempfile.mkdtemp(prefix="scix-bench-serve-")) / "server.log"
+    server = Server(args.index, free_port(), env, log)
+    out: dict = {"server_log": str(log)}
+    try:
+        out["startup_s"] = server.start()
+        stamp = int(time.time())
+        users = [f"bench-{stamp}-{i}" for i in range(args.clients)]
+        with httpx.Client(base_url=server.url, timeout=30) as http:
+            for u in users:
+                http.post("/api/users", json={"user": u}).raise_for_status()
+        run = phase(server, users, titles, papers, args.seconds, args.max_requests)
+        report(f"{args.clients} clients, {args.seconds:.0f} s, state {state.location}", run)
+        out["load"] = run
+        acknowledged = list(run["tally"].acknowledged)
+        if args.kill:
+            window = max(10.0, args.seconds / 4)
+            killed = phase(server, users, titles, papers, window, args.max_requests, kill_at=window / 3)
+            report(f"SIGKILL at {window / 3:.0f} s of {window:.0f} s", killed)
+            console.print(f"answered again {killed['recovery']:.1f} s after the kill", highlight=False)
+            out["kill"] = killed
+            acknowledged += killed["tally"].acknowledged
+        out["acknowledged"] = len(acknowledged)
+        out["missing"] = missing_saves(acknowledged, state, args.index)
+        console.print(
+            f"acknowledged saves: {out['acknowledged']}, missing from the user state: {out['missing']}",
+            highlight=False,
+        )
+    finally:
+        server.stop()
+    return out
+
+
+if __name__ == "__main__":
+    result = main()
+    sys.exit(1 if result.get("missing") else 0)

@@ -1,0 +1,30 @@
+"""The serve bench, suite-sized: four clients for a few seconds, then a SIGKILL and a restart."""
+
+from __future__ import annotations
+
+import pytest
+
+from scix_core.bench import serve
+from scix_core.config import load_config
+from scix_core.ingest import ingest
+from tests.corpus import CORPUS
+
+pytestmark = pytest.mark.model
+
+
+def test_load_then_a_kill_loses_no_acknowledged_save(tmp_path, encoder, monkeypatch):
+    cfg = load_config().replace(home=tmp_path)
+    ingest(CORPUS, "served", config=cfg, progress=False, encoder=encoder)  # the server process owns the shard
+    monkeypatch.setenv("SCIX_HOME", str(tmp_path))
+    monkeypatch.delenv("SCIX_CONFIG", raising=False)
+    out = serve.main(["--index", "served", "--clients", "4", "--seconds", "5"])
+    load = out["load"]["tally"]
+    assert len(load.latency["search"]) > 20 and load.latency["recommend"], dict(load.errors)
+    assert not load.errors, dict(load.errors)  # nothing fails under load
+    killed = out["kill"]["tally"]
+    # during the kill only refused connections (nothing listening) or a dropped request in flight
+    assert set(k.split()[1] for k in killed.errors) <= {"refused", "RemoteProtocolError", "ReadError"}, (
+        killed.errors
+    )
+    assert out["kill"]["recovery"] is not None and out["acknowledged"] > 0
+    assert out["missing"] == 0
