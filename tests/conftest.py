@@ -201,17 +201,23 @@ def tiny_reranker(built) -> str:
 
 SLOW = ("model", "realdata", "postgres", "browser")
 #: the session fixtures that encode a real corpus: under pytest-xdist (`make test` runs two workers with
-#: ``--dist loadgroup``) every test that uses one runs on the same worker, so each corpus is encoded once
+#: ``--dist loadgroup``) every file with a test that uses one runs on the same worker, so each corpus is
+#: encoded once; every other file runs whole on one worker
 REAL_INDEXES = {"scifact", "citeulike_home", "notebook_home"}
+
+
+def _file(item) -> str:
+    return item.nodeid.split("::")[0]
 
 
 def pytest_collection_modifyitems(config, items):
     """Notebook and browser tests last: they start kernels, JupyterLab and Chromium beside this process.
     Every test that loads the model, reads real data, needs PostgreSQL or drives a browser is also ``slow``:
     ``make check`` runs the rest (``-m "not slow"``)."""
+    real = {_file(item) for item in items if REAL_INDEXES & set(getattr(item, "fixturenames", ()))}
     for item in items:
         if any(item.get_closest_marker(m) for m in SLOW):
             item.add_marker(pytest.mark.slow)
-        if REAL_INDEXES & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.xdist_group("real-indexes"))
+        # a file runs whole on one worker, in order (module fixtures, tests that build on the one before)
+        item.add_marker(pytest.mark.xdist_group("real-indexes" if _file(item) in real else _file(item)))
     items.sort(key=lambda item: "tests/notebooks/" in str(item.fspath).replace(os.sep, "/"))
