@@ -7,7 +7,9 @@ tests fail when the test command did not start the server.
 
 from __future__ import annotations
 
+import fcntl
 import os
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -68,6 +70,31 @@ def encoder():
     return Encoder()
 
 
+def _shared(tmp_path_factory) -> Path:
+    """An embedding cache every pytest-xdist worker of this run shares (a plain run: its own)."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared-embeddings"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _home(tmp_path_factory, name: str) -> Path:
+    """A private workspace whose embedding cache is the run's shared one: a corpus is encoded once per run,
+    whichever worker needs it first; the others read the cache (the cache key is model + corpus)."""
+    home = tmp_path_factory.mktemp(name)
+    (home / "cache").mkdir()
+    (home / "cache" / "embeddings").symlink_to(_shared(tmp_path_factory), target_is_directory=True)
+    return home
+
+
+@contextmanager
+def _corpus_lock(tmp_path_factory, corpus: str):
+    """One worker encodes a corpus at a time; the next waits, then finds it in the shared cache."""
+    with open(_shared(tmp_path_factory) / f".{corpus}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 @pytest.fixture(scope="session")
 def scifact(tmp_path_factory, data_dir, encoder):
     """The real SciFact corpus (5,183 papers) ingested with MiniLM vectors into a private workspace.
@@ -76,8 +103,9 @@ def scifact(tmp_path_factory, data_dir, encoder):
     """
     from scix_core.ingest import ingest
 
-    cfg = load_config().replace(home=tmp_path_factory.mktemp("scifact-home"), data_dir=data_dir)
-    ingest(data_dir / "scifact", "scifact", config=cfg, progress=False, encoder=encoder)
+    cfg = load_config().replace(home=_home(tmp_path_factory, "scifact-home"), data_dir=data_dir)
+    with _corpus_lock(tmp_path_factory, "scifact"):
+        ingest(data_dir / "scifact", "scifact", config=cfg, progress=False, encoder=encoder)
     return cfg, "scifact"
 
 
@@ -89,8 +117,9 @@ def citeulike_home(tmp_path_factory, data_dir, encoder):
     from scix_core.recommend import Recommender
     from scix_core.recommend.library import import_libraries
 
-    cfg = load_config().replace(home=tmp_path_factory.mktemp("citeulike-home"), data_dir=data_dir)
-    ingest(data_dir / "citeulike-a", "cul", config=cfg, progress=False, encoder=encoder)
+    cfg = load_config().replace(home=_home(tmp_path_factory, "citeulike-home"), data_dir=data_dir)
+    with _corpus_lock(tmp_path_factory, "citeulike-a"):
+        ingest(data_dir / "citeulike-a", "cul", config=cfg, progress=False, encoder=encoder)
     ingest(
         data_dir / "citeulike-a",
         "cul-client",
@@ -200,24 +229,15 @@ def tiny_reranker(built) -> str:
 
 
 SLOW = ("model", "realdata", "postgres", "browser")
-#: the session fixtures that encode a real corpus: under pytest-xdist (`make test` runs two workers with
-#: ``--dist loadgroup``) every file with a test that uses one runs on the same worker, so each corpus is
-#: encoded once; every other file runs whole on one worker
-REAL_INDEXES = {"scifact", "citeulike_home", "notebook_home"}
-
-
-def _file(item) -> str:
-    return item.nodeid.split("::")[0]
 
 
 def pytest_collection_modifyitems(config, items):
     """Notebook and browser tests last: they start kernels, JupyterLab and Chromium beside this process.
     Every test that loads the model, reads real data, needs PostgreSQL or drives a browser is also ``slow``:
     ``make check`` runs the rest (``-m "not slow"``)."""
-    real = {_file(item) for item in items if REAL_INDEXES & set(getattr(item, "fixturenames", ()))}
     for item in items:
         if any(item.get_closest_marker(m) for m in SLOW):
             item.add_marker(pytest.mark.slow)
         # a file runs whole on one worker, in order (module fixtures, tests that build on the one before)
-        item.add_marker(pytest.mark.xdist_group("real-indexes" if _file(item) in real else _file(item)))
+        item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
     items.sort(key=lambda item: "tests/notebooks/" in str(item.fspath).replace(os.sep, "/"))

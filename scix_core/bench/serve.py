@@ -216,6 +216,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seconds", type=float, default=120.0)
     parser.add_argument("--max-requests", type=int, default=200_000)
     parser.add_argument("--kill", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument(
+        "--kill-window",
+        type=float,
+        help="seconds of the kill phase (default a quarter of --seconds, 10 at least)",
+    )
     parser.add_argument("--state-dsn", help="serve user state from this PostgreSQL database")
     args = parser.parse_args(argv)
     cfg = load_config()
@@ -240,7 +245,7 @@ def main(argv: list[str] | None = None) -> dict:
         out["load"] = run
         acknowledged = list(run["tally"].acknowledged)
         if args.kill:
-            window = max(10.0, args.seconds / 4)
+            window = args.kill_window or max(10.0, args.seconds / 4)
             killed = phase(server, users, titles, papers, window, args.max_requests, kill_at=window / 3)
             report(f"SIGKILL at {window / 3:.0f} s of {window:.0f} s", killed)
             console.print(f"answered again {killed['recovery']:.1f} s after the kill", highlight=False)
