@@ -40,7 +40,7 @@ lint: env
 
 # the fast inner loop: lint, then every test that needs no model, real data, PostgreSQL or browser
 check: lint
-	$(BIN)/python -m pytest -q -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not slow" --durations=5 $(PYTEST_ARGS)
 
 bench: env
 	$(BIN)/python -m scix_core.bench.ingest $(BENCH_ARGS)
