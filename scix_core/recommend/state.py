@@ -166,23 +166,27 @@ class UserState:
         self.location = str(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            with self._write() as conn:
-                for statement in SCHEMA.split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
-                row = conn.execute("SELECT version FROM schema_version").fetchone()
-                if row is None:
-                    conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
-                elif row[0] > SCHEMA_VERSION:
-                    raise BackendUnavailableError(
-                        f"user state {self.path} has schema version {row[0]}; this scix_core reads up to "
-                        f"{SCHEMA_VERSION}"
-                    )
+            self._create(SCHEMA)
         except sqlite3.DatabaseError as exc:
             raise BackendUnavailableError(
                 f"user state {self.path} is not a usable SQLite database: {exc}; "
                 "move it aside (nothing is overwritten) and retry"
             ) from exc
+
+    def _create(self, schema: str) -> None:
+        """The tables (if missing) and the schema version, in one write; a newer version is refused."""
+        with self._write() as conn:
+            for statement in schema.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            row = conn.execute("SELECT version FROM schema_version").fetchone()
+            if row is None:
+                conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
+            elif row[0] > SCHEMA_VERSION:
+                raise BackendUnavailableError(
+                    f"user state {self.location} has schema version {row[0]}; this scix_core reads up to "
+                    f"{SCHEMA_VERSION}"
+                )
 
     @classmethod
     def for_home(cls, home: Path) -> UserState:

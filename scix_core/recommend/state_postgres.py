@@ -20,7 +20,7 @@ from pathlib import Path
 
 from scix_core.config import Config
 from scix_core.errors import BackendUnavailableError, ConfigError
-from scix_core.recommend.state import SCHEMA_VERSION, UserState
+from scix_core.recommend.state import UserState
 
 SCHEMA_NAME = "scix_state"
 #: the advisory lock every write transaction takes (one store per database)
@@ -96,18 +96,7 @@ class PostgresUserState(UserState):
         self.dsn, self.schema, self.timeout = dsn, schema, connect_timeout
         self.path = None
         self.location = f"{redact(dsn)} (schema {schema})"
-        with self._write() as conn:
-            for statement in PG_SCHEMA.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            row = conn.execute("SELECT version FROM schema_version").fetchone()
-            if row is None:
-                conn.execute("INSERT INTO schema_version VALUES (?)", (SCHEMA_VERSION,))
-            elif row[0] > SCHEMA_VERSION:
-                raise BackendUnavailableError(
-                    f"user state {self.location} has schema version {row[0]}; this scix_core reads up to "
-                    f"{SCHEMA_VERSION}"
-                )
+        self._create(PG_SCHEMA)
 
     @contextmanager
     def _connect(self) -> Iterator[_Conn]:
