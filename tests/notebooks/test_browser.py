@@ -25,12 +25,28 @@ pytestmark = [pytest.mark.model, pytest.mark.realdata, pytest.mark.browser]
 
 CHROMIUM = os.environ.get("SCIX_CHROMIUM", "/usr/bin/chromium")
 # the flags this closed network needs: no background connections, no sandbox as root
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
 QUERY = "protein folding structure prediction"
 SETTINGS = {  # JupyterLab user settings: every cell in the DOM, no news or extension-manager fetches
-    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false", "checkForUpdates": False},
+    # every cell in the DOM; the notebook's kernel started without asking (on a loaded machine JupyterLab
+    # may otherwise put its "Select Kernel" dialog over the notebook)
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {
+        "windowingMode": "none",
+        "autoStartDefaultKernel": True,
+    },
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+        "fetchNews": "false",
+        "checkForUpdates": False,
+    },
     "@jupyterlab/extensionmanager-extension/plugin.jupyterlab-settings": {"enabled": False},
 }
 
@@ -43,7 +59,9 @@ def _free_port() -> int:
 
 @pytest.fixture
 def lab(notebook_home, data_dir, tmp_path):
-    assert Path(CHROMIUM).exists(), f"{CHROMIUM} missing: `make test` installs Debian's chromium (scripts/browser.sh)"
+    assert Path(CHROMIUM).exists(), (
+        f"{CHROMIUM} missing: `make test` installs Debian's chromium (scripts/browser.sh)"
+    )
     root = tmp_path / "lab"
     root.mkdir()
     for name in ("query-inspector", "cluster-view"):
@@ -53,14 +71,34 @@ def lab(notebook_home, data_dir, tmp_path):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(values))
     port, token = _free_port(), secrets.token_hex(16)
-    env = {**os.environ, "SCIX_HOME": str(notebook_home), "SCIX_DATA_DIR": str(data_dir),
-           "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "settings"), "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
-           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "ws")}
+    env = {
+        **os.environ,
+        "SCIX_HOME": str(notebook_home),
+        "SCIX_DATA_DIR": str(data_dir),
+        "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "settings"),
+        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "ws"),
+    }
     env.pop("SCIX_NOTEBOOK_STATIC", None)  # a live frontend: the widget, not the static report
     log = open(tmp_path / "jupyterlab.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root", "--ip=127.0.0.1",
-                             f"--port={port}", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}"],
-                            stdout=log, stderr=subprocess.STDOUT, env=env)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            "--allow-root",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={root}",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
     while True:
@@ -81,18 +119,33 @@ def lab(notebook_home, data_dir, tmp_path):
     log.close()
 
 
+def _accept_kernel_dialog(page) -> None:
+    """A "Select Kernel" dialog, if JupyterLab shows one anyway: take the preferred kernel."""
+    dialog = page.locator(".jp-Dialog")
+    if dialog.count() and dialog.first.is_visible():
+        button = dialog.first.locator("button", has_text="Select")
+        if button.count():
+            button.first.click()
+
+
 def _run_all_cells(page) -> None:
     """Run → Run All Cells, retried until a prompt shows execution started (on a cold machine the first
     click can land before the notebook panel is the current widget, and does nothing)."""
     for _ in range(4):
-        page.locator(".jp-Notebook .jp-CodeCell .jp-InputArea-editor").first.click()
+        _accept_kernel_dialog(page)
+        try:
+            page.locator(".jp-Notebook .jp-CodeCell .jp-InputArea-editor").first.click(timeout=15_000)
+        except Exception:  # playwright's TimeoutError: a dialog came up meanwhile; accept it and retry
+            continue
         page.keyboard.press("Escape")  # command mode: the notebook, not the editor, has focus
         page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
         page.locator(".lm-Menu-item:not(.lm-mod-disabled) .lm-Menu-itemLabel").get_by_text(
-            "Run All Cells", exact=True).click()
+            "Run All Cells", exact=True
+        ).click()
         try:
             page.locator(".jp-InputPrompt").filter(has_text="[*]").or_(
-                page.locator(".jp-InputPrompt").filter(has_text="[1]")).first.wait_for(timeout=20_000)
+                page.locator(".jp-InputPrompt").filter(has_text="[1]")
+            ).first.wait_for(timeout=20_000)
             return
         except Exception:  # playwright's TimeoutError: try again
             page.keyboard.press("Escape")
@@ -149,7 +202,10 @@ def test_cluster_view_save_button_changes_the_recommendations(lab):
         page.locator(".widget-button", has_text="save").first.click()
         page.wait_for_function(
             "id => { const c = document.querySelector('table.scix-recs tbody tr td:nth-child(2)');"
-            " return c && c.innerText !== id; }", arg=first, timeout=120_000)
+            " return c && c.innerText !== id; }",
+            arg=first,
+            timeout=120_000,
+        )
         cells = page.locator("table.scix-recs tbody tr td:nth-child(2)").all_inner_texts()
         assert first not in cells  # saved papers never come back
         page.screenshot(path=str(shot))
