@@ -31,6 +31,7 @@ from scix_core.errors import BackendUnavailableError, InteractionError, UnknownU
 
 SCHEMA_VERSION = 1
 KINDS = ("save", "dismiss", "view")
+TABLES = ("users", "interactions", "profiles", "clusters", "cluster_counters", "rec_log")
 MAX_USER_ID = 200
 
 SCHEMA = """
@@ -187,6 +188,11 @@ class UserState:
                     f"user state {self.location} has schema version {row[0]}; this scix_core reads up to "
                     f"{SCHEMA_VERSION}"
                 )
+
+    def counts(self) -> dict[str, int]:
+        """Rows per table."""
+        with self._connect() as conn:
+            return {t: int(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]) for t in TABLES}
 
     @classmethod
     def for_home(cls, home: Path) -> UserState:

@@ -20,12 +20,11 @@ from pathlib import Path
 
 from scix_core.config import Config
 from scix_core.errors import BackendUnavailableError, ConfigError
-from scix_core.recommend.state import UserState
+from scix_core.recommend.state import TABLES, UserState
 
 SCHEMA_NAME = "scix_state"
 #: the advisory lock every write transaction takes (one store per database)
 WRITE_LOCK = 0x5C1C5
-TABLES = ("users", "interactions", "profiles", "clusters", "cluster_counters", "rec_log")
 
 PG_SCHEMA = """
 CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
@@ -134,16 +133,6 @@ class PostgresUserState(UserState):
         with self._connect() as conn:
             return int(conn.execute("SELECT coalesce(max(id), 0) FROM interactions").fetchone()[0])
 
-    def counts(self) -> dict[str, int]:
-        """Rows per table."""
-        with self._connect() as conn:
-            return {t: int(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]) for t in TABLES}
-
-
-def sqlite_counts(state: UserState) -> dict[str, int]:
-    with state._connect() as conn:  # noqa: SLF001 - the same store's own connection
-        return {t: int(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]) for t in TABLES}
-
 
 def open_state(config: Config) -> UserState:
     """The user state the configuration names: PostgreSQL when ``postgres.state_dsn`` is set, else the
@@ -175,7 +164,7 @@ def migrate(source: UserState, target: PostgresUserState) -> dict[str, int]:
             f"the user state {target.location} is not empty ({have}); migrate into an empty one "
             "(another schema or database)"
         )
-    want = sqlite_counts(source)
+    want = source.counts()
     with source._connect() as src, target._write() as dst:  # noqa: SLF001 - one store into another
         for table, columns in COLUMNS.items():
             order = "rowid" if table == "users" else "1"

@@ -192,7 +192,7 @@ def test_an_unreachable_postgres_is_a_typed_error_without_the_password():
 @pytest.mark.postgres
 def test_migrate_copies_everything_keeps_ids_and_refuses_a_full_target(tmp_path, postgresql):
     from scix_core.config import load_config
-    from scix_core.recommend.state_postgres import migrate, open_state, sqlite_counts
+    from scix_core.recommend.state_postgres import migrate, open_state
 
     source = UserState(tmp_path / "users.sqlite")
     source.upsert_user("idx", "ada", ["cs.LG"])
@@ -215,7 +215,7 @@ def test_migrate_copies_everything_keeps_ids_and_refuses_a_full_target(tmp_path,
     target = open_state(load_config().replace(**{"postgres.state_dsn": dsn}))
     assert isinstance(target, PostgresUserState)
     counts = migrate(source, target)
-    assert counts == sqlite_counts(source) == target.counts()
+    assert counts == source.counts() == target.counts()
     assert counts["interactions"] == 4 and counts["users"] == 2
     assert [(u["user"], u["saves"], u["dismissals"]) for u in target.users("idx")] == [
         ("ada", 3, 0),

@@ -38,6 +38,7 @@ REVIEWED = {
     ("stores/postgres.py", "BODY_PREDICATE"): "module constant",
     ("stores/postgres.py", "BODY_VECTOR"): "module constant",
     ("stores/postgres.py", "INDEX_TS_CONFIG"): "module constant",
+    ("recommend/state.py", "t"): "table names from the module constant TABLES",
     ("recommend/state_postgres.py", "t"): "table names from the module constant TABLES",
     ("recommend/state_postgres.py", "table"): "table names from the module constant COLUMNS",
     ("recommend/state_postgres.py", "columns"): "column lists from the module constant COLUMNS",
