@@ -140,10 +140,12 @@ class RecommendConfig:
     # Tiers 3 and 2 add co-saved papers when the index has other users (False: the reference design)
     community_tiers: bool = True
     community_weight: float = 1.0  # Tiers 3 and 2: weight_cosine · similarity + this · co-save score
-    # the co-save score: "rp3beta" (graph walk, collab_alpha/beta) or "cosine" (item-kNN)
-    collab: str = "rp3beta"
+    # the co-save score: "rp3beta" (graph walk, collab_alpha/beta), "ease" (EASE^R, collab_ease_lambda),
+    # "cosine" (item-kNN), or several joined by "+" (each normalised per user, then summed)
+    collab: str = "rp3beta+ease"
     collab_alpha: float = 0.8
     collab_beta: float = 0.4
+    collab_ease_lambda: float = 50.0
     weight_longterm: float = 0.40
     weight_shortterm: float = 0.25
     weight_cosine: float = 0.65

@@ -78,13 +78,21 @@ def _shared(tmp_path_factory) -> Path:
     return folder
 
 
-def _home(tmp_path_factory, name: str) -> Path:
-    """A private workspace whose embedding cache is the run's shared one: a corpus is encoded once per run,
-    whichever worker needs it first; the others read the cache (the cache key is model + corpus)."""
-    home = tmp_path_factory.mktemp(name)
+def _shared_caches(tmp_path_factory, home: Path) -> Path:
+    """``home/cache`` whose embedding and co-save-model caches are the run's shared ones: a corpus is encoded
+    once per run, and a community's EASE fitted once, whichever worker needs it first; the others read the
+    cache (the keys are model + corpus, λ + the saves)."""
     (home / "cache").mkdir()
     (home / "cache" / "embeddings").symlink_to(_shared(tmp_path_factory), target_is_directory=True)
+    collab = _shared(tmp_path_factory).parent / "shared-collab"
+    collab.mkdir(exist_ok=True)
+    (home / "cache" / "collab").symlink_to(collab, target_is_directory=True)
     return home
+
+
+def _home(tmp_path_factory, name: str) -> Path:
+    """A private workspace with the run's shared caches (:func:`_shared_caches`)."""
+    return _shared_caches(tmp_path_factory, tmp_path_factory.mktemp(name))
 
 
 @contextmanager
@@ -129,21 +137,21 @@ def citeulike_home(tmp_path_factory, data_dir, encoder):
     )
     report = import_libraries(Recommender("cul", cfg))
     assert (report.users, report.saves, report.unknown_papers) == (5551, 204986, 0)
-    return cfg
+    # co-saves by RP3beta alone: the default ensemble's EASE part costs a minute per distinct community; the
+    # default runs in the offline-evaluation test and notebook 06, which share one cached fit
+    return cfg.replace(**{"recommend.collab": "rp3beta"})
 
 
 @pytest.fixture(scope="session")
 def notebook_home(tmp_path_factory, scifact, citeulike_home, data_dir) -> Path:
     """Real SciFact and CiteULike-a under their default names in a workspace this test process never opens
     (the ingests run in their own processes too), so the notebooks' kernels (nbmake, JupyterLab) own the
-    vector shards. Vectors come from the session fixtures' embedding caches: nothing is encoded twice."""
-    import shutil
+    vector shards. Vectors come from the run's shared embedding cache the session fixtures filled: nothing is
+    encoded twice."""
     import subprocess
     import sys
 
-    home = tmp_path_factory.mktemp("notebook-home")
-    for source in (scifact[0].home, citeulike_home.home):
-        shutil.copytree(source / "cache", home / "cache", dirs_exist_ok=True)
+    home = _shared_caches(tmp_path_factory, tmp_path_factory.mktemp("notebook-home"))
     env = {**os.environ, "SCIX_HOME": str(home), "SCIX_DATA_DIR": str(data_dir)}
     env.pop("SCIX_CONFIG", None)
     for dataset in ("scifact", "citeulike-a"):

@@ -144,9 +144,17 @@ class Tier1Family:
         ]
 
 
-def variant(run: str) -> str:
-    """The scorer variant a Tier-1 run is scored by."""
-    return VARIANTS.get(run, "default")
+def variant(run: str, default: str | None = None) -> str:
+    """The scorer variant a Tier-1 run is scored by; ``default``: the variant the configured scorer is
+    (``tier1-cosine`` is ``tier1`` when the heuristic is ``cosine``: scored and finished once)."""
+    name = VARIANTS.get(run, "default")
+    return "default" if name == default else name
+
+
+def finish_key(run: str) -> str:
+    """Runs with the same variant and the same key have the same list: a scorer variant finishes as
+    ``tier1``."""
+    return "tier1" if run in VARIANTS else run
 
 
 def onboarding(rec, ctx, n: int = 3) -> tuple[str, ...]:
@@ -246,7 +254,10 @@ class Peers:
     def model(self, name: str):
         if name not in self._models:
             if name in COLLAB:
-                self._models[name] = self._build(name, self.tune(name).params).fit(self.matrix())
+                model = self._build(name, self.tune(name).params)
+                # the community's own part when it is the same model on the same saves (EASE: a minute)
+                shared = self.rec.community.fitted_like(model, self.matrix())
+                self._models[name] = shared or model.fit(self.matrix())
                 return self._models[name]
             import threadpoolctl
 

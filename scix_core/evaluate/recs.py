@@ -16,7 +16,9 @@ Paired per-user randomisation tests with Holm correction and the search
 gate (``scix_core.evaluate.significance``) compare every run with the
 baseline. ``per_tier`` truncates every user's training saves to 1, 3, 5 and
 all, runs the default tier cascade, ``content-knn`` and every tuned peer of
-the runs (on the truncated saves) on each, and reports which tier ran.
+the runs (on the truncated saves) on each, and reports which tier ran; the
+community stays every user's full training saves for the cascade as for the
+peers (only the evaluated user's own library is truncated).
 ``train_size`` N replaces the hold-out share: N training saves per user with
 more than N, the rest held out (Dacrema et al.'s P = N); ``cutoffs`` gives
 recall, nDCG and hit rate at each (the gate decides on the first). The
@@ -297,18 +299,23 @@ def _run_all(
         seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - t
         return value
 
+    cfg = rec.config.recommend
+    default = cfg.heuristic if cfg.scorer == "heuristic" else None  # that variant is the default scorer
     for s in tqdm(splits, desc="users", unit="user", disable=not progress, leave=False):
         ctx = rec.context(s.user)
         centroids[s.user] = _centroids(rec, ctx)
-        ranked = {}
+        ranked, finished = {}, {}
         if tier1:
             base = timed("tier1 candidates (stages 1-6b)", family.candidates, ctx)
         for run in runs:
             if run in tier1:
-                v = rec_runs.variant(run)
+                v = rec_runs.variant(run, default)
                 if v not in ranked:
                     ranked[v] = timed(f"tier1 scoring ({v})", family.ranked, base, v)
-                ids = timed(run, family.finish, ranked[v], run)
+                key = (v, rec_runs.finish_key(run))
+                if key not in finished:
+                    finished[key] = timed(run, family.finish, ranked[v], run)
+                ids = finished[key]
             elif run in rec_runs.TIERS:
                 ids = timed(run, rec_runs.forced_tier(rec, run), ctx, depth)
             else:
@@ -419,7 +426,7 @@ def evaluate_recs(
         tiers: dict = {}
         if per_tier:
             tiers = _per_tier(
-                index,
+                rec,
                 cfg,
                 others,
                 train,
@@ -465,7 +472,8 @@ def evaluate_recs(
         "split": "latest per user (real times)" if real_times else "seeded random per user",
         "users_eligible": len(eligible),
         "tuned": {n: t.to_dict() for n, t in peers.tuned.items()},
-        "collab": cfg.recommend.collab,
+        "collab": rec.community.model_label,
+        "collab_failure": rec.community.failure,
         "scorer": cfg.recommend.scorer,
         "mmr_lambda": cfg.recommend.mmr_lambda,
     }
@@ -484,7 +492,7 @@ def evaluate_recs(
 
 
 def _per_tier(
-    index: str,
+    main,
     cfg: Config,
     others: UserState,
     train,
@@ -496,18 +504,19 @@ def _per_tier(
     peer_runs: Sequence[str] = ("content-knn",),
 ) -> dict:
     """The default cascade and the peers with each evaluated user's training saves truncated to 1, 3, 5,
-    all."""
+    all. The cascade's community is ``main``'s — every user's full training saves, the matrix the peers
+    learn from — so only the evaluated user's own library is truncated, for the cascade as for the peers."""
 
     out = {}
     depth = max(cutoffs)
     for trunc in TRUNCATIONS:
         name = str(trunc) if trunc else "all"
         rec = Recommender(
-            index,
+            main.index,
             cfg,
             persist_clusters=False,
             state=others.snapshot(tmp / f"trunc-{name}.sqlite"),
-            build_community=False,
+            community=main.community,
         )
         _replay(rec, train, splits, trunc, evaluated=True)
         lists: dict[str, dict[str, list[str]]] = {run: {} for run in ("cascade", *peer_runs)}

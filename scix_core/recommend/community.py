@@ -2,38 +2,54 @@
 
 The collaborative signal of the tiers. From every save of the index in the
 user state, a binary matrix X (users × catalogue rows); the co-save score of
-a paper c for a user who saved S is, by ``recommend.collab``:
+a paper c for a user who saved S is, by ``recommend.collab`` — one part, or
+several joined by "+" (``scix_core.recommend.collab.ensemble``: each part's
+scores divided by the user's best, then summed):
 
-* ``"rp3beta"`` (default) — the popularity-penalised random walk item → user
-  → item (Paudel et al. 2017; ``scix_core.recommend.collab.walk``) with
+* ``"rp3beta"`` — the popularity-penalised random walk item → user → item
+  (Paudel et al. 2017; ``scix_core.recommend.collab.walk``) with
   ``recommend.collab_alpha`` and ``collab_beta``:
   Σ_{s∈S} Σ_u (1/n_s)^α (1/n_u)^α / n_c^β over the users u who saved s and c;
+  two sparse products per user (about 1 ms at CiteULike-a's 206k saves);
+* ``"ease"`` — EASE^R (Steck 2019) with ``recommend.collab_ease_lambda``: a
+  dense item × item regression over the items somebody saved (70 s and
+  1.2 GB at CiteULike-a's 17k; refused with its reason where it would not
+  fit — the ensemble then scores with the parts that fit,
+  :attr:`Community.failure` says why);
 * ``"cosine"`` — item-based kNN with cosine similarity (Sarwar et al. 2001),
   Σ_{s∈S} co(s, c) / √(n_s · n_c): the score before the strong-baselines
   issue, kept reachable by configuration.
 
-Both are two sparse products per user, so the item–item matrix is never
-materialised (about 1 ms at CiteULike-a's 206k saves). Scores are divided by
+The default ``"rp3beta+ease"`` beat each part alone and every tuned peer
+inside the cascade on CiteULike-a (docs/results.md). Scores are divided by
 the user's best, so every user's lie in [0, 1]; the user's own saved papers
 never score (they are excluded downstream anyway). ``savers`` (n_c) is the
 paper's popularity in the index's community.
 
 The matrix follows the store: it is rebuilt when the store's newest
 interaction id moves (ids only grow; rows are never deleted), by reading only
-the new saves. An index with no other users has no signal: ``cosaves``
-returns None and every tier is content-only.
+the new saves, and refitted: a part whose fit took under ``INLINE_FIT_S`` in
+line, a slower one (EASE on a real catalogue) in a background thread once the
+saves have grown by ``REFIT_GROWTH`` — until then its last fit keeps scoring,
+and a user's new save still counts through their own rows. An index with no
+other users has no signal: ``cosaves`` returns None and every tier is
+content-only.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
 
 import numpy as np
 
-from scix_core.errors import UnknownNameError
+from scix_core.errors import ConfigError, UnknownNameError
 from scix_core.recommend.catalog import Catalog
+from scix_core.recommend.collab import ItemScorer
+from scix_core.recommend.collab.ease import Ease
+from scix_core.recommend.collab.ensemble import Ensemble
 from scix_core.recommend.collab.walk import RP3Beta
 from scix_core.recommend.state import UserState
 
@@ -44,6 +60,7 @@ class CoSaves:
 
     scores: np.ndarray  # float32 in [0, 1], 0 where nobody co-saved
     savers: np.ndarray  # int per row
+    model: str = ""  # what scored them, e.g. "rp3beta+ease"
 
     def top(self, n: int, exclude: np.ndarray) -> np.ndarray:
         """Up to ``n`` rows with a positive score, best first, never one of ``exclude``."""
@@ -57,17 +74,40 @@ class CoSaves:
         return rows[np.lexsort((rows, -scores[rows]))]
 
 
-COLLAB = ("rp3beta", "cosine")
+COLLAB = ("rp3beta", "cosine", "ease")  # the parts; "+" joins them into an ensemble
+DEFAULT_COLLAB = "rp3beta+ease"
+INLINE_FIT_S = 0.25  # a part whose last fit took longer is refitted in the background, not in a request
+REFIT_GROWTH = 0.01  # ... once the saves have grown by this share since its fit
 
 
-def collab_model(kind: str = "rp3beta", alpha: float = 0.8, beta: float = 0.4) -> RP3Beta:
-    """The co-save scorer: RP3beta, or item-kNN cosine (the same walk with α 0.5 on items, none on users, β
-    0.5)."""
-    if kind == "cosine":
-        return RP3Beta(alpha=0.5, beta=0.5, alpha_user=0.0)
-    if kind != "rp3beta":
-        raise UnknownNameError("recommend.collab", kind, COLLAB)
-    return RP3Beta(alpha=alpha, beta=beta)
+def collab_model(
+    kind: str = DEFAULT_COLLAB,
+    alpha: float = 0.8,
+    beta: float = 0.4,
+    ease_lambda: float = 50.0,
+    cache_dir: Path | None = None,
+) -> ItemScorer:
+    """The co-save scorer: RP3beta, item-kNN cosine (the same walk with α 0.5 on items, none on users, β
+    0.5), EASE^R, or several of them joined by "+" (an :class:`Ensemble`, equal weights). ``cache_dir``: where
+    EASE keeps its fits (the workspace's ``cache/collab/INDEX``)."""
+    names = kind.split("+")
+    if not kind or any(n not in COLLAB for n in names) or len(set(names)) < len(names):
+        raise UnknownNameError("recommend.collab", kind, (*COLLAB, DEFAULT_COLLAB))
+    parts = [
+        RP3Beta(alpha=0.5, beta=0.5, alpha_user=0.0)
+        if n == "cosine"
+        else RP3Beta(alpha=alpha, beta=beta)
+        if n == "rp3beta"
+        else Ease(lam=ease_lambda, cache_dir=cache_dir)
+        for n in names
+    ]
+    if len(parts) == 1 and kind != "ease":
+        return parts[0]
+    return Ensemble(tuple((part, 1.0) for part in parts))
+
+
+def _params(model) -> dict:
+    return {f.name: getattr(model, f.name) for f in fields(model) if f.compare and not f.name.startswith("_")}
 
 
 class Community:
@@ -84,7 +124,7 @@ class Community:
         state: UserState,
         index: str,
         catalog: Catalog,
-        model: RP3Beta | None = None,
+        model: ItemScorer | None = None,
         base: Callable[[], Iterable[tuple[str, str]]] | None = None,
     ):
         self.state, self.index, self.catalog = state, index, catalog
@@ -98,8 +138,16 @@ class Community:
         self._user_col: list[int] = []  # the pairs in arrival order, for a cheap matrix rebuild
         self._item_col: list[int] = []
         self._matrix = None
-        self._fitted = self.model
+        self._fitted = None
         self._savers = np.zeros(len(catalog), dtype=np.int64)
+        self._background: threading.Thread | None = None
+        self.failure = ""  # why the last fit left the community without a signal (or a part stale)
+
+    @property
+    def model_label(self) -> str:
+        """What scores co-saves now, e.g. ``rp3beta+ease`` (a part that could not be fitted is missing)."""
+        model = self._fitted or self.model
+        return getattr(model, "label", model.name)
 
     @property
     def saves(self) -> int:
@@ -132,19 +180,84 @@ class Community:
                 shape=(max(len(self._users), 1), len(self.catalog)),
             )
             self._savers = np.bincount(items, minlength=len(self.catalog))
-            self._fitted = replace(self.model).fit(self._matrix)
+            self._fit()
         self._seen_id = last
+
+    def _fit(self) -> None:
+        """Refit on the new matrix: in line, except an ensemble part whose last fit was slow — it keeps
+        scoring as it is (the user's current saves still count) and is refitted in the background once the
+        saves have grown by ``REFIT_GROWTH`` since it was fitted."""
+        try:
+            if not isinstance(self._fitted, Ensemble):
+                self._fitted = replace(self.model).fit(self._matrix)
+                self.failure = "; ".join(getattr(self._fitted, "dropped", ()))
+                return
+            slow = tuple(p.model.name for p in self._fitted.fitted if p.seconds > INLINE_FIT_S)
+            self._fitted = self._fitted.refit(self._matrix, keep=slow)
+            self.failure = "; ".join(self._fitted.dropped)
+        except ConfigError as exc:  # no part fits this catalogue: the tiers run content-only, saying why
+            self._fitted, self.failure = None, str(exc)
+            return
+        due = tuple(
+            p.model.name
+            for p in self._fitted.fitted
+            if p.model.name in slow and self._matrix.nnz >= (1 + REFIT_GROWTH) * p.saves
+        )
+        if due and not (self._background and self._background.is_alive()):
+            self._background = threading.Thread(
+                target=self._refit_in_background, args=(self._fitted, self._matrix, due), daemon=True
+            )
+            self._background.start()
+
+    def _refit_in_background(self, fitted: Ensemble, matrix, names: tuple[str, ...]) -> None:
+        keep = tuple(p.model.name for p in fitted.fitted if p.model.name not in names)
+        try:
+            fresh = fitted.refit(matrix, keep=keep)
+        except Exception as exc:  # noqa: BLE001 — the stale part keeps scoring; the reason is kept
+            self.failure = f"background refit of {'+'.join(names)} failed: {exc}"
+            return
+        with self._lock:
+            if isinstance(self._fitted, Ensemble):
+                self._fitted = self._fitted.adopt(fresh, names)
+
+    def warm(self) -> None:
+        with self._lock:
+            self._refresh()
+
+    def fitted_like(self, model, matrix) -> object | None:
+        """The community's fitted part with ``model``'s parameters when it was fitted on the same saves as
+        ``matrix`` (the offline evaluation's EASE peer reuses the community's), else None."""
+        with self._lock:
+            self._refresh()
+            fitted, mine = self._fitted, self._matrix
+        parts = [p.model for p in fitted.fitted] if isinstance(fitted, Ensemble) else [fitted]
+        if (
+            mine is None
+            or mine.nnz != matrix.nnz
+            or not np.array_equal(self._savers, np.asarray((matrix > 0).sum(axis=0)).ravel())
+        ):
+            return None
+        for part in parts:
+            if part is not None and type(part) is type(model) and _params(part) == _params(model):
+                return part
+        return None
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Until a background refit, if one is running, has finished (tests, a clean shutdown)."""
+        thread = self._background
+        if thread is not None:
+            thread.join(timeout)
 
     def cosaves(self, saved_rows: np.ndarray) -> CoSaves | None:
         """The user's co-save scores, or None when no other user saved any of their papers."""
         with self._lock:
             self._refresh()
             matrix, model, savers = self._matrix, self._fitted, self._savers
-        if not len(saved_rows) or matrix is None or not matrix.nnz:
+        if not len(saved_rows) or model is None or matrix is None or not matrix.nnz:
             return None
         scores = model.scores(saved_rows)
         scores[saved_rows] = 0.0
         best = float(scores.max()) if len(scores) else 0.0
         if best <= 0:
             return None
-        return CoSaves(scores / best, savers)
+        return CoSaves(scores / best, savers, getattr(model, "label", model.name))

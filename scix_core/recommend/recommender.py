@@ -66,6 +66,8 @@ def _check_config(cfg) -> None:
             "recommend.collab_alpha, collab_beta, mmr_quota_bonus, weight_cosave and community_weight "
             "must be >= 0"
         )
+    if r.collab_ease_lambda <= 0:
+        raise ConfigError(f"recommend.collab_ease_lambda must be positive, not {r.collab_ease_lambda}")
     collab_model(r.collab)  # an unknown name lists the valid ones
 
 
@@ -78,10 +80,13 @@ class Recommender:
         persist_clusters: bool = True,
         state: UserState | None = None,
         build_community: bool = True,
+        community: Community | None = None,
     ):
         """``state``: another user-state store than the workspace's (benchmarks, offline evaluation).
         ``build_community``: the user libraries the index was built from count as other users' saves (the
-        offline evaluation turns it off: it replays only the training saves)."""
+        offline evaluation turns it off: it replays only the training saves). ``community``: another
+        recommender's, already fitted (the offline evaluation's per-tier tables score every truncation
+        with the one community the peers learn from)."""
         cfg = config or load_config()
         _check_config(cfg)
         self.config, self.index = cfg, index
@@ -93,11 +98,17 @@ class Recommender:
         self.scorer, self._health = load_scorer(cfg.recommend, cfg.home, index)
         self.side = self._side()
         r = cfg.recommend
-        self.community = Community(
+        self.community = community or Community(
             self.state,
             index,
             self.side.catalog,
-            collab_model(r.collab, r.collab_alpha, r.collab_beta),
+            collab_model(
+                r.collab,
+                r.collab_alpha,
+                r.collab_beta,
+                r.collab_ease_lambda,
+                cfg.home / "cache" / "collab" / index,
+            ),
             (lambda: library_pairs(self.build_dir)) if build_community else None,
         )
         self.tiers = {
@@ -268,4 +279,14 @@ class Recommender:
             "vectors": self.side.unavailable or "ok",
             "codes": self.side.catalog.code_source,
             "papers": len(self.side.catalog),
+            "community": {
+                "configured": self.config.recommend.collab,
+                "scoring_with": self.community.model_label,
+                "saves": self.community.saves,
+                "failure": self.community.failure or None,
+            },
         }
+
+    def warm(self) -> None:
+        """Reads the community's saves and fits its co-save model now, not in the first request."""
+        self.community.warm()

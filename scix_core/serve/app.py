@@ -101,6 +101,7 @@ def create_app(index: str, config: Config | None = None) -> FastAPI:
     async def lifespan(app: FastAPI):
         # the model loads (and exports, in a fresh workspace) before the first request
         services.searcher.warm()
+        services.recommender.warm()  # the community's co-save model is fitted before the first request
         yield
         services.close()
 
@@ -233,6 +234,7 @@ def _checks(services: Services) -> list[dict]:
                 k: health.get(k) for k in ("configured", "model_loaded", "scoring_with", "last_scored_with")
             },
             "papers": health.get("papers"),
+            "community": health.get("community"),
         }
     )
     try:

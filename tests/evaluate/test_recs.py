@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from scix_core.config import RecommendConfig
 from scix_core.errors import ConfigError, UnknownNameError
 from scix_core.evaluate import rec_runs
 from scix_core.evaluate.recs import UserSplit, cluster_coverage, diversity, ranking_metrics, split_libraries
@@ -76,16 +77,20 @@ def test_eval_recs_on_real_libraries(citeulike_home):
         "rp3beta",
         "als",
     )
+    # the default co-saves (RP3beta + EASE); 60 users as notebook 06 evaluates: the same training saves, so
+    # the two share one cached EASE fit
+    cfg = citeulike_home.replace(**{"recommend.collab": RecommendConfig.collab})
     report = evaluate_recs(
         "cul",
-        citeulike_home,
-        users=40,
+        cfg,
+        users=60,
         runs=runs,
         permutations=500,
         progress=False,
         scorer_trainer=in_run_scorer,
     )
-    assert report.n_users == 40 and set(report.runs) == set(runs)
+    assert report.n_users == 60 and set(report.runs) == set(runs)
+    assert report.setup["collab"] == "rp3beta+ease" and not report.setup["collab_failure"]
     assert report.setup["users_eligible"] == 5551  # every citeulike-a user has 10+ saves
     for run in runs:
         for metric in METRICS:
@@ -114,13 +119,13 @@ def test_eval_recs_on_real_libraries(citeulike_home):
     assert report.gates["most-popular"].ship is False
     assert "age_months" in report.setup["lgbm_audit"]["features"] and report.setup["lgbm_audit"]["errors"]
     assert set(report.per_tier) == {"1", "3", "5", "all"}
-    assert report.per_tier["1"]["tiers"] == {"tier3": 40} and report.per_tier["3"]["tiers"] == {"tier2": 40}
-    assert report.per_tier["all"]["tiers"] == {"tier1": 40}
+    assert report.per_tier["1"]["tiers"] == {"tier3": 60} and report.per_tier["3"]["tiers"] == {"tier2": 60}
+    assert report.per_tier["all"]["tiers"] == {"tier1": 60}
     assert all(
         set(block["runs"]) == {"cascade", "content-knn", "rp3beta"} for block in report.per_tier.values()
     )
     again = evaluate_recs(
-        "cul", citeulike_home, users=40, runs=("tier1",), baseline=None, per_tier=False, progress=False
+        "cul", cfg, users=60, runs=("tier1",), baseline=None, per_tier=False, progress=False
     )
     assert again.per_user["tier1"] == report.per_user["tier1"]  # seeded: the same users, splits and results
 

@@ -69,6 +69,35 @@ def test_ease_matches_the_closed_form():
     np.testing.assert_allclose(got, b[[0, 3]].sum(axis=0), rtol=1e-4, atol=1e-6)
 
 
+def test_ease_spans_only_saved_items():
+    # an item nobody saved changes nothing (its B row and column are zero): the same with a sixth, empty one
+    wide = csr_matrix((X.data, X.indices, X.indptr), shape=(5, 6))
+    got = Ease(lam=2.0).fit(wide)
+    assert got._p.shape == (5, 5)
+    np.testing.assert_allclose(
+        got.scores(np.array([0, 3, 5]))[:5],
+        Ease(lam=2.0).fit(X).scores(np.array([0, 3])),
+        rtol=1e-5,
+        atol=1e-6,
+    )
+
+
+def test_ease_fits_are_cached_on_disk_and_memory_mapped_back(tmp_path, monkeypatch):
+    from scix_core.recommend.collab import ease
+
+    rows = np.array([0, 3])
+    first = Ease(lam=2.0, cache_dir=tmp_path).fit(X)
+    (path,) = tmp_path.glob("ease-*.npy")
+    again = Ease(lam=2.0, cache_dir=tmp_path).fit(X)
+    assert isinstance(again._p, np.memmap) and list(tmp_path.glob("ease-*.npy")) == [path]
+    np.testing.assert_allclose(again.scores(rows), first.scores(rows), rtol=1e-6)
+    # another λ or other saves are another fit; only the newest KEEP stay
+    monkeypatch.setattr(ease, "KEEP", 2)
+    Ease(lam=3.0, cache_dir=tmp_path).fit(X)
+    Ease(lam=2.0, cache_dir=tmp_path).fit(X[:4])
+    assert len(list(tmp_path.glob("ease-*.npy"))) == 2 and not path.exists()
+
+
 def test_ease_refuses_a_catalogue_it_cannot_hold():
     assert check_fits(1000) == 1000 * 1000 * 8
     with pytest.raises(ConfigError, match="rp3beta or item-knn"):

@@ -9,9 +9,15 @@ import math
 
 import numpy as np
 import pytest
+from scipy.sparse import csr_matrix
 
+from scix_core.errors import UnknownNameError
 from scix_core.recommend import Recommender, UserState
+from scix_core.recommend import community as community_module
 from scix_core.recommend.catalog import Catalog
+from scix_core.recommend.collab.ease import Ease
+from scix_core.recommend.collab.ensemble import Ensemble
+from scix_core.recommend.collab.walk import RP3Beta
 from scix_core.recommend.community import Community, collab_model
 
 T0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
@@ -79,9 +85,9 @@ def test_the_matrix_follows_the_store_and_other_indexes_never_count(tmp_path):
     assert after.scores[catalog.row["p5"]] == pytest.approx(expected["p5"] / best) and after.scores[0] == 0.0
 
 
-def test_rp3beta_is_the_default_and_the_build_libraries_count_once(tmp_path):
+def test_rp3beta_by_hand_and_the_build_libraries_count_once(tmp_path):
     catalog = _catalog()
-    rp3 = Community(_state(tmp_path), "idx", catalog)  # default: RP3beta, α 0.8, β 0.4
+    rp3 = Community(_state(tmp_path), "idx", catalog, collab_model("rp3beta"))  # α 0.8, β 0.4
     # from p1 (savers a, b, me: n = 3; each 2 saves but me 1): p2 via a, p3 via b, weight (1/3)^.8 (1/2)^.8 /
     # 2^.4 each
     got = rp3.cosaves(np.array([catalog.row["p1"]]))
@@ -99,6 +105,61 @@ def test_rp3beta_is_the_default_and_the_build_libraries_count_once(tmp_path):
     for c in (built, both):
         np.testing.assert_allclose(c.cosaves(np.array([1])).scores, expected.cosaves(np.array([1])).scores)
         assert c.saves == expected.saves == sum(len(ps) for ps in LIBRARIES.values())
+
+
+def _matrix(libraries, catalog):
+    users = {u: i for i, u in enumerate(libraries)}
+    pairs = [(users[u], catalog.row[p]) for u, ps in libraries.items() for p in ps]
+    return csr_matrix((np.ones(len(pairs), np.float32), tuple(zip(*pairs))), shape=(len(users), len(catalog)))
+
+
+def _normalised(scores, rows):
+    scores = np.maximum(scores, 0.0)
+    scores[rows] = 0.0
+    return scores / scores.max()
+
+
+def test_the_default_is_rp3beta_plus_ease_each_normalised_per_user(tmp_path):
+    catalog = _catalog()
+    community = Community(_state(tmp_path), "idx", catalog)
+    assert community.model_label == "rp3beta+ease"
+    rows = np.array([catalog.row["p1"]])
+    x = _matrix(LIBRARIES, catalog)
+    both = _normalised(RP3Beta(alpha=0.8, beta=0.4).fit(x).scores(rows), rows) + _normalised(
+        Ease(lam=50.0).fit(x).scores(rows), rows
+    )
+    np.testing.assert_allclose(community.cosaves(rows).scores, both / both.max(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(UnknownNameError, match="rp3beta\\+ease"):
+        collab_model("rp3beta+svd")
+
+
+def test_a_part_that_does_not_fit_is_left_out_saying_why(tmp_path):
+    catalog = _catalog()
+    model = Ensemble(((RP3Beta(), 1.0), (Ease(max_items=2), 1.0)))
+    community = Community(_state(tmp_path), "idx", catalog, model)
+    rows = np.array([catalog.row["p1"]])
+    alone = Community(_state(tmp_path / "a"), "idx", catalog, RP3Beta()).cosaves(rows).scores
+    np.testing.assert_allclose(community.cosaves(rows).scores, alone)
+    assert community.model_label == "rp3beta" and "ease: " in community.failure
+    only = Community(_state(tmp_path / "b"), "idx", catalog, Ensemble(((Ease(max_items=2), 1.0),)))
+    assert only.cosaves(rows) is None and "no part of the co-save ensemble" in only.failure
+
+
+def test_a_slow_part_keeps_scoring_and_is_refitted_in_the_background(tmp_path, monkeypatch):
+    monkeypatch.setattr(community_module, "INLINE_FIT_S", -1.0)  # every part counts as slow to fit
+    catalog = _catalog()
+    state = _state(tmp_path)
+    community = Community(state, "idx", catalog, Ensemble(((Ease(lam=1.0), 1.0),)))
+    rows = np.array([catalog.row["p4"]])
+    assert community.cosaves(rows).scores[catalog.row["p5"]] == 0.0  # nobody saved p5 yet
+    state.import_library("idx", "d", ["p4", "p5"], T0, [])
+    state.import_library("idx", "e", ["p4", "p5"], T0, [])
+    stale = community.cosaves(rows)  # the EASE fitted before d's and e's saves still scores, without p5
+    assert stale is not None and stale.scores[catalog.row["p5"]] == 0.0
+    community.wait(30)
+    fresh = community.cosaves(rows).scores
+    assert fresh[catalog.row["p5"]] == pytest.approx(1.0)  # the refit sees d and e: p5 is p4's best co-save
+    assert community.failure == ""
 
 
 def test_nobody_else_means_no_signal(tmp_path):

@@ -1,19 +1,35 @@
 """EASE^R (Steck, WWW 2019): B = I − P · diag(1 / diag P), P = (XᵀX + λI)⁻¹, diag B = 0; score = 1_S B.
 
+B is never formed: P is symmetric, so a user's scores are 1_S − (P 1_S) / diag P
+— a sum of |S| contiguous columns of the column-major P, one pass.
+
 A dense item × item model: P is one float32 n × n array, factorised and
 inverted in place by LAPACK's Cholesky (``spotrf`` + ``spotri``; XᵀX + λI
 is symmetric positive definite), so the peak is about one n² float32 array
-(1.2 GB at CiteULike-a's 16,980 items, 70 s on 2 cores) — not the several
+(1.2 GB at CiteULike-a's 16,980 items, 70 s on 2 cores). n counts only the
+items somebody saved: an item nobody saved has a zero row and column in XᵀX,
+so its B row and column are exactly zero and the model is the same without
+it (a sample of users, or a big catalogue with a small community, costs only
+what its saves span) — not the several
 float64 copies of ``np.linalg.inv``, which crashed inside OpenBLAS at 26k
 items. :func:`check_fits` refuses, with a typed error before allocating, an
 item set whose array would not fit in ``memory_share`` of the memory
 available now or exceeds ``max_items``; rp3beta and item-knn are the
 sparse item–item models for larger catalogues.
+
+With ``cache_dir`` a fit is kept on disk under a hash of λ and XᵀX (all B
+depends on) and memory-mapped back: the same community — a restarted
+server, a second evaluation of the same split — loads in milliseconds
+instead of refitting, and processes that map the same file share its pages.
+The newest ``KEEP`` fits a folder holds are kept.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -21,6 +37,7 @@ from scix_core.errors import ConfigError
 from scix_core.recommend.collab.matrix import binary
 
 MAX_ITEMS = 40_000
+KEEP = 3  # fits kept per cache folder (1.2 GB each at 17k items)
 
 
 def available_bytes() -> int:
@@ -54,16 +71,47 @@ class Ease:
     name = "ease"
     lam: float = 250.0
     max_items: int = MAX_ITEMS
-    _b: np.ndarray | None = field(default=None, repr=False)
+    cache_dir: Path | None = field(default=None, compare=False)
+    _p: np.ndarray | None = field(default=None, repr=False)  # P, column-major (memory-mapped from the cache)
+    _diag: np.ndarray | None = field(default=None, repr=False)
+    _items: np.ndarray | None = field(default=None, repr=False)  # the saved items, B's rows and columns
+    _n: int = 0
 
     def fit(self, matrix) -> Ease:
+        x = binary(matrix)
+        self._n = x.shape[1]
+        self._items = np.flatnonzero(np.diff(x.tocsc().indptr))
+        x = x[:, self._items]
+        n = x.shape[1]
+        check_fits(n, self.max_items)
+        if not n:
+            self._p, self._diag = np.zeros((0, 0), np.float32), np.zeros(0, np.float32)
+            return self
+        gram = (x.T @ x).tocsr()
+        path = self._cached(gram)
+        if path is not None and path.exists():
+            os.utime(path)
+            self._p = np.load(path, mmap_mode="r")
+        else:
+            self._p = self._solve(gram, n)
+            if path is not None:
+                _save(path, self._p)
+        self._diag = np.ascontiguousarray(np.diagonal(self._p), dtype=np.float32)
+        return self
+
+    def _cached(self, gram) -> Path | None:
+        if self.cache_dir is None:
+            return None
+        digest = hashlib.sha256(f"ease {self.lam!r} {self._n}".encode())
+        for array in (self._items, gram.indptr, gram.indices, gram.data):
+            digest.update(np.ascontiguousarray(array).tobytes())
+        return Path(self.cache_dir) / f"ease-{digest.hexdigest()[:24]}.npy"
+
+    def _solve(self, gram, n: int) -> np.ndarray:
         import scipy.linalg.lapack as lapack
         import threadpoolctl
 
-        x = binary(matrix)
-        n = x.shape[1]
-        check_fits(n, self.max_items)
-        p = np.asarray((x.T @ x).toarray(), dtype=np.float32, order="F")
+        p = np.asarray(gram.toarray(), dtype=np.float32, order="F")
         p[np.diag_indices(n)] += self.lam
         with threadpoolctl.threadpool_limits(None):
             p, info = lapack.spotrf(p, lower=1, overwrite_a=1, clean=0)
@@ -74,23 +122,37 @@ class Ease:
             p, info = lapack.spotri(p, lower=1, overwrite_c=1)
         if info != 0:
             raise ConfigError(f"ease: inversion failed (LAPACK info {info})")
-        for lo in range(
-            0, n, 2048
-        ):  # mirror the lower triangle into the upper, a block at a time (no n² temporary)
+        for lo in range(0, n, 2048):  # mirror the lower triangle into the upper, a block at a time
             hi = min(n, lo + 2048)
             block = p[lo:hi, lo:hi]
             p[lo:hi, lo:hi] = np.tril(block) + np.tril(block, -1).T
             p[lo:hi, hi:] = p[hi:, lo:hi].T
-        diag = np.diag(p).copy()
-        p /= -diag[None, :]
-        p[np.diag_indices(n)] = 0.0
-        self._b = p
-        return self
+        return p
 
     def scores(self, rows: np.ndarray) -> np.ndarray:
+        out = np.zeros(self._n, np.float32)
         rows = np.asarray(rows, dtype=np.int64)
-        return (
-            self._b[rows].sum(axis=0, dtype=np.float32)
-            if len(rows)
-            else np.zeros(self._b.shape[0], np.float32)
-        )
+        at = np.minimum(np.searchsorted(self._items, rows), max(len(self._items) - 1, 0))
+        at = at[self._items[at] == rows] if len(self._items) else at[:0]  # rows nobody saved score nothing
+        if len(at):
+            part = -self._p[:, at].sum(axis=1, dtype=np.float32) / self._diag
+            part[at] += 1.0  # B's zero diagonal: a saved item's own column does not count for it
+            out[self._items] = part
+        return out
+
+
+def _save(path: Path, b: np.ndarray) -> None:
+    """Written under a temporary name and renamed (a reader never maps half a file); then only the newest
+    ``KEEP`` fits of the folder stay. A full disk costs the cache, never the fit."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            np.save(fh, b)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        return
+    fits = sorted(path.parent.glob("ease-*.npy"), key=lambda f: f.stat().st_mtime, reverse=True)
+    for old in fits[KEEP:]:
+        old.unlink(missing_ok=True)

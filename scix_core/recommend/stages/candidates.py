@@ -107,5 +107,6 @@ class CoSaved:
         also = sum(1 for c in state.candidates if ctx.cosaves.scores[c.row] > 0)
         return replace(state, candidates=state.candidates + added), {
             "added": len(added),
+            "model": ctx.cosaves.model,
             "vector_candidates_also_co_saved": also,
         }

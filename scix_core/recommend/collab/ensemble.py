@@ -1,0 +1,89 @@
+"""Several item scorers as one: each user's scores divided by their best, then summed with weights.
+
+The strongest simple recommenders err in different places (RP3beta's walk
+favours what a few close neighbours saved, EASE^R's regression what the
+whole community co-saves), and a per-user max-normalised sum of the two beat
+either alone inside the cascade on CiteULike-a (docs/results.md). The
+normalisation keeps every part on [0, 1] for every user (EASE's negative
+weights — "less likely than nothing" — count as 0), so a weight means
+the same for a user with two saves and one with two hundred.
+
+A part that cannot be fitted (EASE on a catalogue whose dense matrix does
+not fit, :func:`scix_core.recommend.collab.ease.check_fits`) is left out
+with its reason in :attr:`Ensemble.dropped` — a documented degradation to
+the parts that fit, never a crash; with no part left the error is raised.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from scix_core.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Part:
+    """One fitted part: the model, its weight, how long its fit took and how many saves it saw."""
+
+    model: object
+    weight: float
+    seconds: float
+    saves: int
+
+
+@dataclass
+class Ensemble:
+    name = "ensemble"
+    parts: tuple = ()  # (unfitted item scorer, weight) pairs
+    dropped: tuple[str, ...] = ()  # "name: reason" of every part left out at the last fit
+    fitted: tuple[Part, ...] = field(default=(), repr=False)
+
+    @property
+    def label(self) -> str:
+        """The parts that score, e.g. ``rp3beta+ease`` (all parts before a fit)."""
+        return "+".join(p.model.name for p in self.fitted) or "+".join(m.name for m, _ in self.parts)
+
+    def fit(self, matrix) -> Ensemble:
+        return self.refit(matrix, ())
+
+    def refit(self, matrix, keep: tuple[str, ...] = ()) -> Ensemble:
+        """A new fitted ensemble: the parts named in ``keep`` reused as fitted now (a stale part still
+        scores a user's current saves), every other part fitted on ``matrix``."""
+        previous = {p.model.name: p for p in self.fitted}
+        fitted, dropped = [], []
+        for model, weight in self.parts:
+            if model.name in keep and model.name in previous:
+                fitted.append(previous[model.name])
+                continue
+            t = time.perf_counter()
+            try:
+                part = replace(model).fit(matrix)
+            except ConfigError as exc:
+                dropped.append(f"{model.name}: {exc}")
+                continue
+            fitted.append(Part(part, weight, time.perf_counter() - t, int(matrix.nnz)))
+        if not fitted:
+            raise ConfigError("no part of the co-save ensemble could be fitted: " + "; ".join(dropped))
+        return replace(self, dropped=tuple(dropped), fitted=tuple(fitted))
+
+    def adopt(self, other: Ensemble, names: tuple[str, ...]) -> Ensemble:
+        """This ensemble with the parts named in ``names`` taken from ``other`` (a background refit)."""
+        theirs = {p.model.name: p for p in other.fitted}
+        return replace(
+            self,
+            fitted=tuple(theirs.get(p.model.name, p) if p.model.name in names else p for p in self.fitted),
+        )
+
+    def scores(self, rows: np.ndarray) -> np.ndarray:
+        rows = np.asarray(rows, dtype=np.int64)
+        total = None
+        for p in self.fitted:
+            part = np.maximum(np.asarray(p.model.scores(rows), dtype=np.float32), 0.0)
+            part[rows] = 0.0
+            best = float(part.max()) if len(part) else 0.0
+            part = part * np.float32(p.weight / best) if best > 0 else np.zeros_like(part)
+            total = part if total is None else total + part
+        return total
