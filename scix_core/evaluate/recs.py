@@ -303,7 +303,7 @@ def _run_all(
     default = cfg.heuristic if cfg.scorer == "heuristic" else None  # that variant is the default scorer
     for s in tqdm(splits, desc="users", unit="user", disable=not progress, leave=False):
         ctx = rec.context(s.user)
-        centroids[s.user] = _centroids(rec, ctx)
+        centroids[s.user] = timed("interest clusters (coverage)", _centroids, rec, ctx)
         ranked, finished = {}, {}
         if tier1:
             base = timed("tier1 candidates (stages 1-6b)", family.candidates, ctx)
@@ -395,9 +395,14 @@ def evaluate_recs(
             build_community=False,
         )
         # the users not evaluated are the same community in every per-tier run: replayed once, then copied
+        t = time.perf_counter()
         _replay(rec, train, splits, evaluated=False)
         others = rec.state.snapshot(Path(tmp) / "others.sqlite") if per_tier else None
         _replay(rec, train, splits, evaluated=True)
+        seconds["replay (training saves into the private state)"] = time.perf_counter() - t
+        t = time.perf_counter()
+        rec.warm()
+        seconds["community (co-save model fit)"] = time.perf_counter() - t
         peers = rec_runs.Peers(
             rec,
             train,
@@ -418,12 +423,15 @@ def evaluate_recs(
             else (None, None)
         )
         recommended, centroids = _run_all(rec, runs, splits, peers, seconds, progress, lgbm_scorer, depth)
+        t = time.perf_counter()
         per_user = {run: _score(rec, recommended[run], splits, centroids, cutoffs) for run in runs}
+        seconds["metrics"] = time.perf_counter() - t
         catalogue = {
             run: len({p for ids in recommended[run].values() for p in ids}) / len(rec.side.catalog)
             for run in runs
         }
         tiers: dict = {}
+        t = time.perf_counter()
         if per_tier:
             tiers = _per_tier(
                 rec,
@@ -437,7 +445,9 @@ def evaluate_recs(
                 cutoffs,
                 ("content-knn", *[r for r in runs if r in rec_runs.COLLAB]),
             )
+            seconds["per-tier tables"] = time.perf_counter() - t
     comparisons, gates = (), {}
+    t = time.perf_counter()
     if baseline:
         table = holm(
             [
@@ -459,6 +469,7 @@ def evaluate_recs(
         comparisons = (*comparisons, *own)
         for r in variants:
             gates[f"{r} over tier1"] = gate([c for c in own if c.candidate == r], primary)
+    seconds["significance"] = time.perf_counter() - t
     seconds["total"] = time.perf_counter() - t0
     setup = {
         "holdout": holdout,

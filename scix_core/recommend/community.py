@@ -89,7 +89,8 @@ def collab_model(
 ) -> ItemScorer:
     """The co-save scorer: RP3beta, item-kNN cosine (the same walk with α 0.5 on items, none on users, β
     0.5), EASE^R, or several of them joined by "+" (an :class:`Ensemble`, equal weights). ``cache_dir``: where
-    EASE keeps its fits (the workspace's ``cache/collab/INDEX``)."""
+    EASE keeps its fits (the workspace's ``cache/collab``; a fit depends only on λ and the saves, so
+    indexes share it)."""
     names = kind.split("+")
     if not kind or any(n not in COLLAB for n in names) or len(set(names)) < len(names):
         raise UnknownNameError("recommend.collab", kind, (*COLLAB, DEFAULT_COLLAB))

@@ -107,7 +107,7 @@ class Recommender:
                 r.collab_alpha,
                 r.collab_beta,
                 r.collab_ease_lambda,
-                cfg.home / "cache" / "collab" / index,
+                cfg.home / "cache" / "collab",
             ),
             (lambda: library_pairs(self.build_dir)) if build_community else None,
         )
