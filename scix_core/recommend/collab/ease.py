@@ -20,14 +20,18 @@ sparse item–item models for larger catalogues.
 With ``cache_dir`` a fit is kept on disk under a hash of λ and XᵀX (all B
 depends on) and memory-mapped back: the same community — a restarted
 server, a second evaluation of the same split — loads in milliseconds
-instead of refitting, and processes that map the same file share its pages.
+instead of refitting, and processes that map the same file share its pages;
+processes that need the same fit at once take a file lock, so one fits and
+the others load.
 The newest ``KEEP`` fits a folder holds are kept.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -89,13 +93,16 @@ class Ease:
             return self
         gram = (x.T @ x).tocsr()
         path = self._cached(gram)
-        if path is not None and path.exists():
-            os.utime(path)
-            self._p = np.load(path, mmap_mode="r")
-        else:
+        if path is None:
             self._p = self._solve(gram, n)
-            if path is not None:
-                _save(path, self._p)
+        else:
+            with _fitting(path):  # processes fitting the same saves at once: one fits, the others load
+                if path.exists():
+                    os.utime(path)
+                    self._p = np.load(path, mmap_mode="r")
+                else:
+                    self._p = self._solve(gram, n)
+                    _save(path, self._p)
         self._diag = np.ascontiguousarray(np.diagonal(self._p), dtype=np.float32)
         return self
 
@@ -141,6 +148,18 @@ class Ease:
         return out
 
 
+@contextmanager
+def _fitting(path: Path):
+    """An exclusive lock per fit (``fcntl``), so workers started together fit a community once."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(f".{path.stem}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def _save(path: Path, b: np.ndarray) -> None:
     """Written under a temporary name and renamed (a reader never maps half a file); then only the newest
     ``KEEP`` fits of the folder stay. A full disk costs the cache, never the fit."""
@@ -156,3 +175,4 @@ def _save(path: Path, b: np.ndarray) -> None:
     fits = sorted(path.parent.glob("ease-*.npy"), key=lambda f: f.stat().st_mtime, reverse=True)
     for old in fits[KEEP:]:
         old.unlink(missing_ok=True)
+        old.with_name(f".{old.stem}.lock").unlink(missing_ok=True)
