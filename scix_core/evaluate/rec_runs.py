@@ -210,6 +210,12 @@ class Peers:
         self.validation_users, self.cache_dir = tuple(pool), cache_dir
         self._texts: list[str] | None = None
 
+    def refitted(self, rec, train: Mapping[str, Sequence[str]]) -> Peers:
+        """The same peers, tuned as they are, to be fitted on other training saves (the per-tier tables)."""
+        other = Peers(rec, train, self.factors, self.seed, self.validation_users, self.k, self.cache_dir)
+        other.tuned = dict(self.tuned)
+        return other
+
     def matrix(self):
         if "_matrix" not in self.__dict__:
             cat = self.rec.side.catalog

@@ -17,8 +17,8 @@ gate (``scix_core.evaluate.significance``) compare every run with the
 baseline. ``per_tier`` truncates every user's training saves to 1, 3, 5 and
 all, runs the default tier cascade, ``content-knn`` and every tuned peer of
 the runs (on the truncated saves) on each, and reports which tier ran; the
-community stays every user's full training saves for the cascade as for the
-peers (only the evaluated user's own library is truncated).
+cascade's community and every peer are refitted on the truncated saves (the
+peers with the parameters tuned on the full ones).
 ``train_size`` N replaces the hold-out share: N training saves per user with
 more than N, the rest held out (Dacrema et al.'s P = N); ``cutoffs`` gives
 recall, nDCG and hit rate at each (the gate decides on the first). The
@@ -515,21 +515,27 @@ def _per_tier(
     peer_runs: Sequence[str] = ("content-knn",),
 ) -> dict:
     """The default cascade and the peers with each evaluated user's training saves truncated to 1, 3, 5,
-    all. The cascade's community is ``main``'s — every user's full training saves, the matrix the peers
-    learn from — so only the evaluated user's own library is truncated, for the cascade as for the peers."""
+    all. Truncated for both: the cascade's community is refitted on the truncated saves, and so is every
+    peer (with the parameters tuned on the full training saves) — a model that kept the user's full row
+    would offer their own truncated-away saves back as recommendations."""
 
     out = {}
     depth = max(cutoffs)
+    chosen = {s.user for s in splits}
     for trunc in TRUNCATIONS:
         name = str(trunc) if trunc else "all"
-        rec = Recommender(
-            main.index,
-            cfg,
-            persist_clusters=False,
-            state=others.snapshot(tmp / f"trunc-{name}.sqlite"),
-            community=main.community,
-        )
-        _replay(rec, train, splits, trunc, evaluated=True)
+        if trunc is None:
+            rec, fitted = main, peers
+        else:
+            rec = Recommender(
+                main.index,
+                cfg,
+                persist_clusters=False,
+                state=others.snapshot(tmp / f"trunc-{name}.sqlite"),
+                build_community=False,
+            )
+            _replay(rec, train, splits, trunc, evaluated=True)
+            fitted = peers.refitted(rec, {u: p[:trunc] if u in chosen else p for u, p in train.items()})
         lists: dict[str, dict[str, list[str]]] = {run: {} for run in ("cascade", *peer_runs)}
         ran: dict[int, int] = {}
         for s in splits:
@@ -538,7 +544,7 @@ def _per_tier(
             lists["cascade"][s.user] = [i.paper_id for i in result.items if not i.exploration][:depth]
             ctx = rec.context(s.user)
             for peer in peer_runs:
-                lists[peer][s.user] = peers.recommend(peer, ctx, depth)
+                lists[peer][s.user] = fitted.recommend(peer, ctx, depth)
         out[name] = {
             "tiers": {f"tier{t}": n for t, n in sorted(ran.items())},
             "runs": {run: means(_score(rec, ids, splits, centroids, cutoffs)) for run, ids in lists.items()},

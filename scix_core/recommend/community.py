@@ -50,6 +50,7 @@ from scix_core.recommend.catalog import Catalog
 from scix_core.recommend.collab import ItemScorer
 from scix_core.recommend.collab.ease import Ease
 from scix_core.recommend.collab.ensemble import Ensemble
+from scix_core.recommend.collab.ials import Ials
 from scix_core.recommend.collab.walk import RP3Beta
 from scix_core.recommend.state import UserState
 
@@ -74,7 +75,7 @@ class CoSaves:
         return rows[np.lexsort((rows, -scores[rows]))]
 
 
-COLLAB = ("rp3beta", "cosine", "ease")  # the parts; "+" joins them into an ensemble
+COLLAB = ("rp3beta", "cosine", "ease", "ials")  # the parts; "+" joins them into an ensemble
 DEFAULT_COLLAB = "rp3beta+ease"
 INLINE_FIT_S = 0.25  # a part whose last fit took longer is refitted in the background, not in a request
 REFIT_GROWTH = 0.01  # ... once the saves have grown by this share since its fit
@@ -94,15 +95,14 @@ def collab_model(
     names = kind.split("+")
     if not kind or any(n not in COLLAB for n in names) or len(set(names)) < len(names):
         raise UnknownNameError("recommend.collab", kind, (*COLLAB, DEFAULT_COLLAB))
-    parts = [
-        RP3Beta(alpha=0.5, beta=0.5, alpha_user=0.0)
-        if n == "cosine"
-        else RP3Beta(alpha=alpha, beta=beta)
-        if n == "rp3beta"
-        else Ease(lam=ease_lambda, cache_dir=cache_dir)
-        for n in names
-    ]
-    if len(parts) == 1 and kind != "ease":
+    made = {
+        "cosine": lambda: RP3Beta(alpha=0.5, beta=0.5, alpha_user=0.0),
+        "rp3beta": lambda: RP3Beta(alpha=alpha, beta=beta),
+        "ease": lambda: Ease(lam=ease_lambda, cache_dir=cache_dir),
+        "ials": lambda: Ials(factors=128, alpha=60.0, regularization=1.0),
+    }
+    parts = [made[n]() for n in names]
+    if len(parts) == 1 and kind in ("rp3beta", "cosine"):
         return parts[0]
     return Ensemble(tuple((part, 1.0) for part in parts))
 

@@ -80,13 +80,10 @@ class Recommender:
         persist_clusters: bool = True,
         state: UserState | None = None,
         build_community: bool = True,
-        community: Community | None = None,
     ):
         """``state``: another user-state store than the workspace's (benchmarks, offline evaluation).
         ``build_community``: the user libraries the index was built from count as other users' saves (the
-        offline evaluation turns it off: it replays only the training saves). ``community``: another
-        recommender's, already fitted (the offline evaluation's per-tier tables score every truncation
-        with the one community the peers learn from)."""
+        offline evaluation turns it off: it replays only the training saves)."""
         cfg = config or load_config()
         _check_config(cfg)
         self.config, self.index = cfg, index
@@ -98,7 +95,7 @@ class Recommender:
         self.scorer, self._health = load_scorer(cfg.recommend, cfg.home, index)
         self.side = self._side()
         r = cfg.recommend
-        self.community = community or Community(
+        self.community = Community(
             self.state,
             index,
             self.side.catalog,

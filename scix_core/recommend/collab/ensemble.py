@@ -9,7 +9,8 @@ weights — "less likely than nothing" — count as 0), so a weight means
 the same for a user with two saves and one with two hundred.
 
 A part that cannot be fitted (EASE on a catalogue whose dense matrix does
-not fit, :func:`scix_core.recommend.collab.ease.check_fits`) is left out
+not fit, :func:`scix_core.recommend.collab.ease.check_fits`; iALS without
+the ``peers`` extra) is left out
 with its reason in :attr:`Ensemble.dropped` — a documented degradation to
 the parts that fit, never a crash; with no part left the error is raised.
 """
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from scix_core.errors import ConfigError
+from scix_core.errors import ConfigError, MissingExtraError
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ class Ensemble:
             t = time.perf_counter()
             try:
                 part = replace(model).fit(matrix)
-            except ConfigError as exc:
+            except (ConfigError, MissingExtraError) as exc:  # too big for memory; an extra not installed
                 dropped.append(f"{model.name}: {exc}")
                 continue
             fitted.append(Part(part, weight, time.perf_counter() - t, int(matrix.nnz)))
