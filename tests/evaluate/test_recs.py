@@ -272,3 +272,25 @@ def test_validation_split_is_carved_from_training_saves_only():
     for x in seen:  # neither the held-out evaluation saves nor the validation saves were ever fitted on
         pairs = {(users[u], f"p{i}") for u, i in zip(*x.nonzero())}
         assert not pairs & held and not pairs & {(u, p) for u, ps in val.items() for p in ps}
+
+
+@pytest.mark.model
+def test_per_tier_peers_are_refitted_on_the_truncated_saves_with_their_tuned_parameters(home, tmp_path):
+    from scix_core.cli.main import main
+    from scix_core.recommend import Recommender, UserState
+    from scix_core.recommend.library import library_saves
+    from tests.conftest import FIXTURES
+
+    assert main(["ingest", "--path", str(FIXTURES / "citeulike"), "--index", "cu", "--quiet"]) == 0
+    rec = Recommender("cu", state=UserState(tmp_path / "s.sqlite"), build_community=False)
+    train = {u: tuple(p) for u, p in library_saves(rec.build_dir).items()}
+    peers = rec_runs.Peers(rec, train, k=2)
+    full = peers.model("rp3beta")
+    truncated = {u: p[:1] for u, p in train.items()}
+    again = peers.refitted(rec, truncated)
+    assert again.tuned == peers.tuned  # no second tuning
+    assert again.matrix().nnz == len(truncated) < peers.matrix().nnz == sum(len(p) for p in train.values())
+    refit = again.model("rp3beta")
+    assert refit is not full and refit.alpha == full.alpha and refit.beta == full.beta
+    row = rec.side.catalog.row[train[next(iter(train))][0]]
+    assert not np.array_equal(refit.scores(np.array([row])), full.scores(np.array([row])))
