@@ -221,6 +221,15 @@ class Community:
             if isinstance(self._fitted, Ensemble):
                 self._fitted = self._fitted.adopt(fresh, names)
 
+    def start_from(self, other: Community) -> None:
+        """Begin with ``other``'s fitted model: at the first refresh its fast parts are refitted on this
+        community's saves and its slow ones (EASE on a real catalogue) kept until they are due — what a
+        server does when its libraries change (the offline evaluation's per-tier tables)."""
+        with other._lock:
+            fitted = other._fitted
+        with self._lock:
+            self._fitted = fitted
+
     def warm(self) -> None:
         with self._lock:
             self._refresh()

@@ -260,3 +260,16 @@ def test_tiers_3_and_2_add_what_others_saved_alongside(rec_indexes, tmp_path, ti
         build_community=False,
     ).recommend("me", limit=4, log=False)
     assert "p05" not in plain.ids and all(i.source != "co-saved" for i in plain.items)
+
+
+def test_a_community_started_from_another_keeps_its_slow_parts(tmp_path, monkeypatch):
+    monkeypatch.setattr(community_module, "INLINE_FIT_S", -1.0)  # every part counts as slow to fit
+    catalog = _catalog()
+    full = Community(_state(tmp_path / "full"), "idx", catalog, Ensemble(((Ease(lam=1.0), 1.0),)))
+    rows = np.array([catalog.row["p1"]])
+    before = full.cosaves(rows).scores
+    fewer = {**LIBRARIES, "c": ["p2"]}  # a truncated library: fewer saves than the fit saw
+    truncated = Community(_state(tmp_path / "t", fewer), "idx", catalog, Ensemble(((Ease(lam=1.0), 1.0),)))
+    truncated.start_from(full)
+    np.testing.assert_allclose(truncated.cosaves(rows).scores, before)  # the full-saves EASE scores as it was
+    assert truncated._background is None and truncated.saves == sum(len(p) for p in fewer.values())
