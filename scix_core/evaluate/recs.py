@@ -17,9 +17,9 @@ gate (``scix_core.evaluate.significance``) compare every run with the
 baseline. ``per_tier`` truncates every user's training saves to 1, 3, 5 and
 all, runs the default tier cascade, ``content-knn`` and every tuned peer of
 the runs (on the truncated saves) on each, and reports which tier ran; every
-peer is refitted on the truncated saves (with the parameters tuned on the
-full ones), and so are the cascade's fast co-save parts (its EASE part keeps
-the full-saves fit, as a server keeps it until a background refit).
+peer and the cascade's community are refitted on the truncated saves (peers
+with the parameters tuned on the full ones; EASE by an exact low-rank update
+of the full fit).
 ``train_size`` N replaces the hold-out share: N training saves per user with
 more than N, the rest held out (Dacrema et al.'s P = N); ``cutoffs`` gives
 recall, nDCG and hit rate at each (the gate decides on the first). The
@@ -516,15 +516,15 @@ def _per_tier(
     peer_runs: Sequence[str] = ("content-knn",),
 ) -> dict:
     """The default cascade and the peers with each evaluated user's training saves truncated to 1, 3, 5,
-    all. The peers are refitted on the truncated saves (with the parameters tuned on the full ones) — a
-    model that kept the user's full row would offer their own truncated-away saves back; the cascade's
-    community refits its fast parts (RP3beta) and keeps its slow ones (EASE) as fitted on the full
-    training saves, as a server does until a background refit is due: that handicaps the cascade, never
-    helps it, and costs no dense refit per truncation."""
+    all. Everything is refitted on the truncated saves — a model that kept the user's full row would
+    offer their own truncated-away saves back: the peers (with the parameters tuned on the full saves),
+    the cascade's RP3beta part, and its EASE part by the exact low-rank update of the full fit (a refit
+    where that is not cheaper)."""
 
     out = {}
     depth = max(cutoffs)
     chosen = {s.user for s in splits}
+    cat = main.side.catalog
     for trunc in TRUNCATIONS:
         name = str(trunc) if trunc else "all"
         if trunc is None:
@@ -537,7 +537,17 @@ def _per_tier(
                 state=others.snapshot(tmp / f"trunc-{name}.sqlite"),
                 build_community=False,
             )
-            rec.community.start_from(main.community)
+            rows = main.side.rows
+            rec.community.start_from(
+                main.community,
+                [
+                    (
+                        rows(p for p in train[u] if p in cat.row),
+                        rows(p for p in train[u][:trunc] if p in cat.row),
+                    )
+                    for u in chosen
+                ],
+            )
             _replay(rec, train, splits, trunc, evaluated=True)
             fitted = peers.refitted(rec, {u: p[:trunc] if u in chosen else p for u, p in train.items()})
         lists: dict[str, dict[str, list[str]]] = {run: {} for run in ("cascade", *peer_runs)}

@@ -221,12 +221,21 @@ class Community:
             if isinstance(self._fitted, Ensemble):
                 self._fitted = self._fitted.adopt(fresh, names)
 
-    def start_from(self, other: Community) -> None:
-        """Begin with ``other``'s fitted model: at the first refresh its fast parts are refitted on this
-        community's saves and its slow ones (EASE on a real catalogue) kept until they are due — what a
-        server does when its libraries change (the offline evaluation's per-tier tables)."""
+    def start_from(self, other: Community, changes=()) -> None:
+        """Begin with ``other``'s fitted model where this community is ``other``'s with some users' saves
+        changed (``(old rows, new rows)`` pairs: the offline evaluation's per-tier truncations). At the
+        first refresh the fast parts are refitted on this community's saves; a slow part is updated for
+        the changes when it can be (EASE: :meth:`Ease.with_rows_changed`, exact) and refitted otherwise."""
         with other._lock:
             fitted = other._fitted
+        if isinstance(fitted, Ensemble):
+            grown = sum(len(new) - len(old) for old, new in changes)
+            parts = []
+            for p in fitted.fitted:  # a part left out here is fitted at the first refresh
+                updated = getattr(p.model, "with_rows_changed", lambda _: None)(changes)
+                if updated is not None:
+                    parts.append(replace(p, model=updated, saves=p.saves + grown))
+            fitted = replace(fitted, fitted=tuple(parts))
         with self._lock:
             self._fitted = fitted
 
@@ -247,8 +256,10 @@ class Community:
             or not np.array_equal(self._savers, np.asarray((matrix > 0).sum(axis=0)).ravel())
         ):
             return None
-        for part in parts:
-            if part is not None and type(part) is type(model) and _params(part) == _params(model):
+        fits = fitted.fitted if isinstance(fitted, Ensemble) else [None]
+        for part, fit in zip(parts, fits):
+            same_saves = fit is None or fit.saves == matrix.nnz  # not a part kept from fewer or more saves
+            if type(part) is type(model) and _params(part) == _params(model) and same_saves:
                 return part
         return None
 

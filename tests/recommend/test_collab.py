@@ -98,6 +98,29 @@ def test_ease_fits_are_cached_on_disk_and_memory_mapped_back(tmp_path, monkeypat
     assert len(list(tmp_path.glob("ease-*.npy"))) == 2 and not path.exists()
 
 
+def test_ease_with_rows_changed_equals_a_refit():
+    # u1 {0, 1, 2} truncated to {0}, u3 {3, 4} to {3}: the Woodbury update of the full fit = a refit
+    libs = [[0, 1], [0], [1, 2], [3], [0, 3]]
+    x_t = csr_matrix(
+        (
+            np.ones(8, np.float32),
+            ([u for u, ln in enumerate(libs) for _ in ln], [i for ln in libs for i in ln]),
+        ),
+        shape=(5, 5),
+    )
+    full = Ease(lam=2.0).fit(X)
+    changed = full.with_rows_changed(
+        [(np.array([0, 1, 2]), np.array([0])), (np.array([3, 4]), np.array([3]))]
+    )
+    refit = Ease(lam=2.0).fit(x_t[:, :4])  # item 4 is nobody's now: the same model over items 0-3
+    for rows in ([0], [1, 3], [2]):
+        np.testing.assert_allclose(
+            changed.scores(np.array(rows))[:4], refit.scores(np.array(rows)), rtol=1e-4, atol=1e-5
+        )
+    assert changed._p.flags.f_contiguous and full.with_rows_changed([(np.array([0]), np.array([0]))]) is full
+    assert full.with_rows_changed([(np.array([0]), np.array([0, 5]))]) is None  # item 5 was never fitted
+
+
 def test_ease_refuses_a_catalogue_it_cannot_hold():
     assert check_fits(1000) == 1000 * 1000 * 8
     with pytest.raises(ConfigError, match="rp3beta or item-knn"):

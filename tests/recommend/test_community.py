@@ -262,14 +262,19 @@ def test_tiers_3_and_2_add_what_others_saved_alongside(rec_indexes, tmp_path, ti
     assert "p05" not in plain.ids and all(i.source != "co-saved" for i in plain.items)
 
 
-def test_a_community_started_from_another_keeps_its_slow_parts(tmp_path, monkeypatch):
+def test_a_community_started_from_another_updates_its_slow_parts_for_the_changed_libraries(
+    tmp_path, monkeypatch
+):
     monkeypatch.setattr(community_module, "INLINE_FIT_S", -1.0)  # every part counts as slow to fit
     catalog = _catalog()
-    full = Community(_state(tmp_path / "full"), "idx", catalog, Ensemble(((Ease(lam=1.0), 1.0),)))
+    model = Ensemble(((RP3Beta(), 1.0), (Ease(lam=1.0), 1.0)))
+    full = Community(_state(tmp_path / "full"), "idx", catalog, model)
     rows = np.array([catalog.row["p1"]])
-    before = full.cosaves(rows).scores
-    fewer = {**LIBRARIES, "c": ["p2"]}  # a truncated library: fewer saves than the fit saw
-    truncated = Community(_state(tmp_path / "t", fewer), "idx", catalog, Ensemble(((Ease(lam=1.0), 1.0),)))
-    truncated.start_from(full)
-    np.testing.assert_allclose(truncated.cosaves(rows).scores, before)  # the full-saves EASE scores as it was
+    full.cosaves(rows)
+    fewer = {**LIBRARIES, "c": ["p2"]}  # c's library truncated
+    truncated = Community(_state(tmp_path / "t", fewer), "idx", catalog, model)
+    changes = [(np.array([catalog.row[p] for p in LIBRARIES["c"]]), np.array([catalog.row["p2"]]))]
+    truncated.start_from(full, changes)
+    fresh = Community(_state(tmp_path / "f", fewer), "idx", catalog, model).cosaves(rows).scores
+    np.testing.assert_allclose(truncated.cosaves(rows).scores, fresh, rtol=1e-4, atol=1e-6)
     assert truncated._background is None and truncated.saves == sum(len(p) for p in fewer.values())
