@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -129,8 +130,9 @@ def _accept_kernel_dialog(page) -> None:
 
 
 def _run_all_cells(page) -> None:
-    """Run → Run All Cells, retried until a prompt shows execution started (on a cold machine the first
-    click can land before the notebook panel is the current widget, and does nothing)."""
+    """Run → Run All Cells, retried until the last cell's prompt shows it queued or ran (on a cold machine
+    the first click can land before the notebook panel is the current widget and do nothing, and a kernel
+    started twice can leave the later cells unrun)."""
     for _ in range(4):
         _accept_kernel_dialog(page)
         try:
@@ -142,10 +144,10 @@ def _run_all_cells(page) -> None:
         page.locator(".lm-Menu-item:not(.lm-mod-disabled) .lm-Menu-itemLabel").get_by_text(
             "Run All Cells", exact=True
         ).click()
-        try:
-            page.locator(".jp-InputPrompt").filter(has_text="[*]").or_(
-                page.locator(".jp-InputPrompt").filter(has_text="[1]")
-            ).first.wait_for(timeout=20_000)
+        try:  # the last cell queued or run: Run All reached the whole notebook, not just its first cell
+            page.locator(".jp-Notebook .jp-CodeCell").last.locator(".jp-InputPrompt").filter(
+                has_text=re.compile(r"\[(\*|\d+)\]")
+            ).wait_for(timeout=20_000)
             return
         except Exception:  # playwright's TimeoutError: try again
             page.keyboard.press("Escape")
