@@ -6,15 +6,15 @@ B is never formed: P is symmetric, so a user's scores are 1_S − (P 1_S) / diag
 A dense item × item model: P is one float32 n × n array, factorised and
 inverted in place by LAPACK's Cholesky (``spotrf`` + ``spotri``; XᵀX + λI
 is symmetric positive definite), so the peak is about one n² float32 array
-(1.2 GB at CiteULike-a's 16,980 items, 70 s on 2 cores). n counts only the
-items somebody saved: an item nobody saved has a zero row and column in XᵀX,
-so its B row and column are exactly zero and the model is the same without
-it (a sample of users, or a big catalogue with a small community, costs only
-what its saves span) — not the several
+(1.2 GB at CiteULike-a's 16,980 items, 70 s on 2 cores) — not the several
 float64 copies of ``np.linalg.inv``, which crashed inside OpenBLAS at 26k
-items. :func:`check_fits` refuses, with a typed error before allocating, an
-item set whose array would not fit in ``memory_share`` of the memory
-available now or exceeds ``max_items``; rp3beta and item-knn are the
+items. n counts only the items somebody saved: an item nobody saved has a
+zero row and column in XᵀX, so its B row and column are exactly zero and the
+model is the same without it (a sample of users, or a big catalogue with a
+small community, costs only what its saves span). :func:`check_fits`
+refuses, with a typed error before allocating, an item set whose array
+would not fit in ``memory_share`` of the memory available now or exceeds
+``max_items``; rp3beta and item-knn are the
 sparse item–item models for larger catalogues.
 
 With ``cache_dir`` a fit is kept on disk under a hash of λ and XᵀX (all B
@@ -136,11 +136,15 @@ class Ease:
             p[lo:hi, hi:] = p[hi:, lo:hi].T
         return p
 
-    def _positions(self, rows) -> np.ndarray | None:
-        """Positions of catalogue ``rows`` in the fitted item set; None when one is outside it."""
+    def _located(self, rows) -> tuple[np.ndarray, bool]:
+        """Positions in the fitted item set of the catalogue ``rows`` somebody saved, and whether every row
+        was one of them."""
         rows = np.unique(np.asarray(rows, dtype=np.int64))
-        at = np.minimum(np.searchsorted(self._items, rows), max(len(self._items) - 1, 0))
-        return at if len(self._items) and np.array_equal(self._items[at], rows) else None
+        if not len(self._items):
+            return np.zeros(0, np.int64), not len(rows)
+        at = np.minimum(np.searchsorted(self._items, rows), len(self._items) - 1)
+        hit = self._items[at] == rows
+        return at[hit], bool(hit.all())
 
     def with_rows_changed(self, changes) -> Ease:
         """This fit as if each ``(old, new)`` user's saved catalogue rows had been ``new`` instead of
@@ -153,8 +157,8 @@ class Ease:
             if set(np.asarray(old).tolist()) == set(np.asarray(new).tolist()):
                 continue
             for rows, sign in ((old, -1.0), (new, 1.0)):
-                at = self._positions(rows) if len(rows) else np.zeros(0, np.int64)
-                if at is None:
+                at, known = self._located(rows)
+                if not known:
                     return None
                 if len(at):
                     cols.append(at)
@@ -181,9 +185,7 @@ class Ease:
 
     def scores(self, rows: np.ndarray) -> np.ndarray:
         out = np.zeros(self._n, np.float32)
-        rows = np.asarray(rows, dtype=np.int64)
-        at = np.minimum(np.searchsorted(self._items, rows), max(len(self._items) - 1, 0))
-        at = at[self._items[at] == rows] if len(self._items) else at[:0]  # rows nobody saved score nothing
+        at, _ = self._located(rows)  # rows nobody saved score nothing
         if len(at):
             part = -self._p[:, at].sum(axis=1, dtype=np.float32) / self._diag
             part[at] += 1.0  # B's zero diagonal: a saved item's own column does not count for it
