@@ -27,7 +27,7 @@ run: env
 test: env
 	scripts/browser.sh install
 	@dsn=$$(scripts/postgres.sh start) && \
-	SCIX_PG_DSN=$$dsn $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=25 $(PYTEST_ARGS); \
+	SCIX_PG_DSN=$$dsn $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25 $(PYTEST_ARGS); \
 	status=$$?; \
 	scripts/postgres.sh stop; exit $$status
 
@@ -40,7 +40,7 @@ lint: env
 
 # the fast inner loop: lint, then every test that needs no model, real data, PostgreSQL or browser
 check: lint
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not slow" --durations=5 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow" --durations=5 $(PYTEST_ARGS)
 
 bench: env
 	$(BIN)/python -m scix_core.bench.ingest $(BENCH_ARGS)

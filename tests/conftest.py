@@ -242,10 +242,9 @@ SLOW = ("model", "realdata", "postgres", "browser")
 def pytest_collection_modifyitems(config, items):
     """Notebook and browser tests last: they start kernels, JupyterLab and Chromium beside this process.
     Every test that loads the model, reads real data, needs PostgreSQL or drives a browser is also ``slow``:
-    ``make check`` runs the rest (``-m "not slow"``)."""
+    ``make check`` runs the rest (``-m "not slow"``). A file runs whole on one worker, in order (`make test`
+    passes ``--dist loadfile``: module fixtures, tests that build on the one before)."""
     for item in items:
         if any(item.get_closest_marker(m) for m in SLOW):
             item.add_marker(pytest.mark.slow)
-        # a file runs whole on one worker, in order (module fixtures, tests that build on the one before)
-        item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
     items.sort(key=lambda item: "tests/notebooks/" in str(item.fspath).replace(os.sep, "/"))

@@ -39,7 +39,12 @@ def torch_encoder():
 
 @pytest.fixture(scope="module")
 def onnx_encoders(home):
-    return {b: Encoder(EmbeddingConfig(backend=b), home) for b in ("onnx", "onnx-int8")}
+    """Exported here, into the module's workspace (encoders load lazily: a test that changes the user cache
+    must not decide where the module's export goes)."""
+    encoders = {b: Encoder(EmbeddingConfig(backend=b), home) for b in ("onnx", "onnx-int8")}
+    for enc in encoders.values():
+        enc.encode(TEXTS[:1])
+    return encoders
 
 
 def test_float32_export_reproduces_torch_and_int8_stays_close(torch_encoder, onnx_encoders):
@@ -172,8 +177,11 @@ def test_an_export_in_the_user_cache_is_reused_by_a_workspace_encoder(tmp_path, 
 
 @pytest.fixture(scope="module")
 def ov_encoders(home, onnx_encoders):
-    """Converted from the module's ONNX export (made by ``onnx_encoders``), into the same folder."""
-    return {b: Encoder(EmbeddingConfig(backend=b), home) for b in ("openvino", "openvino-int8")}
+    """Converted from the module's ONNX export (made by ``onnx_encoders``), into the same folder, here."""
+    encoders = {b: Encoder(EmbeddingConfig(backend=b), home) for b in ("openvino", "openvino-int8")}
+    for enc in encoders.values():
+        enc.encode(TEXTS[:1])
+    return encoders
 
 
 def test_openvino_reproduces_torch_and_its_int8_stays_close(torch_encoder, ov_encoders, onnx_encoders):
