@@ -45,6 +45,9 @@ class VectorConfig:
     hnsw_m: int = 16
     hnsw_ef_construct: int = 100
     timeout_s: float = 10.0
+    # a process that finds a finished build's embedded shard held by another (a second `scix serve` worker)
+    # reads a private copy of it (scix_core.vectors.replica); false: its dense lane is dropped instead
+    replicas: bool = True
 
 
 @dataclass(frozen=True)
@@ -166,6 +169,10 @@ class RecommendConfig:
     n_explore: int = 2
     explore_pool: int = 200
     log: bool = True  # log every recommendation served (the LightGBM scorer's training data)
+    # how stale the *other* users' saves in the co-save model may be, seconds (the asking user's own saves
+    # always count at once): None is 0 — every call sees every save — except under `scix serve`, where it is
+    # SERVE_COMMUNITY_REFRESH_S (many users save; refitting per request would be the server's main cost)
+    community_refresh_s: float | None = None
 
 
 @dataclass(frozen=True)

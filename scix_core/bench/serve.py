@@ -1,15 +1,18 @@
 """Load bench of ``scix serve`` on loopback: concurrent clients, a request mix, then a SIGKILL.
 
-    python -m scix_core.bench.serve --index citeulike-a [--clients 16] [--seconds 120] [--state-dsn DSN]
+    python -m scix_core.bench.serve --index citeulike-a [--clients 16] [--seconds 120] [--workers N]
+        [--state-dsn DSN]
 
 Starts ``scix serve`` in a process of its own (a fresh port on 127.0.0.1), waits for ``/healthz``, and
 runs ``--clients`` threads for ``--seconds``: 80% searches (titles of the index's papers as queries,
 hybrid), 15% recommendations, 5% saves, each client its own user (created first). It prints requests/s
 and p50/p95/p99 latency per endpoint and every error by status. Then, with ``--kill`` (default on), it
-SIGKILLs the server halfway through a second, shorter phase while the clients keep going, restarts it,
-and reports how long until ``/healthz`` answered again, the errors seen meanwhile (connection refusals
-are counted apart: nothing listened), and whether every save the server acknowledged is in the user
-state afterwards. ``--state-dsn`` serves user state from PostgreSQL (``SCIX_STATE_DSN``).
+SIGKILLs one worker (``--workers``, default the cores; with one worker the server, which it restarts) a
+third of the way through a second, shorter phase while the clients keep going, and reports how long
+until a new worker (or the restarted server) answered ``/healthz``, the errors seen meanwhile
+(connection refusals are counted apart: nothing listened), and whether every save the server
+acknowledged is in the user state afterwards. ``--state-dsn`` serves user state from PostgreSQL
+(``SCIX_STATE_DSN``).
 
 Bounded: ``--seconds`` per phase, a ``--max-requests`` cap, 30 s client timeouts, loopback only.
 """
@@ -65,6 +68,13 @@ class Tally:
                 self.errors[f"{kind} {status}"] += 1
 
 
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text(errors="replace")
+    except OSError:  # gone meanwhile
+        return "resource_tracker"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -74,8 +84,9 @@ def free_port() -> int:
 class Server:
     """``scix serve`` in its own process; restartable on the same port."""
 
-    def __init__(self, index: str, port: int, env: dict[str, str], log: Path):
+    def __init__(self, index: str, port: int, env: dict[str, str], log: Path, workers: int = 1):
         self.index, self.port, self.env, self.proc, self.log = index, port, env, None, log
+        self.workers = workers
         self.url = f"http://127.0.0.1:{port}"
 
     def tail(self) -> str:
@@ -90,7 +101,10 @@ class Server:
         t = time.perf_counter()
         with open(self.log, "ab") as log:  # a file, never a pipe nobody reads: a full pipe blocks the server
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "scix_core", "serve", "--index", self.index, "--port", str(self.port)],
+                [
+                    *(sys.executable, "-m", "scix_core", "serve", "--index", self.index),
+                    *("--port", str(self.port), "--workers", str(self.workers)),
+                ],
                 env=self.env,
                 stdout=log,
                 stderr=log,
@@ -104,6 +118,31 @@ class Server:
             except httpx.TransportError:
                 time.sleep(0.1)
         raise RuntimeError(f"scix serve did not answer within {timeout:.0f} s")
+
+    def worker_pids(self) -> list[int]:
+        """The worker processes of a ``--workers N`` server (its children), [] for one process."""
+        if self.workers == 1 or not self.proc:
+            return []
+        children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children")
+        pids = [int(p) for p in children.read_text().split()] if children.exists() else []
+        # uvicorn's supervisor spawns the workers (multiprocessing); a resource tracker may sit beside them
+        return [p for p in pids if "resource_tracker" not in _cmdline(p)]
+
+    def kill_worker(self, timeout: float = 180.0) -> float:
+        """SIGKILL one worker; seconds until a new worker (a pid not seen before) answered ``/healthz``."""
+        before = set(self.worker_pids())
+        victim = sorted(before)[0]
+        t = time.perf_counter()
+        os.kill(victim, signal.SIGKILL)
+        while time.perf_counter() - t < timeout:
+            try:
+                pid = httpx.get(f"{self.url}/healthz", timeout=5).json().get("worker")
+                if pid is not None and pid not in before:
+                    return time.perf_counter() - t
+            except (httpx.TransportError, ValueError):
+                pass
+            time.sleep(0.05)
+        raise RuntimeError(f"no new worker answered within {timeout:.0f} s of the kill")
 
     def kill(self) -> None:
         if self.proc and self.proc.poll() is None:
@@ -170,8 +209,11 @@ def phase(server, users, titles, papers, seconds: float, cap: int, kill_at: floa
     recovery = None
     if kill_at is not None:
         time.sleep(kill_at)
-        server.kill()
-        recovery = server.start()
+        if server.workers > 1:  # one worker dies; the others keep answering; the supervisor starts another
+            recovery = server.kill_worker()
+        else:
+            server.kill()
+            recovery = server.start()
     remaining = seconds - (time.perf_counter() - t0)
     if remaining > 0:
         stop.wait(remaining)
@@ -222,6 +264,12 @@ def main(argv: list[str] | None = None) -> dict:
         help="seconds of the kill phase (default a quarter of --seconds, 10 at least)",
     )
     parser.add_argument("--state-dsn", help="serve user state from this PostgreSQL database")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="server processes (default: the cores); with more than one, the kill takes one worker",
+    )
     args = parser.parse_args(argv)
     cfg = load_config()
     env = {**os.environ}
@@ -231,7 +279,7 @@ def main(argv: list[str] | None = None) -> dict:
     state = PostgresUserState(args.state_dsn) if args.state_dsn else UserState.for_home(cfg.home)
     titles, papers = queries_and_papers(args.index, cfg)
     log = Path(tempfile.mkdtemp(prefix="scix-bench-serve-")) / "server.log"
-    server = Server(args.index, free_port(), env, log)
+    server = Server(args.index, free_port(), env, log, args.workers)
     out: dict = {"server_log": str(log)}
     try:
         out["startup_s"] = server.start()
@@ -241,14 +289,22 @@ def main(argv: list[str] | None = None) -> dict:
             for u in users:
                 http.post("/api/users", json={"user": u}).raise_for_status()
         run = phase(server, users, titles, papers, args.seconds, args.max_requests)
-        report(f"{args.clients} clients, {args.seconds:.0f} s, state {state.location}", run)
+        report(
+            f"{args.clients} clients, {args.workers} workers, {args.seconds:.0f} s, state {state.location}",
+            run,
+        )
         out["load"] = run
         acknowledged = list(run["tally"].acknowledged)
         if args.kill:
             window = args.kill_window or max(10.0, args.seconds / 4)
             killed = phase(server, users, titles, papers, window, args.max_requests, kill_at=window / 3)
-            report(f"SIGKILL at {window / 3:.0f} s of {window:.0f} s", killed)
-            console.print(f"answered again {killed['recovery']:.1f} s after the kill", highlight=False)
+            what = "one worker" if args.workers > 1 else "the server"
+            report(f"SIGKILL of {what} at {window / 3:.0f} s of {window:.0f} s", killed)
+            console.print(
+                f"{'a new worker' if args.workers > 1 else 'the server'} answered {killed['recovery']:.1f} s "
+                "after the kill",
+                highlight=False,
+            )
             out["kill"] = killed
             acknowledged += killed["tally"].acknowledged
         out["acknowledged"] = len(acknowledged)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from scix_core.cli.common import config_from, console
 from scix_core.cli.registry import command
@@ -18,25 +19,41 @@ def _serve_args(p: argparse.ArgumentParser) -> None:
         "--workers",
         type=int,
         default=1,
-        help="server processes; more than one is not yet supported with the embedded vector shard",
+        help="server processes (uvicorn restarts one that dies); each reads its own copy of the embedded "
+        "vector shard, all share the user state (docs/api.md#workers)",
     )
 
 
 @command("serve", "serve search and recommendations of one index over HTTP (OpenAPI at /docs)", _serve_args)
 def serve_cmd(args: argparse.Namespace) -> int:
-    if args.workers != 1:
-        raise ConfigError(
-            "--workers above 1 is not supported yet: the embedded vector shard opens in one process at a "
-            "time and user state is one SQLite file (docs/api.md)"
-        )
+    if not 1 <= args.workers <= 64:
+        raise ConfigError(f"--workers must be in 1..64, not {args.workers}")
     if not 0 < args.port < 65536:
         raise ConfigError(f"--port must be in 1..65535, not {args.port}")
     uvicorn = require("uvicorn", "serve", "scix serve")
     require("fastapi", "serve", "scix serve")
-    from scix_core.serve.app import create_app  # lazy: FastAPI and both stacks, only for this command
+    from scix_core.serve.app import (
+        INDEX_ENV,
+        create_app,
+    )  # lazy: FastAPI and both stacks, only for this command
 
-    app = create_app(args.index, config_from(args))
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         console.print(f"[yellow]listening on {args.host}: reachable beyond this machine[/]", highlight=False)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    if args.workers == 1:
+        uvicorn.run(
+            create_app(args.index, config_from(args)), host=args.host, port=args.port, log_level="warning"
+        )
+        return 0
+    config_from(args)  # a bad config file fails here, once, not in every worker
+    os.environ[INDEX_ENV] = args.index  # the workers are new processes: they read the index and config here
+    if getattr(args, "config", None):
+        os.environ["SCIX_CONFIG"] = str(args.config)
+    uvicorn.run(
+        "scix_core.serve.app:from_environment",
+        factory=True,
+        workers=args.workers,
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+    )
     return 0

@@ -39,6 +39,7 @@ content-only.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -127,8 +128,11 @@ class Community:
         catalog: Catalog,
         model: ItemScorer | None = None,
         base: Callable[[], Iterable[tuple[str, str]]] | None = None,
+        refresh_s: float = 0.0,
     ):
         self.state, self.index, self.catalog = state, index, catalog
+        self.refresh_s = refresh_s  # co-save scores may use a matrix this many seconds old
+        self._checked = -np.inf  # when the state was last asked for new saves (time.monotonic)
         self.model = model or collab_model()
         self._base = base
         self._lock = threading.Lock()
@@ -155,7 +159,13 @@ class Community:
         """Distinct (user, paper) saves in the matrix as of the last refresh."""
         return len(self._pairs)
 
-    def _refresh(self) -> None:
+    def _refresh(self, lazy: bool = False) -> None:
+        """Read the saves recorded since the last refresh and refit. ``lazy``: not again within
+        ``refresh_s`` of the last check once there is a matrix (``cosaves``; ``warm`` is never lazy)."""
+        now = time.monotonic()
+        if lazy and self._matrix is not None and now - self._checked < self.refresh_s:
+            return
+        self._checked = now
         last = self.state.last_interaction()
         if last == self._seen_id:
             return
@@ -272,7 +282,7 @@ class Community:
     def cosaves(self, saved_rows: np.ndarray) -> CoSaves | None:
         """The user's co-save scores, or None when no other user saved any of their papers."""
         with self._lock:
-            self._refresh()
+            self._refresh(lazy=True)
             matrix, model, savers = self._matrix, self._fitted, self._savers
         if not len(saved_rows) or model is None or matrix is None or not matrix.nnz:
             return None

@@ -107,6 +107,7 @@ class Recommender:
                 cfg.home / "cache" / "collab",
             ),
             (lambda: library_pairs(self.build_dir)) if build_community else None,
+            refresh_s=r.community_refresh_s or 0.0,
         )
         self.tiers = {
             0: TrendingTier(),

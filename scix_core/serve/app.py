@@ -6,8 +6,10 @@ thread pool). ``scix serve`` runs it under uvicorn. The JSON bodies are the comm
 outputs. Errors are typed JSON, never a traceback (:mod:`scix_core.serve.errors`); with
 ``SCIX_API_TOKEN`` set, every write needs ``Authorization: Bearer <token>``.
 
-This first cut serves from one process: the embedded vector shard opens in one process at a time, and
-user state is the workspace's SQLite file (docs/design.md#api).
+``scix serve --workers N`` runs N such processes on one port (``from_environment``): the embedded
+vector shard opens in one process at a time, so the others read private copies of it
+(:mod:`scix_core.vectors.replica`); user state (SQLite in WAL mode, or PostgreSQL) is shared, and each
+worker's co-save model follows the saves any of them records (docs/design.md#api).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from scix_core.recommend import Recommender
 from scix_core.search import MODES, Searcher
 from scix_core.serve.errors import ApiError, install_handlers
 from scix_core.serve.metrics import Metrics
+from scix_core.vectors import close_readers
 
 #: a request body larger than this is refused with 413 before it is read
 MAX_BODY_BYTES = 64 * 1024
@@ -36,6 +39,10 @@ MAX_BODY_BYTES = 64 * 1024
 #: search caps the text and notes it)
 QUERY_SLACK = 10
 TOKEN_ENV = "SCIX_API_TOKEN"
+INDEX_ENV = "SCIX_SERVE_INDEX"  # the index a worker of `scix serve --workers N` serves
+#: ``recommend.community_refresh_s`` when the configuration leaves it unset: other users' saves join a
+#: server's co-save model within this many seconds (the asking user's own saves count at once)
+SERVE_COMMUNITY_REFRESH_S = 5.0
 
 
 class NewUser(BaseModel):
@@ -95,6 +102,8 @@ def _writer(request: Request) -> None:
 
 def create_app(index: str, config: Config | None = None) -> FastAPI:
     cfg = config or load_config()
+    if cfg.recommend.community_refresh_s is None:
+        cfg = cfg.replace(**{"recommend.community_refresh_s": SERVE_COMMUNITY_REFRESH_S})
     services = Services(index, cfg)
 
     @asynccontextmanager
@@ -104,6 +113,7 @@ def create_app(index: str, config: Config | None = None) -> FastAPI:
         services.recommender.warm()  # the community's co-save model is fitted before the first request
         yield
         services.close()
+        close_readers()  # the process is ending: a worker's private shard copy goes now (vectors.replica)
 
     app = FastAPI(
         lifespan=lifespan,
@@ -193,6 +203,7 @@ def create_app(index: str, config: Config | None = None) -> FastAPI:
             "status": "ok" if ok else "degraded",
             "index": index,
             "version": __version__,
+            "worker": os.getpid(),  # which process answered (`scix serve --workers N`)
             "checks": checks,
         }
         return JSONResponse(body, status_code=200 if ok else 503)
@@ -214,6 +225,15 @@ def create_app(index: str, config: Config | None = None) -> FastAPI:
         return PlainTextResponse(services.metrics.render(), media_type=services.metrics.content_type)
 
     return app
+
+
+def from_environment() -> FastAPI:
+    """The application of one ``scix serve --workers N`` worker: the index from ``SCIX_SERVE_INDEX``, the
+    configuration as ``load_config`` finds it (``SCIX_CONFIG``, ``SCIX_HOME``, ...)."""
+    index = os.environ.get(INDEX_ENV)
+    if not index:
+        raise RuntimeError(f"{INDEX_ENV} is not set: start workers with `scix serve --workers N`")
+    return create_app(index)
 
 
 def _checks(services: Services) -> list[dict]:

@@ -7,10 +7,11 @@ import threading
 from pathlib import Path
 
 from scix_core.config import VectorConfig
-from scix_core.errors import UnknownNameError
+from scix_core.errors import BackendUnavailableError, UnknownNameError
 from scix_core.vectors.base import VectorFilter, VectorHit, VectorStore
 from scix_core.vectors.client import ClientVectorStore
 from scix_core.vectors.edge import EdgeVectorStore
+from scix_core.vectors.replica import held_elsewhere
 
 BACKENDS = ("edge", "qdrant")
 
@@ -58,9 +59,20 @@ def open_reader(config: VectorConfig, build_dir: Path, index: str, part: str = "
         if not _READERS:
             atexit.register(close_readers)
         if key not in _READERS:
-            _READERS[key] = open_store(config, build_dir, index, part=part)
+            _READERS[key] = _open_or_copy(config, build_dir, index, part)
         _USERS[key] = _USERS.get(key, 0) + 1
         return _READERS[key]
+
+
+def _open_or_copy(config: VectorConfig, build_dir: Path, index: str, part: str) -> VectorStore:
+    """The build's store; an embedded shard another process holds is read from a private copy
+    (``vectors.replicas``)."""
+    try:
+        return open_store(config, build_dir, index, part=part)
+    except BackendUnavailableError as exc:
+        if config.backend != "edge" or not config.replicas or not held_elsewhere(exc):
+            raise
+        return EdgeVectorStore.replica_of(build_dir / part)
 
 
 def release_reader(

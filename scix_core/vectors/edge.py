@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import numpy as np
 
 from scix_core.errors import BackendUnavailableError
 from scix_core.vectors.base import PAYLOAD_INDEXES, VectorFilter, VectorHit
+from scix_core.vectors.replica import replica_of
 
 BATCH = 1024
 
@@ -63,6 +65,7 @@ class EdgeVectorStore:
         """``quantization``: a qdrant-edge quantization config for a new shard (None: float32 only)."""
         qe = edge_api()
         self.path = Path(path)
+        self.replica: Path | None = None  # a private copy this store removes when it closes
         try:
             if dim is None:
                 self.shard = qe.EdgeShard.load(str(self.path))
@@ -146,3 +149,17 @@ class EdgeVectorStore:
 
     def close(self) -> None:
         self.shard.close()
+        if self.replica is not None:
+            shutil.rmtree(self.replica, ignore_errors=True)
+
+    @classmethod
+    def replica_of(cls, path: Path) -> EdgeVectorStore:
+        """Open a private copy of a finished build's shard another process holds (:mod:`.replica`)."""
+        copy = replica_of(path)
+        try:
+            store = cls(copy)
+        except BaseException:
+            shutil.rmtree(copy, ignore_errors=True)
+            raise
+        store.replica = copy
+        return store

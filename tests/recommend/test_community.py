@@ -85,6 +85,24 @@ def test_the_matrix_follows_the_store_and_other_indexes_never_count(tmp_path):
     assert after.scores[catalog.row["p5"]] == pytest.approx(expected["p5"] / best) and after.scores[0] == 0.0
 
 
+def test_with_a_refresh_interval_others_saves_join_late_and_warm_forces_them(tmp_path, monkeypatch):
+    """A server's community (``recommend.community_refresh_s``) re-reads the store at most that often."""
+    catalog = _catalog()
+    state = _state(tmp_path)
+    clock = [100.0]
+    monkeypatch.setattr(community_module.time, "monotonic", lambda: clock[0])
+    community = Community(state, "idx", catalog, collab_model("cosine"), refresh_s=5.0)
+    assert community.cosaves(np.array([catalog.row["p4"]])).scores[catalog.row["p5"]] == 0.0
+    state.import_library("idx", "d", ["p4", "p5"], T0, [])
+    clock[0] += 4.9  # within the interval: the matrix of the last read
+    assert community.cosaves(np.array([catalog.row["p4"]])).scores[catalog.row["p5"]] == 0.0
+    clock[0] += 0.2
+    assert community.cosaves(np.array([catalog.row["p4"]])).scores[catalog.row["p5"]] > 0.0
+    state.import_library("idx", "e", ["p0", "p5"], T0, [])
+    community.warm()  # never lazy
+    assert community.saves == len({(u, p) for u, ps in LIBRARIES.items() for p in ps}) + 4
+
+
 def test_rp3beta_by_hand_and_the_build_libraries_count_once(tmp_path):
     catalog = _catalog()
     rp3 = Community(_state(tmp_path), "idx", catalog, collab_model("rp3beta"))  # α 0.8, β 0.4

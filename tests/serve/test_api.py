@@ -162,7 +162,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_scix_serve_answers_over_http(tmp_path, encoder):
+def test_scix_serve_answers_over_http_from_two_workers(tmp_path, encoder):
+    """Two worker processes: one opens the embedded shard, the other a private copy; both answer hybrid
+    searches with the dense lane, and the copy is gone after a clean stop."""
     cfg = load_config().replace(home=tmp_path)
     ingest(
         CORPUS, "served", config=cfg, progress=False, encoder=encoder
@@ -171,33 +173,53 @@ def test_scix_serve_answers_over_http(tmp_path, encoder):
     env = {**os.environ, "SCIX_HOME": str(tmp_path)}
     env.pop("SCIX_CONFIG", None)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "scix_core", "serve", "--index", "served", "--port", str(port)],
+        [
+            sys.executable,
+            "-m",
+            "scix_core",
+            "serve",
+            "--index",
+            "served",
+            "--port",
+            str(port),
+            "--workers",
+            "2",
+        ],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+    replicas = tmp_path / "indexes" / "served" / "replicas"
     try:
-        deadline, health = time.monotonic() + 120, None
-        while time.monotonic() < deadline and proc.poll() is None:
+        deadline, workers = time.monotonic() + 180, {}
+        while time.monotonic() < deadline and proc.poll() is None and len(workers) < 2:
             try:
                 health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5)
-                break
+                workers[health.json()["worker"]] = health
             except httpx.TransportError:
                 time.sleep(0.3)
-        assert health is not None and health.status_code == 200, proc.stderr.read() if proc.poll() else health
-        hits = httpx.get(f"http://127.0.0.1:{port}/search", params={"q": "galaxy images"}, timeout=60).json()
-        assert hits["hits"] and hits["metadata"]["mode"] == "hybrid"
+        assert len(workers) == 2, proc.stderr.read() if proc.poll() is not None else workers
+        assert all(h.status_code == 200 for h in workers.values())
+        assert len(list(replicas.glob("*/vectors-*"))) == 1  # the second worker's copy
+        answered = set()
+        for _ in range(40):
+            hits = httpx.get(f"http://127.0.0.1:{port}/search", params={"q": "galaxy images"}, timeout=60)
+            body = hits.json()
+            assert hits.status_code == 200 and body["hits"] and not body["metadata"].get("dropped_lanes")
+            answered.add(httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).json()["worker"])
+        assert answered == set(workers)
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        proc.wait(timeout=60)
+    assert not list(replicas.glob("*/vectors-*"))  # removed when the worker closed it
 
 
-def test_more_than_one_worker_is_refused_clearly(capsys):
+def test_a_bad_worker_count_is_refused_clearly(capsys):
     from scix_core.cli.main import main
 
-    assert main(["serve", "--index", "x", "--workers", "2"]) == 2
-    assert "not supported yet" in capsys.readouterr().err
+    assert main(["serve", "--index", "x", "--workers", "0"]) == 2
+    assert "--workers must be in 1..64" in capsys.readouterr().err
 
 
 @pytest.mark.postgres
