@@ -166,6 +166,8 @@ class RecommendConfig:
     mmr_lambda: float = 0.8
     # + this to the MMR gain of a candidate whose cluster is below its slot share
     mmr_quota_bonus: float = 0.1
+    # "step": the whole bonus while a cluster is below its share; "deficit": in proportion to what is missing
+    mmr_quota_shape: str = "step"
     n_explore: int = 2
     explore_pool: int = 200
     log: bool = True  # log every recommendation served (the LightGBM scorer's training data)

@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> dict:
     server = Server(args.index, free_port(), env, log, args.workers)
     out: dict = {"server_log": str(log)}
     try:
-        out["startup_s"] = server.start()
+        out["startup_s"] = server.start(timeout=900)  # a first start fits the community's co-save model
         stamp = int(time.time())
         users = [f"bench-{stamp}-{i}" for i in range(args.clients)]
         with httpx.Client(base_url=server.url, timeout=30) as http:

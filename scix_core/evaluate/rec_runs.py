@@ -139,7 +139,14 @@ class Tier1Family:
         return [
             pool[i].paper_id
             for i in mmr(
-                np.array([c.score for c in pool]), vecs, self.k, lam, groups, targets, cfg.mmr_quota_bonus
+                np.array([c.score for c in pool]),
+                vecs,
+                self.k,
+                lam,
+                groups,
+                targets,
+                cfg.mmr_quota_bonus,
+                cfg.mmr_quota_shape,
             )
         ]
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from scix_core.config import Config, load_config
-from scix_core.errors import ConfigError, InteractionError, ScixError, UnknownPaperError
+from scix_core.errors import ConfigError, InteractionError, ScixError, UnknownNameError, UnknownPaperError
 from scix_core.recommend.catalog import shared_catalog
 from scix_core.recommend.community import Community, collab_model
 from scix_core.recommend.context import IndexSide, UserContext
@@ -27,6 +27,7 @@ from scix_core.recommend.profile import ProfileTier, compute_profiles, profiles_
 from scix_core.recommend.recommend_api import RecommendTier
 from scix_core.recommend.result import Recommendations
 from scix_core.recommend.scorers import load_scorer
+from scix_core.recommend.stages.mmr import QUOTA_SHAPES
 from scix_core.recommend.state import (
     Event,
     UserState,
@@ -69,6 +70,8 @@ def _check_config(cfg) -> None:
     if r.collab_ease_lambda <= 0:
         raise ConfigError(f"recommend.collab_ease_lambda must be positive, not {r.collab_ease_lambda}")
     collab_model(r.collab)  # an unknown name lists the valid ones
+    if r.mmr_quota_shape not in QUOTA_SHAPES:
+        raise UnknownNameError("recommend.mmr_quota_shape", r.mmr_quota_shape, QUOTA_SHAPES)
 
 
 class Recommender:

@@ -106,6 +106,22 @@ def test_mmr_quota_bonus_gives_an_under_served_cluster_a_slot_softly():
     assert mmr(rel, vecs, 2, 1.0, groups, targets, 0.0) == mmr(rel, vecs, 2, 1.0)  # 0: plain MMR
 
 
+def test_mmr_deficit_bonus_favours_the_cluster_with_nothing_yet():
+    vecs = unit_rows([1, 0], [1, 0], [1, 0], [0, 1], [0, 1])
+    rel = np.array([1.0, 0.9, 0.8, 0.6, 0.0])  # scaled: 1, 0.9, 0.8, 0.6, 0
+    groups, targets = np.array([0, 0, 0, 1, 1]), np.array([4, 1])
+    # step, bonus 0.25: cluster 0 stays under its 4 slots, so it keeps the whole bonus: 0.9 + 0.25 beats
+    # 0.6 + 0.25 for the second slot
+    assert mmr(rel, vecs, 2, 1.0, groups, targets, 0.25) == [0, 1]
+    # deficit: after one pick cluster 0 misses 3/4 of its slots (+0.1875), cluster 1 all of its one (+0.25):
+    # 0.9 + 0.1875 = 1.0875 still beats 0.6 + 0.25 = 0.85 (a far less relevant cluster still waits)
+    assert mmr(rel, vecs, 2, 1.0, groups, targets, 0.25, "deficit") == [0, 1]
+    # with the third candidate of cluster 0 (0.8) against cluster 1's 0.6, after two picks cluster 0 misses
+    # 2/4: 0.8 + 0.5·0.5 = 1.05 < 0.6 + 0.5 = 1.1 under deficit, > under step (0.8 + 0.5 = 1.3)
+    assert mmr(rel, vecs, 3, 1.0, groups, targets, 0.5, "deficit") == [0, 1, 3]
+    assert mmr(rel, vecs, 3, 1.0, groups, targets, 0.5) == [0, 1, 2]
+
+
 def test_ewma_by_hand():
     # half-life 1 save: alpha = 1/2. [1,0] then [0,1] -> [.5,.5]; then [0,1] again -> [.25,.75]
     assert ewma(np.array([[1.0, 0], [0, 1]]), 1.0) == pytest.approx([0.5, 0.5])

@@ -25,6 +25,8 @@ import numpy as np
 from scix_core.recommend.stages.base import Tier1State
 from scix_core.recommend.stages.quota import allocate
 
+QUOTA_SHAPES = ("step", "deficit")
+
 
 def slot_targets(state: Tier1State, pool, k: int) -> tuple[np.ndarray, np.ndarray]:
     """(group index per pool candidate, -1 for none; each group's share of ``k`` slots by its cluster's
@@ -46,8 +48,11 @@ def mmr(
     groups: np.ndarray | None = None,
     targets: np.ndarray | None = None,
     bonus: float = 0.0,
+    shape: str = "step",
 ) -> list[int]:
-    """Indices into the pool in pick order; ``bonus`` for a candidate whose group is below its target."""
+    """Indices into the pool in pick order; ``bonus`` for a candidate whose group is below its target —
+    all of it (``shape="step"``), or in proportion to the share of the target still missing
+    (``"deficit"``: a group with no pick yet gets all of it, one near its target little)."""
     n = len(relevance)
     if n == 0 or k <= 0:
         return []
@@ -67,8 +72,10 @@ def mmr(
     for _ in range(min(k, n)):
         gain = lam * rel - (1 - lam) * closest if picked else lam * rel
         if quota:
-            under = np.zeros(n, dtype=bool)
-            under[member] = counts[groups[member]] < targets[groups[member]]
+            under = np.zeros(n)
+            want = targets[groups[member]]
+            missing = np.maximum(want - counts[groups[member]], 0)
+            under[member] = missing / np.maximum(want, 1) if shape == "deficit" else missing > 0
             gain = gain + bonus * under
         gain = np.where(available, gain, -np.inf)
         best = int(np.argmax(gain))
@@ -85,15 +92,18 @@ class Mmr:
 
     def run(self, state: Tier1State) -> tuple[Tier1State, dict]:
         pool = state.kept
-        lam, bonus = state.side.config.mmr_lambda, state.side.config.mmr_quota_bonus
+        cfg = state.side.config
+        lam, bonus = cfg.mmr_lambda, cfg.mmr_quota_bonus
         vecs = state.side.vectors.get([c.row for c in pool])
         groups, targets = slot_targets(state, pool, state.limit)
-        picks = mmr(np.array([c.score for c in pool]), vecs, state.limit, lam, groups, targets, bonus)
+        scores = np.array([c.score for c in pool])
+        picks = mmr(scores, vecs, state.limit, lam, groups, targets, bonus, cfg.mmr_quota_shape)
         selected = tuple(pool[i] for i in picks)
         moves = tuple((pool[i].paper_id, i + 1, pos) for pos, i in enumerate(picks, start=1))
         summary = {
             "lambda": lam,
             "quota_bonus": bonus,
+            "quota_shape": cfg.mmr_quota_shape,
             "slot_targets": {
                 c.cluster_id: int(t)
                 for c, t in zip(
