@@ -134,7 +134,10 @@ class Server:
         victim = sorted(before)[0]
         t = time.perf_counter()
         os.kill(victim, signal.SIGKILL)
+        self.respawned = None  # seconds until the supervisor had started a new worker process
         while time.perf_counter() - t < timeout:
+            if self.respawned is None and set(self.worker_pids()) - before:
+                self.respawned = time.perf_counter() - t
             try:
                 pid = httpx.get(f"{self.url}/healthz", timeout=5).json().get("worker")
                 if pid is not None and pid not in before:
@@ -221,7 +224,12 @@ def phase(server, users, titles, papers, seconds: float, cap: int, kill_at: floa
     for th in threads:
         th.join(timeout=60)
     wall = time.perf_counter() - t0
-    return {"tally": tally, "wall": wall, "recovery": recovery}
+    return {
+        "tally": tally,
+        "wall": wall,
+        "recovery": recovery,
+        "respawned": getattr(server, "respawned", None),
+    }
 
 
 def report(title: str, result: dict) -> None:
@@ -302,7 +310,12 @@ def main(argv: list[str] | None = None) -> dict:
             report(f"SIGKILL of {what} at {window / 3:.0f} s of {window:.0f} s", killed)
             console.print(
                 f"{'a new worker' if args.workers > 1 else 'the server'} answered {killed['recovery']:.1f} s "
-                "after the kill",
+                "after the kill"
+                + (
+                    f" (its process started {killed['respawned']:.1f} s after)"
+                    if killed.get("respawned") is not None
+                    else ""
+                ),
                 highlight=False,
             )
             out["kill"] = killed

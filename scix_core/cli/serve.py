@@ -54,6 +54,6 @@ def serve_cmd(args: argparse.Namespace) -> int:
         workers=args.workers,
         host=args.host,
         port=args.port,
-        log_level="warning",
+        log_level=os.environ.get("SCIX_SERVE_LOG_LEVEL", "warning"),  # "info": workers started, died
     )
     return 0

@@ -112,6 +112,11 @@ def _params(model) -> dict:
     return {f.name: getattr(model, f.name) for f in fields(model) if f.compare and not f.name.startswith("_")}
 
 
+def _stale_start(parts: tuple, on: bool) -> tuple:
+    """Ensemble parts with EASE's ``stale_start`` set or cleared (:class:`Ease`)."""
+    return tuple((replace(m, stale_start=on) if isinstance(m, Ease) else m, w) for m, w in parts)
+
+
 class Community:
     """The index's save matrix, kept in step with the user state; thread-safe.
 
@@ -119,6 +124,9 @@ class Community:
     (``(user, paper)`` pairs, read once on first use), so an index built from a dataset that carries
     libraries has them as its community without ``scix users import``; an imported library is the same
     pairs and counts once.
+
+    ``refresh_s`` > 0 (a server): the saves are re-read at most that often, and the first fit may start
+    from the newest cached EASE fit of the index — refitted in the background like any stale part.
     """
 
     def __init__(
@@ -132,6 +140,8 @@ class Community:
     ):
         self.state, self.index, self.catalog = state, index, catalog
         self.refresh_s = refresh_s  # co-save scores may use a matrix this many seconds old
+        if refresh_s > 0 and isinstance(model, Ensemble):  # a server: start from the newest cached EASE fit
+            model = replace(model, parts=_stale_start(model.parts, True))
         self._checked = -np.inf  # when the state was last asked for new saves (time.monotonic)
         self.model = model or collab_model()
         self._base = base
@@ -202,10 +212,21 @@ class Community:
             if not isinstance(self._fitted, Ensemble):
                 self._fitted = replace(self.model).fit(self._matrix)
                 self.failure = "; ".join(getattr(self._fitted, "dropped", ()))
-                return
-            slow = tuple(p.model.name for p in self._fitted.fitted if p.seconds > INLINE_FIT_S)
-            self._fitted = self._fitted.refit(self._matrix, keep=slow)
-            self.failure = "; ".join(self._fitted.dropped)
+                if not isinstance(self._fitted, Ensemble):
+                    return
+                # a part may have started from a stale cached fit: every later fit is a real one; a quick
+                # one is redone now, a slow one in the background (below)
+                self._fitted = replace(self._fitted, parts=_stale_start(self._fitted.parts, False))
+                slow = tuple(p.model.name for p in self._fitted.fitted if p.seconds > INLINE_FIT_S)
+                names = [p.model.name for p in self._fitted.fitted]
+                stale = {p.model.name for p in self._fitted.fitted if p.saves < self._matrix.nnz}
+                if stale - set(slow):
+                    keep = tuple(n for n in names if n not in stale or n in slow)
+                    self._fitted = self._fitted.refit(self._matrix, keep=keep)
+            else:
+                slow = tuple(p.model.name for p in self._fitted.fitted if p.seconds > INLINE_FIT_S)
+                self._fitted = self._fitted.refit(self._matrix, keep=slow)
+                self.failure = "; ".join(self._fitted.dropped)
         except ConfigError as exc:  # no part fits this catalogue: the tiers run content-only, saying why
             self._fitted, self.failure = None, str(exc)
             return

@@ -98,6 +98,21 @@ def test_ease_fits_are_cached_on_disk_and_memory_mapped_back(tmp_path, monkeypat
     assert len(list(tmp_path.glob("ease-*.npy"))) == 2 and not path.exists()
 
 
+def test_a_stale_start_loads_the_newest_fit_of_the_same_lambda_and_says_so(tmp_path):
+    rows = np.array([0, 3])
+    first = Ease(lam=2.0, cache_dir=tmp_path).fit(X[:4])
+    assert first.fit_seconds is not None and first.fitted_saves is None  # fitted here, on these saves
+    Ease(lam=5.0, cache_dir=tmp_path).fit(X[:3])  # newer, but another λ: never taken
+    stale = Ease(lam=2.0, cache_dir=tmp_path, stale_start=True).fit(X)  # more saves, not cached
+    assert stale.fitted_saves == X[:4].nnz and stale.fit_seconds == pytest.approx(first.fit_seconds)
+    np.testing.assert_allclose(stale.scores(rows), first.scores(rows), rtol=1e-6)
+    assert len(list(tmp_path.glob("ease-*.npy"))) == 2  # nothing fitted
+    fresh = Ease(lam=2.0, cache_dir=tmp_path).fit(X)  # without stale_start: a real fit of these saves
+    assert fresh.fitted_saves is None and not np.allclose(fresh.scores(rows), first.scores(rows))
+    # with nothing cached for its λ a stale start fits
+    assert Ease(lam=9.0, cache_dir=tmp_path, stale_start=True).fit(X).fitted_saves is None
+
+
 def test_ease_with_rows_changed_equals_a_refit():
     # u1 {0, 1, 2} truncated to {0}, u3 {3, 4} to {3}: the Woodbury update of the full fit = a refit
     libs = [[0, 1], [0], [1, 2], [3], [0, 3]]

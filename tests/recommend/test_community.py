@@ -180,6 +180,23 @@ def test_a_slow_part_keeps_scoring_and_is_refitted_in_the_background(tmp_path, m
     assert community.failure == ""
 
 
+def test_a_server_community_starts_from_the_cached_fit_and_refits_it_in_the_background(tmp_path, monkeypatch):
+    monkeypatch.setattr(community_module, "INLINE_FIT_S", -1.0)  # every part counts as slow to fit
+    catalog = _catalog()
+    state = _state(tmp_path)
+    model = Ensemble(((Ease(lam=1.0, cache_dir=tmp_path / "collab"), 1.0),))
+    Community(state, "idx", catalog, model).warm()  # an earlier process fitted (and cached) these saves
+    state.import_library("idx", "d", ["p4", "p5"], T0, [])
+    state.import_library("idx", "e", ["p4", "p5"], T0, [])
+    server = Community(state, "idx", catalog, model, refresh_s=5.0)
+    rows = np.array([catalog.row["p4"]])
+    assert server.cosaves(rows).scores[catalog.row["p5"]] == 0.0  # started from the cached fit, without p5
+    server.wait(30)  # the stale part was refitted in the background on every save
+    server.warm()
+    assert server.cosaves(rows).scores[catalog.row["p5"]] == pytest.approx(1.0)
+    assert len(list((tmp_path / "collab").glob("ease-*.npy"))) == 2 and server.failure == ""
+
+
 def test_nobody_else_means_no_signal(tmp_path):
     catalog = _catalog()
     community = Community(_state(tmp_path, {"me": ["p1", "p2"]}), "idx", catalog)

@@ -23,14 +23,21 @@ server, a second evaluation of the same split — loads in milliseconds
 instead of refitting, and processes that map the same file share its pages;
 processes that need the same fit at once take a file lock, so one fits and
 the others load.
-The newest ``KEEP`` fits a folder holds are kept.
+The newest ``KEEP`` fits a folder holds are kept, each with a note of its λ,
+item set, saves and fit time. With ``stale_start`` a fit whose saves are not
+cached loads the newest cached fit of the same λ and catalogue instead — a
+server worker restarted after some saves answers in seconds, not after a
+minute's refit — and says so (``fitted_saves``, ``fit_seconds``: the
+community refits it in the background, as it does when saves accumulate).
 """
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -80,6 +87,10 @@ class Ease:
     _diag: np.ndarray | None = field(default=None, repr=False)
     _items: np.ndarray | None = field(default=None, repr=False)  # the saved items, B's rows and columns
     _n: int = 0
+    stale_start: bool = field(default=False, compare=False)
+    # set by a fit loaded stale or from the cache: the saves it was fitted on and how long that fit took
+    fitted_saves: int | None = field(default=None, compare=False)
+    fit_seconds: float | None = field(default=None, compare=False)
 
     def fit(self, matrix) -> Ease:
         x = binary(matrix)
@@ -95,16 +106,37 @@ class Ease:
         path = self._cached(gram)
         if path is None:
             self._p = self._solve(gram, n)
+        elif not path.exists() and self.stale_start and self._load_stale(path.parent):
+            pass
         else:
             with _fitting(path):  # processes fitting the same saves at once: one fits, the others load
                 if path.exists():
                     os.utime(path)
                     self._p = np.load(path, mmap_mode="r")
+                    note = _note(path)
+                    self.fit_seconds = note.get("seconds")
                 else:
+                    t = time.perf_counter()
                     self._p = self._solve(gram, n)
-                    _save(path, self._p)
+                    self.fit_seconds = time.perf_counter() - t
+                    _save(path, self._p, {"saves": int(x.nnz), "seconds": self.fit_seconds}, self)
         self._diag = np.ascontiguousarray(np.diagonal(self._p), dtype=np.float32)
         return self
+
+    def _load_stale(self, folder: Path) -> bool:
+        """The newest cached fit of this λ and catalogue size, whatever its saves; False when none."""
+        for path in sorted(folder.glob("ease-*.npy"), key=_mtime, reverse=True):
+            note = _note(path)
+            if note.get("lam") != self.lam or note.get("n") != self._n or "items" not in note:
+                continue
+            try:
+                self._p = np.load(path, mmap_mode="r")
+            except (OSError, ValueError):  # removed or cut short meanwhile: try the next
+                continue
+            self._items = np.asarray(note["items"], dtype=np.int64)
+            self.fitted_saves, self.fit_seconds = int(note["saves"]), float(note["seconds"])
+            return True
+        return False
 
     def _cached(self, gram) -> Path | None:
         if self.cache_dir is None:
@@ -205,19 +237,37 @@ def _fitting(path: Path):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _save(path: Path, b: np.ndarray) -> None:
-    """Written under a temporary name and renamed (a reader never maps half a file); then only the newest
-    ``KEEP`` fits of the folder stay. A full disk costs the cache, never the fit."""
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _note(path: Path) -> dict:
+    """The note beside a cached fit (``ease-<key>.json``); {} when there is none or it is unreadable."""
+    try:
+        return json.loads(path.with_suffix(".json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _save(path: Path, b: np.ndarray, facts: dict, model: Ease) -> None:
+    """Written under a temporary name and renamed (a reader never maps half a file), its note first; then
+    only the newest ``KEEP`` fits of the folder stay. A full disk costs the cache, never the fit."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    note = {"lam": model.lam, "n": model._n, "items": model._items.tolist(), **facts}
     try:
+        path.with_suffix(".json").write_text(json.dumps(note))
         with open(tmp, "wb") as fh:
             np.save(fh, b)
         os.replace(tmp, path)
     except OSError:
         tmp.unlink(missing_ok=True)
         return
-    fits = sorted(path.parent.glob("ease-*.npy"), key=lambda f: f.stat().st_mtime, reverse=True)
+    fits = sorted(path.parent.glob("ease-*.npy"), key=_mtime, reverse=True)
     for old in fits[KEEP:]:
         old.unlink(missing_ok=True)
+        old.with_suffix(".json").unlink(missing_ok=True)
         old.with_name(f".{old.stem}.lock").unlink(missing_ok=True)

@@ -65,7 +65,9 @@ class Ensemble:
             except (ConfigError, MissingExtraError) as exc:  # too big for memory; an extra not installed
                 dropped.append(f"{model.name}: {exc}")
                 continue
-            fitted.append(Part(part, weight, time.perf_counter() - t, int(matrix.nnz)))
+            # a part loaded from a cache says what its fit cost and, when loaded stale, the saves it saw
+            seconds = getattr(part, "fit_seconds", None) or time.perf_counter() - t
+            fitted.append(Part(part, weight, seconds, getattr(part, "fitted_saves", None) or int(matrix.nnz)))
         if not fitted:
             raise ConfigError("no part of the co-save ensemble could be fitted: " + "; ".join(dropped))
         return replace(self, dropped=tuple(dropped), fitted=tuple(fitted))
