@@ -166,8 +166,10 @@ class RecommendConfig:
     mmr_lambda: float = 0.8
     # + this to the MMR gain of a candidate whose cluster is below its slot share
     mmr_quota_bonus: float = 0.1
-    # "step": the whole bonus while a cluster is below its share; "deficit": in proportion to what is missing
-    mmr_quota_shape: str = "step"
+    # "deficit": the bonus in proportion to the share of a cluster's slots still missing (chosen on the
+    # CiteULike-a tuning sample: coverage up at the same recall, docs/results.md); "step": all of it while
+    # the cluster is below its share
+    mmr_quota_shape: str = "deficit"
     n_explore: int = 2
     explore_pool: int = 200
     log: bool = True  # log every recommendation served (the LightGBM scorer's training data)
