@@ -27,6 +27,7 @@ import numpy as np
 
 from scix_core.recommend.context import IndexSide, UserContext
 from scix_core.recommend.result import RecItem
+from scix_core.recommend.stages.mmr import mmr
 from scix_core.vectors.base import VectorHit
 
 
@@ -111,7 +112,11 @@ def blend(
     sims = np.array([*content.values(), *extra_sims.tolist()], dtype=np.float64)
     collab = cos.scores[np.array(rows, dtype=np.int64)].astype(np.float64) if rows else np.zeros(0)
     score = cfg.weight_cosine * sims + cfg.community_weight * collab
-    order = np.lexsort((np.array(rows), -score))[:limit]
+    order = np.lexsort((np.array(rows), -score))
+    if cfg.tier_mmr_lambda < 1.0 and len(order) > 1:  # MMR over the pool, in score order (ties by row)
+        picks = mmr(score[order], side.vectors.get([rows[i] for i in order]), limit, cfg.tier_mmr_lambda)
+        order = order[picks]
+    order = order[:limit]
     return [
         Blended(
             rows[i],

@@ -112,9 +112,9 @@ def _params(model) -> dict:
     return {f.name: getattr(model, f.name) for f in fields(model) if f.compare and not f.name.startswith("_")}
 
 
-def _stale_start(parts: tuple, on: bool) -> tuple:
-    """Ensemble parts with EASE's ``stale_start`` set or cleared (:class:`Ease`)."""
-    return tuple((replace(m, stale_start=on) if isinstance(m, Ease) else m, w) for m, w in parts)
+def _stale_share(parts: tuple, share: float | None) -> tuple:
+    """Ensemble parts with EASE's ``stale_share`` set (:class:`Ease`: which cached fit it may adopt)."""
+    return tuple((replace(m, stale_share=share) if isinstance(m, Ease) else m, w) for m, w in parts)
 
 
 class Community:
@@ -125,8 +125,9 @@ class Community:
     libraries has them as its community without ``scix users import``; an imported library is the same
     pairs and counts once.
 
-    ``refresh_s`` > 0 (a server): the saves are re-read at most that often, and the first fit may start
-    from the newest cached EASE fit of the index — refitted in the background like any stale part.
+    ``refresh_s`` > 0 (a server): the saves are re-read at most that often, the first fit may start from
+    the newest cached EASE fit of the index — refitted in the background like any stale part — and a
+    background refit adopts a fit another worker just made of nearly the same saves.
     """
 
     def __init__(
@@ -141,7 +142,7 @@ class Community:
         self.state, self.index, self.catalog = state, index, catalog
         self.refresh_s = refresh_s  # co-save scores may use a matrix this many seconds old
         if refresh_s > 0 and isinstance(model, Ensemble):  # a server: start from the newest cached EASE fit
-            model = replace(model, parts=_stale_start(model.parts, True))
+            model = replace(model, parts=_stale_share(model.parts, 0.0))
         self._checked = -np.inf  # when the state was last asked for new saves (time.monotonic)
         self.model = model or collab_model()
         self._base = base
@@ -214,9 +215,11 @@ class Community:
                 self.failure = "; ".join(getattr(self._fitted, "dropped", ()))
                 if not isinstance(self._fitted, Ensemble):
                     return
-                # a part may have started from a stale cached fit: every later fit is a real one; a quick
-                # one is redone now, a slow one in the background (below)
-                self._fitted = replace(self._fitted, parts=_stale_start(self._fitted.parts, False))
+                # a part may have started from a stale cached fit: a quick one is redone now, a slow one in
+                # the background (below); a server's later fits adopt another worker's fit of (nearly) the
+                # same saves instead of repeating it
+                later = 1 / (1 + REFIT_GROWTH) if self.refresh_s > 0 else None
+                self._fitted = replace(self._fitted, parts=_stale_share(self._fitted.parts, later))
                 slow = tuple(p.model.name for p in self._fitted.fitted if p.seconds > INLINE_FIT_S)
                 names = [p.model.name for p in self._fitted.fitted]
                 stale = {p.model.name for p in self._fitted.fitted if p.saves < self._matrix.nnz}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.sparse import csr_matrix
+from scipy.sparse import csr_matrix, vstack
 
 from scix_core.errors import ConfigError, UnknownNameError
 from scix_core.recommend import collab
@@ -103,14 +103,20 @@ def test_a_stale_start_loads_the_newest_fit_of_the_same_lambda_and_says_so(tmp_p
     first = Ease(lam=2.0, cache_dir=tmp_path).fit(X[:4])
     assert first.fit_seconds is not None and first.fitted_saves is None  # fitted here, on these saves
     Ease(lam=5.0, cache_dir=tmp_path).fit(X[:3])  # newer, but another λ: never taken
-    stale = Ease(lam=2.0, cache_dir=tmp_path, stale_start=True).fit(X)  # more saves, not cached
+    stale = Ease(lam=2.0, cache_dir=tmp_path, stale_share=0.0).fit(X)  # more saves, not cached
     assert stale.fitted_saves == X[:4].nnz and stale.fit_seconds == pytest.approx(first.fit_seconds)
     np.testing.assert_allclose(stale.scores(rows), first.scores(rows), rtol=1e-6)
     assert len(list(tmp_path.glob("ease-*.npy"))) == 2  # nothing fitted
-    fresh = Ease(lam=2.0, cache_dir=tmp_path).fit(X)  # without stale_start: a real fit of these saves
+    fresh = Ease(lam=2.0, cache_dir=tmp_path).fit(X)  # without stale_share: a real fit of these saves
     assert fresh.fitted_saves is None and not np.allclose(fresh.scores(rows), first.scores(rows))
     # with nothing cached for its λ a stale start fits
-    assert Ease(lam=9.0, cache_dir=tmp_path, stale_start=True).fit(X).fitted_saves is None
+    assert Ease(lam=9.0, cache_dir=tmp_path, stale_share=0.0).fit(X).fitted_saves is None
+    # a background refit adopts the newest fit when it saw nearly as many saves (another worker's), else fits
+    more = vstack([X, csr_matrix(np.array([[1.0, 0, 0, 0, 1]]))]).tocsr()  # one more user, not cached
+    near = Ease(lam=2.0, cache_dir=tmp_path, stale_share=X.nnz / more.nnz).fit(more)
+    assert near.fitted_saves == X.nnz  # the fit of X (the newest of λ 2) adopted
+    far = Ease(lam=2.0, cache_dir=tmp_path, stale_share=1.0).fit(more)
+    assert far.fitted_saves is None and far.fit_seconds is not None  # fitted (and cached) here
 
 
 def test_ease_with_rows_changed_equals_a_refit():

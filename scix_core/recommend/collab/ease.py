@@ -24,11 +24,14 @@ instead of refitting, and processes that map the same file share its pages;
 processes that need the same fit at once take a file lock, so one fits and
 the others load.
 The newest ``KEEP`` fits a folder holds are kept, each with a note of its λ,
-item set, saves and fit time. With ``stale_start`` a fit whose saves are not
-cached loads the newest cached fit of the same λ and catalogue instead — a
-server worker restarted after some saves answers in seconds, not after a
-minute's refit — and says so (``fitted_saves``, ``fit_seconds``: the
-community refits it in the background, as it does when saves accumulate).
+item set, saves and fit time. With ``stale_share`` s a fit whose saves are
+not cached loads the newest cached fit of the same λ and catalogue that saw
+at least s × today's saves instead, and says so (``fitted_saves``,
+``fit_seconds``). A server's community uses s = 0 for its first fit — a
+worker restarted after some saves answers in seconds, not after a minute's
+refit — and s = 1 / (1 + refit growth) in its background refits; those take a
+per-folder lock, so the workers of one machine refit one at a time and the
+others adopt the fit just made instead of repeating it.
 """
 
 from __future__ import annotations
@@ -87,7 +90,7 @@ class Ease:
     _diag: np.ndarray | None = field(default=None, repr=False)
     _items: np.ndarray | None = field(default=None, repr=False)  # the saved items, B's rows and columns
     _n: int = 0
-    stale_start: bool = field(default=False, compare=False)
+    stale_share: float | None = field(default=None, compare=False)
     # set by a fit loaded stale or from the cache: the saves it was fitted on and how long that fit took
     fitted_saves: int | None = field(default=None, compare=False)
     fit_seconds: float | None = field(default=None, compare=False)
@@ -106,8 +109,12 @@ class Ease:
         path = self._cached(gram)
         if path is None:
             self._p = self._solve(gram, n)
-        elif not path.exists() and self.stale_start and self._load_stale(path.parent):
-            pass
+        elif not path.exists() and self.stale_share is not None:
+            least = self.stale_share * x.nnz
+            if not self._load_stale(path.parent, least):
+                with _fitting(path.parent / "ease-refit"):  # one process of the machine refits at a time
+                    if not self._load_stale(path.parent, least):  # ... and the next adopts its fit
+                        self._solve_and_save(path, gram, n, x.nnz)
         else:
             with _fitting(path):  # processes fitting the same saves at once: one fits, the others load
                 if path.exists():
@@ -116,19 +123,25 @@ class Ease:
                     note = _note(path)
                     self.fit_seconds = note.get("seconds")
                 else:
-                    t = time.perf_counter()
-                    self._p = self._solve(gram, n)
-                    self.fit_seconds = time.perf_counter() - t
-                    _save(path, self._p, {"saves": int(x.nnz), "seconds": self.fit_seconds}, self)
+                    self._solve_and_save(path, gram, n, x.nnz)
         self._diag = np.ascontiguousarray(np.diagonal(self._p), dtype=np.float32)
         return self
 
-    def _load_stale(self, folder: Path) -> bool:
-        """The newest cached fit of this λ and catalogue size, whatever its saves; False when none."""
+    def _solve_and_save(self, path: Path, gram, n: int, saves: int) -> None:
+        t = time.perf_counter()
+        self._p = self._solve(gram, n)
+        self.fit_seconds = time.perf_counter() - t
+        _save(path, self._p, {"saves": int(saves), "seconds": self.fit_seconds}, self)
+
+    def _load_stale(self, folder: Path, least: float) -> bool:
+        """The newest cached fit of this λ and catalogue size that saw at least ``least`` saves; False when
+        none."""
         for path in sorted(folder.glob("ease-*.npy"), key=_mtime, reverse=True):
             note = _note(path)
             if note.get("lam") != self.lam or note.get("n") != self._n or "items" not in note:
                 continue
+            if note.get("saves", -1) < least:
+                return False  # the newest of this λ is too old: so is every older one
             try:
                 self._p = np.load(path, mmap_mode="r")
             except (OSError, ValueError):  # removed or cut short meanwhile: try the next
