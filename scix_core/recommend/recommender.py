@@ -56,8 +56,9 @@ def _check_config(cfg) -> None:
         raise ConfigError(
             f"recommend.trending_months must be positive month counts, not {r.trending_months!r}"
         )
-    if not 0.0 <= r.mmr_lambda <= 1.0:
-        raise ConfigError(f"recommend.mmr_lambda must be within [0, 1], not {r.mmr_lambda}")
+    for name in ("mmr_lambda", "tier_mmr_lambda"):
+        if not 0.0 <= getattr(r, name) <= 1.0:
+            raise ConfigError(f"recommend.{name} must be within [0, 1], not {getattr(r, name)}")
     if r.total_slots <= 0 or r.min_slots < 0 or r.oversample <= 0:
         raise ConfigError("recommend.total_slots and oversample must be positive, min_slots non-negative")
     if min(r.longterm_half_life, r.shortterm_half_life, r.recency_half_life_saves) <= 0:
