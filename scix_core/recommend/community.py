@@ -38,6 +38,7 @@ content-only.
 
 from __future__ import annotations
 
+import multiprocessing
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -110,6 +111,23 @@ def collab_model(
 
 def _params(model) -> dict:
     return {f.name: getattr(model, f.name) for f in fields(model) if f.compare and not f.name.startswith("_")}
+
+
+def _fit_into_cache(model, matrix) -> None:
+    replace(model).fit(matrix)
+
+
+def _fit_in_child(model, matrix) -> None:
+    """Fit ``model`` (one whose fits are cached on disk) in a spawned process: an EASE fit holds the GIL for
+    most of its minute (the Gram matrix made dense, LAPACK through f2py), which in a thread would stall the
+    process's requests and make a server's supervisor take the worker for hung. A child that cannot be
+    started or fails leaves the fit to the caller, in its thread."""
+    try:
+        child = multiprocessing.get_context("spawn").Process(target=_fit_into_cache, args=(model, matrix))
+        child.start()
+        child.join()
+    except (AssertionError, OSError):  # a daemonic process may not have children; no process to spare
+        return
 
 
 def _stale_share(parts: tuple, share: float | None) -> tuple:
@@ -247,7 +265,10 @@ class Community:
     def _refit_in_background(self, fitted: Ensemble, matrix, names: tuple[str, ...]) -> None:
         keep = tuple(p.model.name for p in fitted.fitted if p.model.name not in names)
         try:
-            fresh = fitted.refit(matrix, keep=keep)
+            for model, _ in fitted.parts:  # a part with a disk cache is fitted in a child process first
+                if model.name in names and getattr(model, "cache_dir", None) is not None:
+                    _fit_in_child(model, matrix)
+            fresh = fitted.refit(matrix, keep=keep)  # ... and loaded from the cache here
         except Exception as exc:  # noqa: BLE001 — the stale part keeps scoring; the reason is kept
             self.failure = f"background refit of {'+'.join(names)} failed: {exc}"
             return
