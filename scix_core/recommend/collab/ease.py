@@ -140,8 +140,8 @@ class Ease:
             note = _note(path)
             if note.get("lam") != self.lam or note.get("n") != self._n or "items" not in note:
                 continue
-            if note.get("saves", -1) < least:
-                return False  # the newest of this λ is too old: so is every older one
+            if note.get("saves", -1) < least:  # (newest = last used: an older file may have seen more)
+                continue
             try:
                 self._p = np.load(path, mmap_mode="r")
             except (OSError, ValueError):  # removed or cut short meanwhile: try the next
