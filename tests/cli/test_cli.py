@@ -127,7 +127,8 @@ def test_doctor_fails_on_an_unreadable_user_state(home, capsys):
 
 
 def test_server_deployment_file_names_real_settings(monkeypatch):
-    """deploy/compose.yaml: both servers, and every setting its header exports is one the config reads."""
+    """deploy/compose.yaml: both servers and the API, every setting its header exports is one the config
+    reads, and the API service's settings point at the two servers."""
     import re
     from pathlib import Path
 
@@ -137,7 +138,14 @@ def test_server_deployment_file_names_real_settings(monkeypatch):
 
     path = Path(__file__).resolve().parents[2] / "deploy" / "compose.yaml"
     text = path.read_text()
-    assert set(yaml.safe_load(text)["services"]) == {"qdrant", "postgres"}
+    services = yaml.safe_load(text)["services"]
+    assert set(services) == {"qdrant", "postgres", "api"}
+    with monkeypatch.context() as mp:  # the API container's settings, read as the config reads them
+        for name, value in services["api"]["environment"].items():
+            mp.setenv(name, str(value))
+        inside = load_config()
+    assert inside.vectors.backend == "qdrant" and inside.vectors.url == "http://qdrant:6333"
+    assert inside.search.lexical_backend == "postgres" and "@postgres:5432/" in inside.postgres.state_dsn
     exported = dict(re.findall(r"(SCIX_[A-Z_]+)=(\S+)", text))
     assert {"SCIX_QDRANT_URL", "SCIX_VECTOR_BACKEND", "SCIX_PG_DSN", "SCIX_LEXICAL_BACKEND"} <= set(exported)
     for name, value in exported.items():
