@@ -228,7 +228,8 @@ class Community:
         scoring as it is (the user's current saves still count) and is refitted in the background once the
         saves have grown by ``REFIT_GROWTH`` since it was fitted."""
         try:
-            if not isinstance(self._fitted, Ensemble):
+            first = not isinstance(self._fitted, Ensemble)
+            if first:
                 self._fitted = replace(self.model).fit(self._matrix)
                 self.failure = "; ".join(getattr(self._fitted, "dropped", ()))
                 if not isinstance(self._fitted, Ensemble):
@@ -238,16 +239,14 @@ class Community:
                 # same saves instead of repeating it
                 later = 1 / (1 + REFIT_GROWTH) if self.refresh_s > 0 else None
                 self._fitted = replace(self._fitted, parts=_stale_share(self._fitted.parts, later))
-                slow = tuple(p.model.name for p in self._fitted.fitted if p.seconds > INLINE_FIT_S)
-                names = [p.model.name for p in self._fitted.fitted]
-                stale = {p.model.name for p in self._fitted.fitted if p.saves < self._matrix.nnz}
-                if stale - set(slow):
-                    keep = tuple(n for n in names if n not in stale or n in slow)
-                    self._fitted = self._fitted.refit(self._matrix, keep=keep)
+            slow = tuple(p.model.name for p in self._fitted.fitted if p.seconds > INLINE_FIT_S)
+            if first:  # refit only the quick parts loaded stale
+                fresh = tuple(p.model.name for p in self._fitted.fitted if p.saves >= self._matrix.nnz)
+                if len(set(slow) | set(fresh)) < len(self._fitted.fitted):
+                    self._fitted = self._fitted.refit(self._matrix, keep=tuple(set(slow) | set(fresh)))
             else:
-                slow = tuple(p.model.name for p in self._fitted.fitted if p.seconds > INLINE_FIT_S)
                 self._fitted = self._fitted.refit(self._matrix, keep=slow)
-                self.failure = "; ".join(self._fitted.dropped)
+            self.failure = "; ".join(self._fitted.dropped)
         except ConfigError as exc:  # no part fits this catalogue: the tiers run content-only, saying why
             self._fitted, self.failure = None, str(exc)
             return
