@@ -38,6 +38,7 @@ import numpy as np
 
 from scix_core.embeddings.loading import no_loading_bar
 from scix_core.errors import ConfigError, ModelUnavailableError
+from scix_core.locks import exclusive
 
 BACKENDS = ("torch", "onnx", "onnx-int8")
 FILES = {"onnx": "model.onnx", "onnx-int8": "model-int8.onnx"}
@@ -170,6 +171,14 @@ def export(model_dir: Path, out: Path, kind: str = "encoder") -> Path:
     checkpoint (path and weights' mtime) in ``out`` is reused."""
     if exported(model_dir, out):
         return out
+    with exclusive(out):  # processes started together (test workers, server workers): one exports
+        if not exported(model_dir, out):
+            _write(model_dir, out, kind)
+    return out
+
+
+def _write(model_dir: Path, out: Path, kind: str) -> None:
+    """The export, built in a temporary folder beside ``out`` and renamed over it."""
     info = pipeline(model_dir) if kind == "encoder" else cross_pipeline(model_dir)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
@@ -210,7 +219,6 @@ def export(model_dir: Path, out: Path, kind: str = "encoder") -> Path:
         shutil.rmtree(old, ignore_errors=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return out
 
 
 @contextmanager

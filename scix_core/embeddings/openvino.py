@@ -33,6 +33,7 @@ from scix_core.embeddings.onnx import FILES as ONNX_FILES
 from scix_core.embeddings.onnx import OPENVINO_FORMAT as FORMAT
 from scix_core.embeddings.onnx import OnnxModel, token_arrays
 from scix_core.errors import ModelUnavailableError
+from scix_core.locks import exclusive
 
 FILES = {"openvino": f"model-ov.o{FORMAT}.xml", "openvino-int8": f"model-ov-int8.o{FORMAT}.xml"}
 CALIBRATION = Path(__file__).with_name("calibration.txt")
@@ -67,8 +68,18 @@ def converted(folder: Path, backend: str) -> Path:
     float32 graph if not there yet; written under temporary names and renamed, the ``.xml`` last, so a reader
     never sees half a model."""
     target = folder / FILES[backend]
-    if target.is_file() and target.with_suffix(".bin").is_file():
-        return target
+    if not _saved(target):
+        with exclusive(target):  # processes started together: one converts (and calibrates), the others wait
+            if not _saved(target):
+                _convert(folder, backend, target)
+    return target
+
+
+def _saved(target: Path) -> bool:
+    return target.is_file() and target.with_suffix(".bin").is_file()
+
+
+def _convert(folder: Path, backend: str, target: Path) -> None:
     ov = _openvino()
     model = ov.Core().read_model(str(folder / ONNX_FILES["onnx"]))
     if backend == "openvino-int8":
@@ -83,7 +94,6 @@ def converted(folder: Path, backend: str) -> Path:
     finally:
         tmp.unlink(missing_ok=True)
         tmp.with_suffix(".bin").unlink(missing_ok=True)
-    return target
 
 
 def _quantize(model, folder: Path):

@@ -1,6 +1,7 @@
 """The ONNX Runtime backends against the torch model they were exported from (the real bundled MiniLM)."""
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -38,13 +39,33 @@ def torch_encoder():
 
 
 @pytest.fixture(scope="module")
-def onnx_encoders(home):
-    """Exported here, into the module's workspace (encoders load lazily: a test that changes the user cache
-    must not decide where the module's export goes)."""
+def started_together(home):
+    """The ONNX encoders exported here, into the module's workspace (encoders load lazily: a test that changes
+    the user cache must not decide where the module's export goes), their first encodes run at once as test or
+    server workers start; with each, the export folder's inode when that encode returned."""
     encoders = {b: Encoder(EmbeddingConfig(backend=b), home) for b in ("onnx", "onnx-int8")}
-    for enc in encoders.values():
+    folder = home / "models" / "onnx" / encoders["onnx"]._base_slug
+
+    def first(enc):
         enc.encode(TEXTS[:1])
-    return encoders
+        return folder.stat().st_ino
+
+    with ThreadPoolExecutor(2) as pool:
+        inodes = list(pool.map(first, encoders.values()))
+    return encoders, inodes
+
+
+@pytest.fixture(scope="module")
+def onnx_encoders(started_together):
+    return started_together[0]
+
+
+def test_encoders_started_together_export_once(started_together, home):
+    """One exports while the other waits for it and reuses it (a second export renamed over the first would
+    pull the folder from under the first one's readers)."""
+    encoders, inodes = started_together
+    folder = home / "models" / "onnx" / encoders["onnx"]._base_slug
+    assert inodes == [folder.stat().st_ino] * 2
 
 
 def test_float32_export_reproduces_torch_and_int8_stays_close(torch_encoder, onnx_encoders):
@@ -83,7 +104,9 @@ def test_backends_never_share_a_cache_slug_and_the_export_is_reused(torch_encode
     assert (folder / "model.onnx").stat().st_mtime_ns == stamp, (
         "a second encoder re-exported the same checkpoint"
     )
-    assert not [p for p in folder.parent.iterdir() if p.name.startswith(".")], "no temp folder left behind"
+    assert not [p for p in folder.parent.iterdir() if p.name.startswith(".") and p.suffix != ".lock"], (
+        "no temp folder left behind"
+    )
 
 
 def test_without_a_workspace_the_export_goes_to_the_user_cache(tmp_path, monkeypatch, onnx_encoders):
@@ -211,13 +234,13 @@ def test_openvino_models_are_converted_once_with_their_own_slugs(torch_encoder, 
     again = Encoder(EmbeddingConfig(backend="openvino-int8"), home)
     assert np.allclose(again.encode(TEXTS[:2]), ov_encoders["openvino-int8"].encode(TEXTS[:2]), atol=1e-6)
     assert {b: (folder / FILES[b]).stat().st_mtime_ns for b in FILES} == stamps, "converted again"
-    assert not [p for p in folder.iterdir() if p.name.startswith(".")], "no temp file left behind"
+    assert not [p for p in folder.iterdir() if p.name.startswith(".") and p.suffix != ".lock"], (
+        "no temp file left behind"
+    )
 
 
 def test_openvino_queries_from_many_threads(ov_encoders):
     """Threads share one inference request per session: answers equal the one-thread answers."""
-    from concurrent.futures import ThreadPoolExecutor
-
     enc = Encoder(EmbeddingConfig(backend="openvino-int8"), ov_encoders["openvino-int8"].home)
     queries = [
         f"query number {i} about {w}" for i, w in enumerate(["galaxies", "proteins", "graphs", "soil"] * 6)

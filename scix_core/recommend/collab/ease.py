@@ -36,18 +36,17 @@ others adopt the fit just made instead of repeating it.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from scix_core.errors import ConfigError
+from scix_core.locks import exclusive, lock_path
 from scix_core.recommend.collab.matrix import binary
 
 MAX_ITEMS = 40_000
@@ -112,11 +111,11 @@ class Ease:
         elif not path.exists() and self.stale_share is not None:
             least = self.stale_share * x.nnz
             if not self._load_stale(path.parent, least):
-                with _fitting(path.parent / "ease-refit"):  # one process of the machine refits at a time
+                with exclusive(path.parent / "ease-refit"):  # one process of the machine refits at a time
                     if not self._load_stale(path.parent, least):  # ... and the next adopts its fit
                         self._solve_and_save(path, gram, n, x.nnz)
         else:
-            with _fitting(path):  # processes fitting the same saves at once: one fits, the others load
+            with exclusive(path):  # processes fitting the same saves at once: one fits, the others load
                 if path.exists():
                     os.utime(path)
                     self._p = np.load(path, mmap_mode="r")
@@ -238,18 +237,6 @@ class Ease:
         return out
 
 
-@contextmanager
-def _fitting(path: Path):
-    """An exclusive lock per fit (``fcntl``), so workers started together fit a community once."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(f".{path.stem}.lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
 def _mtime(path: Path) -> float:
     try:
         return path.stat().st_mtime
@@ -283,4 +270,4 @@ def _save(path: Path, b: np.ndarray, facts: dict, model: Ease) -> None:
     for old in fits[KEEP:]:
         old.unlink(missing_ok=True)
         old.with_suffix(".json").unlink(missing_ok=True)
-        old.with_name(f".{old.stem}.lock").unlink(missing_ok=True)
+        lock_path(old).unlink(missing_ok=True)

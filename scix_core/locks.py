@@ -1,0 +1,26 @@
+"""A cross-process exclusive lock on a file (``fcntl.flock``): one process at a time builds a shared
+artefact (a model export, a conversion, a fit) while the others wait and then reuse it."""
+
+from __future__ import annotations
+
+import fcntl
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+def lock_path(target: Path) -> Path:
+    """The hidden lock file beside ``target``."""
+    return target.with_name(f".{target.stem}.lock")
+
+
+@contextmanager
+def exclusive(target: Path) -> Iterator[None]:
+    """Hold the exclusive lock of ``target`` (:func:`lock_path`; its folder is created) for the block."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path(target), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
