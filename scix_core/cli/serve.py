@@ -10,6 +10,10 @@ from scix_core.cli.registry import command
 from scix_core.errors import ConfigError
 from scix_core.extras import require
 
+#: asyncio's own event loop even where uvloop is installed: with uvloop (uvicorn's "auto" choice) the
+#: serve bench answered 96 requests/s against 122-125 (docs/results.md#serving)
+EVENT_LOOP = {"loop": "asyncio"}
+
 
 def _serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--index", required=True)
@@ -41,7 +45,11 @@ def serve_cmd(args: argparse.Namespace) -> int:
         console.print(f"[yellow]listening on {args.host}: reachable beyond this machine[/]", highlight=False)
     if args.workers == 1:
         uvicorn.run(
-            create_app(args.index, config_from(args)), host=args.host, port=args.port, log_level="warning"
+            create_app(args.index, config_from(args)),
+            host=args.host,
+            port=args.port,
+            log_level="warning",
+            **EVENT_LOOP,
         )
         return 0
     config_from(args)  # a bad config file fails here, once, not in every worker
@@ -55,5 +63,6 @@ def serve_cmd(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         log_level=os.environ.get("SCIX_SERVE_LOG_LEVEL", "warning"),  # "info": workers started, died
+        **EVENT_LOOP,
     )
     return 0

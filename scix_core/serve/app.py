@@ -22,7 +22,7 @@ from contextlib import asynccontextmanager
 from typing import Literal
 
 from fastapi import Depends, FastAPI, Query, Request
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel, Field
 
 from scix_core import __version__
@@ -31,10 +31,10 @@ from scix_core.recommend import Recommender
 from scix_core.search import MODES, Searcher
 from scix_core.serve.errors import ApiError, install_handlers
 from scix_core.serve.metrics import Metrics
+from scix_core.serve.middleware import LimitsAndMetrics
+from scix_core.serve.responses import Json
 from scix_core.vectors import close_readers
 
-#: a request body larger than this is refused with 413 before it is read
-MAX_BODY_BYTES = 64 * 1024
 #: a query longer than this many times ``search.max_query_chars`` is refused with 413 (below it, the
 #: search caps the text and notes it)
 QUERY_SLACK = 10
@@ -47,7 +47,7 @@ SERVE_COMMUNITY_REFRESH_S = 5.0
 
 class NewUser(BaseModel):
     user: str = Field(min_length=1, max_length=200)
-    categories: list[str] = Field(default_factory=list, max_length=50)
+    categories: list[str] = Field(default=[], max_length=50)  # pydantic copies it per request
 
 
 class NewInteraction(BaseModel):
@@ -117,25 +117,14 @@ def create_app(index: str, config: Config | None = None) -> FastAPI:
 
     app = FastAPI(
         lifespan=lifespan,
+        default_response_class=Json,
         title=f"scix_core: {index}",
         version=__version__,
         description="Search and recommendations of one scix_core index (docs/api.md).",
     )
     app.state.services = services
     install_handlers(app, services.metrics)
-
-    @app.middleware("http")
-    async def limits_and_metrics(request: Request, call_next):
-        started = time.perf_counter()
-        length = request.headers.get("content-length")
-        if length and length.isdigit() and int(length) > MAX_BODY_BYTES:
-            response = ApiError(413, "too_large", f"request body over {MAX_BODY_BYTES} bytes").response()
-        else:
-            response = await call_next(request)
-        route = request.scope.get("route")
-        endpoint = getattr(route, "path", "unmatched")
-        services.metrics.request(endpoint, response.status_code, time.perf_counter() - started)
-        return response
+    app.add_middleware(LimitsAndMetrics, metrics=services.metrics)
 
     @app.get("/search", summary="one query -> ranked papers, every lane's rank and every stage's timing")
     def search(
@@ -143,8 +132,9 @@ def create_app(index: str, config: Config | None = None) -> FastAPI:
         mode: str = Query("hybrid", description=" | ".join(MODES)),
         limit: int = Query(10, ge=1, le=100),
         year: str | None = Query(None, description="a year or a range, e.g. 2019-2021"),
-        category: list[str] = Query(default_factory=list),
-        author: list[str] = Query(default_factory=list),
+        # None, not default_factory=list: pydantic inspects a default factory's signature on every request
+        category: list[str] | None = Query(None),
+        author: list[str] | None = Query(None),
         lexical_mode: Literal["auto", "and", "or"] | None = None,
         rerank: str | None = None,
         boosts: bool | None = None,
@@ -160,7 +150,7 @@ def create_app(index: str, config: Config | None = None) -> FastAPI:
         result = searcher.search(q, mode, filters, limit, rerank=rerank, boosts=boosts)
         services.metrics.stages(result.timing_ms)
         services.note_rerank(result.metadata)
-        return result.to_dict()
+        return Json(result.to_dict())
 
     @app.get(
         "/api/recommendations", summary="one user -> papers: tier, reason, next tier, items with provenance"
@@ -168,8 +158,7 @@ def create_app(index: str, config: Config | None = None) -> FastAPI:
     def recommendations(
         user: str = Query(..., min_length=1, max_length=200), limit: int = Query(10, ge=1, le=100)
     ):
-        result = services.recommender.recommend(user, limit)
-        return result.to_dict()
+        return Json(services.recommender.recommend(user, limit).to_dict())
 
     @app.post(
         "/api/users", status_code=201, dependencies=[Depends(_writer)], summary="create (or onboard) a user"
@@ -206,7 +195,7 @@ def create_app(index: str, config: Config | None = None) -> FastAPI:
             "worker": os.getpid(),  # which process answered (`scix serve --workers N`)
             "checks": checks,
         }
-        return JSONResponse(body, status_code=200 if ok else 503)
+        return Json(body, status_code=200 if ok else 503)
 
     @app.get("/healthz/reranker", summary="the reranker configured, loaded and scoring with, kept apart")
     def healthz_reranker():

@@ -17,7 +17,8 @@ from fastapi.testclient import TestClient
 from scix_core.config import load_config
 from scix_core.ingest import ingest
 from scix_core.search import Searcher
-from scix_core.serve.app import MAX_BODY_BYTES, create_app
+from scix_core.serve.app import create_app
+from scix_core.serve.middleware import MAX_BODY_BYTES
 from tests.corpus import CORPUS
 
 pytestmark = pytest.mark.model
@@ -132,8 +133,13 @@ def test_health_reranker_health_and_metrics(client):
     reranker = client.get("/healthz/reranker").json()
     assert reranker["configured"] == "off" and reranker["scoring_with"] is None
     client.get("/search", params={"q": "zeta function primes"})
+    client.post("/api/users", content=b"{" * (MAX_BODY_BYTES + 1))
+    client.get("/no/such/endpoint")
     text = client.get("/metrics").text
     assert 'scix_requests_total{endpoint="/search",status="200"}' in text
+    # refused before routing (the body limit) and never routed: counted all the same
+    assert 'scix_requests_total{endpoint="unmatched",status="413"}' in text
+    assert 'scix_requests_total{endpoint="unmatched",status="404"}' in text
     assert 'scix_search_stage_seconds_count{stage="total"}' in text
     assert "scix_request_seconds_bucket" in text
     assert client.get("/openapi.json").json()["paths"].keys() >= {
