@@ -145,7 +145,10 @@ class RecommendConfig:
     # MMR λ over the blended Tier 3 / Tier 2 pool (1.0: the best scores as they are); 0.8, as Tier 1's, was
     # chosen on the CiteULike-a tuning sample: more of the user's later interests covered at the same recall
     tier_mmr_lambda: float = 0.8
-    community_weight: float = 1.0  # Tiers 3 and 2: weight_cosine · similarity + this · co-save score
+    community_weight: float = 1.0  # Tier 3: weight_cosine · similarity + this · co-save score
+    # Tier 2's weight (three or four saves): 2.0 covered more of the user's later interests at a small recall
+    # cost on the CiteULike-a tuning sample; at one save the same weight cost more recall than it was worth
+    tier2_community_weight: float = 2.0
     # the co-save score: "rp3beta" (graph walk, collab_alpha/beta), "ease" (EASE^R, collab_ease_lambda),
     # "cosine" (item-kNN), or several joined by "+" (each normalised per user, then summed)
     collab: str = "rp3beta+ease"

@@ -11,6 +11,7 @@ papers form one pool, scored
 
     weight_cosine · similarity + community_weight · cosave
 
+(``tier2_community_weight`` in Tier 2)
 (the similarity is the tier's own: best cosine to a saved paper for Tier
 3, cosine to the long-term profile for Tier 2, computed locally for the
 co-saved papers too; cosave in [0, 1]); the best ``limit`` are returned,
@@ -89,7 +90,7 @@ def tier_items(
             scores=((feature, b.similarity), ("cosave", b.cosave)),
             codes=codes[b.row],
         )
-        for rank, b in enumerate(blend(side, ctx, hits, similarity, limit, source), start=1)
+        for rank, b in enumerate(blend(side, ctx, hits, similarity, limit, source, tier), start=1)
     )
     return items, {"community": True, "co_saved": sum(1 for i in items if i.source == "co-saved")}
 
@@ -101,6 +102,7 @@ def blend(
     similarity: Callable[[np.ndarray], np.ndarray],
     limit: int,
     source: str,
+    tier: int = 3,
 ) -> list[Blended]:
     """``hits`` (the tier's content results) ∪ the top co-saved papers, scored and cut to ``limit``."""
     cfg, cat, cos = side.config, side.catalog, ctx.cosaves
@@ -111,7 +113,8 @@ def blend(
     rows = [*content, *extra]
     sims = np.array([*content.values(), *extra_sims.tolist()], dtype=np.float64)
     collab = cos.scores[np.array(rows, dtype=np.int64)].astype(np.float64) if rows else np.zeros(0)
-    score = cfg.weight_cosine * sims + cfg.community_weight * collab
+    weight = cfg.tier2_community_weight if tier == 2 else cfg.community_weight
+    score = cfg.weight_cosine * sims + weight * collab
     order = np.lexsort((np.array(rows), -score))
     if cfg.tier_mmr_lambda < 1.0 and len(order) > 1:  # MMR over the pool, in score order (ties by row)
         picks = mmr(score[order], side.vectors.get([rows[i] for i in order]), limit, cfg.tier_mmr_lambda)

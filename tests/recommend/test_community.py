@@ -266,8 +266,8 @@ def test_alone_on_an_index_tier1_is_content_only_and_says_why(rec_indexes, tmp_p
 @pytest.mark.parametrize("tier_saves", [["p01"], ["p01", "p07", "p03"]])
 def test_tiers_3_and_2_add_what_others_saved_alongside(rec_indexes, tmp_path, tier_saves):
     """One save (Tier 3) or three (Tier 2): others who saved them also saved p05, far in content; it joins the
-    list with 0.65 · similarity + community_weight · cosave, and community_tiers = false is the content-only
-    tier."""
+    list with 0.65 · similarity + community_weight (Tier 3; tier2_community_weight in Tier 2) · cosave, and
+    community_tiers = false is the content-only tier."""
     state = UserState(tmp_path / "s.sqlite")
     for i in range(3):
         state.import_library(rec_indexes.edge, f"other-{i}", [*tier_saves, "p05"], T0, [])
@@ -283,7 +283,10 @@ def test_tiers_3_and_2_add_what_others_saved_alongside(rec_indexes, tmp_path, ti
     scores = dict(result.items[0].scores)
     sim = scores.get("best_score", scores.get("longterm_sim"))
     assert scores["cosave"] == pytest.approx(1.0)
-    assert result.items[0].score == pytest.approx(0.65 * sim + rec.config.recommend.community_weight * 1.0)
+    r = rec.config.recommend
+    weight = r.community_weight if result.tier == 3 else r.tier2_community_weight
+    assert (r.community_weight, r.tier2_community_weight) == (1.0, 2.0)
+    assert result.items[0].score == pytest.approx(0.65 * sim + weight * 1.0)
     for item in result.items[1:]:  # nobody saved anything else next to mine: content alone
         assert dict(item.scores)["cosave"] == 0.0 and item.score == pytest.approx(0.65 * item.scores[0][1])
     assert [i.score for i in result.items] == sorted((i.score for i in result.items), reverse=True)
