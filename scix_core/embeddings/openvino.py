@@ -146,10 +146,11 @@ class OpenVinoModel(OnnxModel):
                 False  # running beside it (hybrid p50 at 91k papers 8.7 against 11.7 ms)
             )
         core = ov.Core()
-        core.set_property(
-            {"CACHE_DIR": str(self.folder / "openvino-cache")}
-        )  # a later process loads, not compiles
-        compiled = core.compile_model(str(converted(self.folder, self.backend)), "CPU", config)
+        cache = self.folder / "openvino-cache"
+        core.set_property({"CACHE_DIR": str(cache)})  # a later process loads, not compiles
+        model = str(converted(self.folder, self.backend))
+        with exclusive(cache):  # one process writes a compiled blob while the others wait, then load it
+            compiled = core.compile_model(model, "CPU", config)
         return compiled.create_infer_request(), [i.get_any_name() for i in compiled.inputs], threading.Lock()
 
     def _infer(self, session, arrays: dict[str, np.ndarray]) -> np.ndarray:
