@@ -11,8 +11,8 @@ papers form one pool, scored
 
     weight_cosine · similarity + community_weight · cosave
 
-(``tier2_community_weight`` in Tier 2)
-(the similarity is the tier's own: best cosine to a saved paper for Tier
+(``tier2_community_weight`` in place of ``community_weight`` in Tier 2;
+the similarity is the tier's own: best cosine to a saved paper for Tier
 3, cosine to the long-term profile for Tier 2, computed locally for the
 co-saved papers too; cosave in [0, 1]); the best ``limit`` are returned,
 each with both features. Without other users, or switched off, the tier is
