@@ -88,6 +88,7 @@ class Server:
         self.index, self.port, self.env, self.proc, self.log = index, port, env, None, log
         self.workers = workers
         self.url = f"http://127.0.0.1:{port}"
+        self.respawned: float | None = None  # after a worker kill: seconds until a new process started
 
     def tail(self) -> str:
         return (
@@ -134,7 +135,7 @@ class Server:
         victim = sorted(before)[0]
         t = time.perf_counter()
         os.kill(victim, signal.SIGKILL)
-        self.respawned = None  # seconds until the supervisor had started a new worker process
+        self.respawned = None
         while time.perf_counter() - t < timeout:
             if self.respawned is None and set(self.worker_pids()) - before:
                 self.respawned = time.perf_counter() - t
@@ -228,7 +229,7 @@ def phase(server, users, titles, papers, seconds: float, cap: int, kill_at: floa
         "tally": tally,
         "wall": wall,
         "recovery": recovery,
-        "respawned": getattr(server, "respawned", None),
+        "respawned": server.respawned,
     }
 
 

@@ -240,12 +240,13 @@ class Community:
                 later = 1 / (1 + REFIT_GROWTH) if self.refresh_s > 0 else None
                 self._fitted = replace(self._fitted, parts=_stale_share(self._fitted.parts, later))
             slow = tuple(p.model.name for p in self._fitted.fitted if p.seconds > INLINE_FIT_S)
-            if first:  # refit only the quick parts loaded stale
-                fresh = tuple(p.model.name for p in self._fitted.fitted if p.saves >= self._matrix.nnz)
-                if len(set(slow) | set(fresh)) < len(self._fitted.fitted):
-                    self._fitted = self._fitted.refit(self._matrix, keep=tuple(set(slow) | set(fresh)))
-            else:
-                self._fitted = self._fitted.refit(self._matrix, keep=slow)
+            # a first fit refits only the quick parts it loaded stale
+            fresh = (
+                {p.model.name for p in self._fitted.fitted if p.saves >= self._matrix.nnz} if first else set()
+            )
+            keep = {*slow, *fresh}
+            if not first or len(keep) < len(self._fitted.fitted):
+                self._fitted = self._fitted.refit(self._matrix, keep=tuple(keep))
             self.failure = "; ".join(self._fitted.dropped)
         except ConfigError as exc:  # no part fits this catalogue: the tiers run content-only, saying why
             self._fitted, self.failure = None, str(exc)
