@@ -145,6 +145,11 @@ class RecommendConfig:
     # MMR λ over the blended Tier 3 / Tier 2 pool (1.0: the best scores as they are); 0.8, as Tier 1's, was
     # chosen on the CiteULike-a tuning sample: more of the user's later interests covered at the same recall
     tier_mmr_lambda: float = 0.8
+    # + this to the MMR gain of a candidate of a Tier 3 pool cluster below its slot share (0: plain MMR); 0.1
+    # covered more of the user's later interests at the same recall on the CiteULike-a tuning samples; in
+    # Tier 2 (tier2_quota_bonus) it cost recall there, where the co-save weight 2.0 already spreads the list
+    tier3_quota_bonus: float = 0.1
+    tier2_quota_bonus: float = 0.0
     community_weight: float = 1.0  # Tier 3: weight_cosine · similarity + this · co-save score
     # Tier 2's weight (three or four saves): 2.0 covered more of the user's later interests at a small recall
     # cost on the CiteULike-a tuning sample; at one save the same weight cost more recall than it was worth
@@ -234,6 +239,12 @@ def _coerce(value: Any, current: Any, name: str) -> Any:
             return type(current)(value)
         except ValueError:
             raise ConfigError(f"{name}: {value!r} is not a {type(current).__name__}") from None
+    if isinstance(current, int) and isinstance(value, float):  # 100.0 for an int field, from a script or TOML
+        if not value.is_integer():
+            raise ConfigError(f"{name}: {value!r} is not a whole number")
+        return int(value)
+    if isinstance(current, float) and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
     return value
 
 

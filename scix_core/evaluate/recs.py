@@ -203,11 +203,20 @@ class RecEvalReport:
                     highlight=False,
                 )
         for trunc, block in self.per_tier.items():
+            tests = {(c["baseline"], c["metric"]): c for c in block.get("comparisons", [])}
+            tested = (primary, "cluster_coverage")
             t = Table(
-                "run", *metrics, title=f"training saves truncated to {trunc}: tiers run {block['tiers']}"
+                "run",
+                *metrics,
+                *(h for m in tested for h in (f"cascade Δ {m}", "p_adj")),
+                title=f"training saves truncated to {trunc}: tiers run {block['tiers']}",
             )
             for run, avg in block["runs"].items():
-                t.add_row(run, *(f"{avg[m]:.4f}" for m in metrics))
+                cells = [f"{avg[m]:.4f}" for m in metrics]
+                for m in tested:
+                    c = tests.get((run, m))
+                    cells += [f"{c['delta']:+.4f}", f"{c['p_adj']:.4f}"] if c else ["—", "—"]
+                t.add_row(run, *cells)
             console.print(t)
         for peer, tuned in self.setup.get("tuned", {}).items():
             console.print(
@@ -445,6 +454,7 @@ def evaluate_recs(
                 Path(tmp),
                 cutoffs,
                 ("content-knn", *[r for r in runs if r in rec_runs.COLLAB]),
+                permutations,
             )
             seconds["per-tier tables"] = time.perf_counter() - t
     comparisons, gates = (), {}
@@ -514,6 +524,7 @@ def _per_tier(
     tmp: Path,
     cutoffs: Sequence[int],
     peer_runs: Sequence[str] = ("content-knn",),
+    permutations: int = PERMUTATIONS,
 ) -> dict:
     """The default cascade and the peers with each evaluated user's training saves truncated to 1, 3, 5,
     all. Everything is refitted on the truncated saves — a model that kept the user's full row would
@@ -559,8 +570,17 @@ def _per_tier(
             ctx = rec.context(s.user)
             for peer in peer_runs:
                 lists[peer][s.user] = fitted.recommend(peer, ctx, depth)
+        values = {run: _score(rec, ids, splits, centroids, cutoffs) for run, ids in lists.items()}
+        tested = (f"recall@{cutoffs[0]}", "cluster_coverage")
         out[name] = {
             "tiers": {f"tier{t}": n for t, n in sorted(ran.items())},
-            "runs": {run: means(_score(rec, ids, splits, centroids, cutoffs)) for run, ids in lists.items()},
+            "runs": {run: means(v) for run, v in values.items()},
+            # the cascade against each peer, Holm over this table (cascade = candidate: Δ > 0 is its lead)
+            "comparisons": [
+                c.to_dict()
+                for c in holm(
+                    [c for p in peer_runs for c in compare(p, "cascade", values, tested, permutations)]
+                )
+            ],
         }
     return out

@@ -114,7 +114,16 @@ def render_rec_eval(report: dict) -> Rendered:
     parts.append(table(rows, "scix-rec-eval"))
     for trunc, block in report.get("per_tier", {}).items():
         parts.append(heading(f"Training saves truncated to {trunc}: tiers run {block['tiers']}"))
-        parts.append(table([{"run": r, **m} for r, m in block["runs"].items()], "scix-rec-tier"))
+        tests = {(c["baseline"], c["metric"]): c for c in block.get("comparisons", [])}
+        rows = []
+        for r, m in block["runs"].items():
+            row = {"run": r, **m}
+            for metric, label in ((primary, "recall"), ("cluster_coverage", "coverage")):
+                c = tests.get((r, metric))  # the cascade against this peer, Holm over the table
+                row[f"cascade Δ {label}"] = c["delta"] if c else None
+                row[f"p_adj {label}"] = c["p_adj"] if c else None
+            rows.append(row)
+        parts.append(table(rows, "scix-rec-tier"))
     for name, decision in report["gates"].items():
         if " over " in name:
             parts.append(

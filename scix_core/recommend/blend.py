@@ -15,8 +15,16 @@ papers form one pool, scored
 the similarity is the tier's own: best cosine to a saved paper for Tier
 3, cosine to the long-term profile for Tier 2, computed locally for the
 co-saved papers too; cosave in [0, 1]); the best ``limit`` are returned,
-each with both features. Without other users, or switched off, the tier is
-the reference design's exactly.
+each with both features — picked by MMR (``tier_mmr_lambda``) with a quota
+bonus (``tier3_quota_bonus``; ``tier2_quota_bonus`` in Tier 2; shaped as
+``mmr_quota_shape``) for the pool's own interests (:func:`pool_targets`):
+with one or three saves the user's clusters are not known yet, but what the
+community saves beside them shows where else they may lead, and a pool
+cluster with no pick yet is reached before the dominant one takes every
+slot (docs/results.md: at one save, more of the user's later interests
+covered at the same recall; at three, where the co-save weight 2.0 already
+spreads the list, it cost recall). Without other users, or switched off,
+the tier is the reference design's exactly.
 """
 
 from __future__ import annotations
@@ -26,9 +34,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scix_core.config import RecommendConfig
 from scix_core.recommend.context import IndexSide, UserContext
 from scix_core.recommend.result import RecItem
+from scix_core.recommend.stages.cluster import ward_labels
 from scix_core.recommend.stages.mmr import mmr
+from scix_core.recommend.stages.quota import allocate
 from scix_core.vectors.base import VectorHit
 
 
@@ -79,6 +90,7 @@ def tier_items(
             for rank, h in enumerate(hits, start=1)
         )
         return items, {"community": False, "co_saved": 0}
+    blended, pool = blend(side, ctx, hits, similarity, limit, source, tier)
     items = tuple(
         RecItem(
             b.paper_id,
@@ -90,9 +102,22 @@ def tier_items(
             scores=((feature, b.similarity), ("cosave", b.cosave)),
             codes=codes[b.row],
         )
-        for rank, b in enumerate(blend(side, ctx, hits, similarity, limit, source, tier), start=1)
+        for rank, b in enumerate(blended, start=1)
     )
-    return items, {"community": True, "co_saved": sum(1 for i in items if i.source == "co-saved")}
+    return items, {"community": True, "co_saved": sum(1 for i in items if i.source == "co-saved"), **pool}
+
+
+def pool_targets(
+    vectors: np.ndarray, scores: np.ndarray, limit: int, cfg: RecommendConfig, bonus: float
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The interests the pool shows — Ward clusters of its vectors, Tier 1's rule — and each one's share of
+    the ``limit`` slots by the sum of its best ``limit`` scores, at least one each while slots last
+    (:func:`~scix_core.recommend.stages.quota.allocate`); (None, None) when the tier's bonus is off."""
+    if bonus <= 0:
+        return None, None
+    groups = ward_labels(vectors, cfg.max_clusters, cfg.min_silhouette)[0]
+    mass = [np.sort(scores[groups == g])[::-1][:limit].clip(0).sum() for g in range(int(groups.max()) + 1)]
+    return groups, np.array(allocate(mass, limit, 1), dtype=np.int64)
 
 
 def blend(
@@ -103,8 +128,9 @@ def blend(
     limit: int,
     source: str,
     tier: int = 3,
-) -> list[Blended]:
-    """``hits`` (the tier's content results) ∪ the top co-saved papers, scored and cut to ``limit``."""
+) -> tuple[list[Blended], dict]:
+    """``hits`` (the tier's content results) ∪ the top co-saved papers, scored and cut to ``limit``; and
+    what the pick saw (pool size, the pool clusters' slot targets when the tier's quota bonus is on)."""
     cfg, cat, cos = side.config, side.catalog, ctx.cosaves
     content = {h.point_id: float(h.score) for h in hits}
     seen = side.rows(p for p in ctx.seen if p in cat.row)
@@ -116,8 +142,19 @@ def blend(
     weight = cfg.tier2_community_weight if tier == 2 else cfg.community_weight
     score = cfg.weight_cosine * sims + weight * collab
     order = np.lexsort((np.array(rows), -score))
+    facts: dict = {"pool": len(order)}
     if cfg.tier_mmr_lambda < 1.0 and len(order) > 1:  # MMR over the pool, in score order (ties by row)
-        picks = mmr(score[order], side.vectors.get([rows[i] for i in order]), limit, cfg.tier_mmr_lambda)
+        vecs = side.vectors.get([rows[i] for i in order])
+        bonus = cfg.tier2_quota_bonus if tier == 2 else cfg.tier3_quota_bonus
+        groups, targets = (
+            pool_targets(vecs, score[order], limit, cfg, bonus) if len(order) > limit else (None, None)
+        )
+        picks = mmr(
+            score[order], vecs, limit, cfg.tier_mmr_lambda, groups, targets, bonus, cfg.mmr_quota_shape
+        )
+        if targets is not None:
+            facts["pool_slot_targets"] = targets.tolist()  # per pool cluster, in cluster order
+            facts["pool_clusters_picked"] = len({int(groups[i]) for i in picks})
         order = order[picks]
     order = order[:limit]
     return [
@@ -130,4 +167,4 @@ def blend(
             source if rows[i] in content else "co-saved",
         )
         for i in order
-    ]
+    ], facts

@@ -63,11 +63,11 @@ def _check_config(cfg) -> None:
         raise ConfigError("recommend.total_slots and oversample must be positive, min_slots non-negative")
     if min(r.longterm_half_life, r.shortterm_half_life, r.recency_half_life_saves) <= 0:
         raise ConfigError("recommend half-lives must be positive")
-    weights = (r.collab_alpha, r.collab_beta, r.mmr_quota_bonus, r.weight_cosave, r.community_weight)
-    if min(*weights, r.tier2_community_weight) < 0:
+    weights = (r.collab_alpha, r.collab_beta, r.mmr_quota_bonus, r.tier3_quota_bonus, r.tier2_quota_bonus)
+    if min(*weights, r.weight_cosave, r.community_weight, r.tier2_community_weight) < 0:
         raise ConfigError(
-            "recommend.collab_alpha, collab_beta, mmr_quota_bonus, weight_cosave, community_weight and "
-            "tier2_community_weight must be >= 0"
+            "recommend.collab_alpha, collab_beta, mmr_quota_bonus, tier3_quota_bonus, tier2_quota_bonus, "
+            "weight_cosave, community_weight and tier2_community_weight must be >= 0"
         )
     if r.collab_ease_lambda <= 0:
         raise ConfigError(f"recommend.collab_ease_lambda must be positive, not {r.collab_ease_lambda}")

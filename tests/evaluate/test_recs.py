@@ -115,6 +115,15 @@ def test_eval_recs_on_real_libraries(citeulike_home):
     assert all(
         set(block["runs"]) == {"cascade", "content-knn", "rp3beta"} for block in report.per_tier.values()
     )
+    # each per-tier table tests the cascade against each peer on recall and coverage, Holm over the table
+    for block in report.per_tier.values():
+        tests = {(c["baseline"], c["metric"]): c for c in block["comparisons"]}
+        assert set(tests) == {
+            (p, m) for p in ("content-knn", "rp3beta") for m in ("recall@10", "cluster_coverage")
+        }
+        for (peer, metric), c in tests.items():
+            assert c["candidate"] == "cascade" and c["p"] <= c["p_adj"] <= 1.0
+            assert c["delta"] == pytest.approx(block["runs"]["cascade"][metric] - block["runs"][peer][metric])
     lgbm = evaluate_recs(
         "cul",
         citeulike_home,

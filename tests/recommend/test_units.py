@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from scix_core.config import RecommendConfig
+from scix_core.recommend.blend import pool_targets
 from scix_core.recommend.catalog import Catalog, months
 from scix_core.recommend.profile import ewma
 from scix_core.recommend.stages.cluster import cut_tree, medoid, ward_labels
@@ -120,6 +121,23 @@ def test_mmr_deficit_bonus_favours_the_cluster_with_nothing_yet():
     # 2/4: 0.8 + 0.5·0.5 = 1.05 < 0.6 + 0.5 = 1.1 under deficit, > under step (0.8 + 0.5 = 1.3)
     assert mmr(rel, vecs, 3, 1.0, groups, targets, 0.5, "deficit") == [0, 1, 3]
     assert mmr(rel, vecs, 3, 1.0, groups, targets, 0.5) == [0, 1, 2]
+
+
+def test_tier_pool_clusters_get_slot_shares_and_the_small_one_a_pick():
+    """Tiers 3 and 2: Ward clusters of the blended pool, slots by each cluster's score mass (at least one
+    each); the deficit bonus then lets the small cluster in before the dominant one's near-duplicate."""
+    vecs = unit_rows([1, 0, 0], [0.99, 0.1, 0], [0.99, 0, 0.1], [0, 1, 0], [0.1, 0.99, 0])
+    scores = np.array([0.9, 0.85, 0.84, 0.62, 0.1])  # scaled: 1, .9375, .925, .65, 0
+    cfg = RecommendConfig()
+    groups, targets = pool_targets(vecs, scores, 3, cfg, cfg.tier3_quota_bonus)
+    assert groups[0] == groups[1] == groups[2] != groups[3] == groups[4]
+    # masses 2.59 and 0.72: one slot each, the spare to the first cluster
+    assert targets[groups[0]] == 2 and targets[groups[3]] == 1
+    # pick 2, plain MMR (λ 0.8): the near-duplicate 0.8·.9375 − 0.2·0.995 = 0.551 beats 0.8·.65 = 0.52;
+    # with the deficit bonus 0.1: 0.551 + 0.05 = 0.601 < 0.52 + 0.1 = 0.62
+    assert mmr(scores, vecs, 3, 0.8)[:2] == [0, 1]
+    assert mmr(scores, vecs, 3, 0.8, groups, targets, 0.1, "deficit")[:2] == [0, 3]
+    assert pool_targets(vecs, scores, 3, cfg, cfg.tier2_quota_bonus) == (None, None)  # Tier 2: off
 
 
 def test_ewma_by_hand():

@@ -112,6 +112,7 @@ def test_rec_eval_view_renders_a_saved_report(home, tmp_path):
         and "truncated to 1" in rendered.html
         and "content-knn" in rendered.html
     )
+    assert "cascade Δ recall" in rendered.html and "p_adj coverage" in rendered.html  # per-tier tests
     assert "scix-rec-tuned" in rendered.html and "Peers tuned on a validation split" in rendered.html
     assert len(rendered.figures) == 2  # recall by run, and the λ sweep curve
     assert json.loads(out.read_text())["n_users"] == 2
