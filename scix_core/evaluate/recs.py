@@ -46,7 +46,7 @@ from scix_core.evaluate import rec_runs
 from scix_core.evaluate.metrics import means, ranx_api
 from scix_core.evaluate.significance import PERMUTATIONS, compare, gate, holm
 from scix_core.recommend import Recommender, UserState
-from scix_core.recommend.library import library_saves, library_times, replay
+from scix_core.recommend.library import library_saves, library_times, replay_many
 from scix_core.recommend.profile import unit
 from scix_core.recommend.scorers.heuristic import HeuristicScorer
 from scix_core.recommend.splits import UserSplit, sample, split_libraries
@@ -237,9 +237,14 @@ def _replay(
     signal and the collaborative peers see. ``evaluated`` True / False: only the evaluated users / only the
     others (None: everyone)."""
     chosen = {s.user for s in splits}
-    for user, papers in train.items():
-        if evaluated is None or (user in chosen) == evaluated:
-            replay(rec, user, papers[:truncate] if truncate and user in chosen else papers)
+    replay_many(
+        rec,
+        (
+            (user, papers[:truncate] if truncate and user in chosen else papers, None)
+            for user, papers in train.items()
+            if evaluated is None or (user in chosen) == evaluated
+        ),
+    )
 
 
 def _score(
@@ -260,14 +265,19 @@ def _score(
     return values
 
 
-def _centroids(rec, ctx) -> np.ndarray:
+def _centroids(rec, ctx, tier1=None) -> np.ndarray:
+    """The user's interest clusters (Tier 1's Ward rule on the training saves), as unit centroids;
+    ``tier1``: the user's Tier-1 state when its stages ran, whose labels are these (not computed twice)."""
     cfg = rec.config.recommend
-    vecs = rec.side.vectors.get(rec.side.rows(ctx.saved))
-    labels = (
-        ward_labels(vecs, cfg.max_clusters, cfg.min_silhouette)[0]
-        if len(vecs) >= cfg.tier1_min_saves
-        else np.zeros(len(vecs), dtype=np.int64)
-    )
+    if tier1 is not None and len(tier1.saved_vectors) >= cfg.tier1_min_saves:
+        vecs, labels = tier1.saved_vectors, tier1.labels
+    else:
+        vecs = rec.side.vectors.get(rec.side.rows(ctx.saved))
+        labels = (
+            ward_labels(vecs, cfg.max_clusters, cfg.min_silhouette)[0]
+            if len(vecs) >= cfg.tier1_min_saves
+            else np.zeros(len(vecs), dtype=np.int64)
+        )
     return np.stack([unit(vecs[labels == k].mean(axis=0)) for k in range(int(labels.max()) + 1)])
 
 
@@ -313,10 +323,10 @@ def _run_all(
     default = cfg.heuristic if cfg.scorer == "heuristic" else None  # that variant is the default scorer
     for s in tqdm(splits, desc="users", unit="user", disable=not progress, leave=False):
         ctx = rec.context(s.user)
-        centroids[s.user] = timed("interest clusters (coverage)", _centroids, rec, ctx)
-        ranked, finished = {}, {}
+        ranked, finished, base = {}, {}, None
         if tier1:
             base = timed("tier1 candidates (stages 1-6b)", family.candidates, ctx)
+        centroids[s.user] = timed("interest clusters (coverage)", _centroids, rec, ctx, base)
         for run in runs:
             if run in tier1:
                 v = rec_runs.variant(run, default)

@@ -5,21 +5,24 @@ format's ``users.dat`` holds each user's saved items as an unordered list,
 so there timestamps are synthesised: in file order, one second apart, from a
 fixed origin (``SYNTHETIC_ORIGIN``), and every such row is flagged
 ``synthetic``. Import is idempotent: a user already present is
-skipped, never duplicated. Each user (interactions + profiles) is one
-transaction.
+skipped, never duplicated. Users are written ``IMPORT_BATCH`` to a
+transaction (interactions + profiles of each, all or none of the batch): an
+interrupted import keeps the batches committed, and a rerun imports the rest.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import islice
 
 from scix_core.recommend.profile import compute_profiles
 from scix_core.recommend.state import Event
 from scix_core.stores.papers import connect
 
 SYNTHETIC_ORIGIN = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
+IMPORT_BATCH = 500  # users a transaction of `scix users import`
 
 
 @dataclass(frozen=True)
@@ -79,15 +82,29 @@ def library_saves(build_dir) -> dict[str, list[str]]:
 def replay(rec, user: str, papers: Sequence[str], at: Sequence[dt.datetime] | None = None) -> None:
     """Store a new user with ``papers`` saved (at ``at``, or at synthetic times in order) and their profiles,
     in one transaction of ``rec``'s user state."""
-    times = (
-        list(at)
-        if at is not None
-        else [SYNTHETIC_ORIGIN + dt.timedelta(seconds=i) for i in range(len(papers))]
-    )
-    events = [Event(0, p, "save", when) for p, when in zip(papers, times)]
-    rec.state.import_library(
-        rec.index, user, papers, times, compute_profiles(rec.side, events), synthetic=at is None
-    )
+    replay_many(rec, [(user, papers, at)])
+
+
+def replay_many(
+    rec, libraries: Iterable[tuple[str, Sequence[str], Sequence[dt.datetime] | None]], batch: int = 1000
+) -> int:
+    """:func:`replay` for many users, ``batch`` users a transaction (one commit each, not one a user);
+    returns how many were stored."""
+
+    def stored(user, papers, at):
+        times = (
+            list(at)
+            if at is not None
+            else [SYNTHETIC_ORIGIN + dt.timedelta(seconds=i) for i in range(len(papers))]
+        )
+        events = [Event(0, p, "save", when) for p, when in zip(papers, times)]
+        return user, papers, times, compute_profiles(rec.side, events), at is None
+
+    n = 0
+    pending = iter(libraries)
+    while chunk := list(islice(pending, batch)):
+        n += rec.state.import_libraries(rec.index, (stored(*item) for item in chunk))
+    return n
 
 
 def import_libraries(rec, users: list[str] | None = None, progress: bool = False) -> ImportReport:
@@ -103,16 +120,23 @@ def import_libraries(rec, users: list[str] | None = None, progress: bool = False
     have = rec.state.existing(rec.index, libraries)
     row = rec.side.catalog.row
     imported = saves = unknown = 0
-    for user, papers in tqdm(libraries.items(), desc="users", unit="user", disable=not progress, leave=False):
-        if user in have:
-            continue
-        first = {}
-        for i, p in enumerate(papers):
-            if p in row:
-                first.setdefault(p, i)
-        known = list(first)
-        unknown += len(papers) - len(known)
-        replay(rec, user, known, [times[user][first[p]] for p in known] if times else None)
-        imported += 1
-        saves += len(known)
+
+    def known_saves():  # each new user's saves of papers the index holds, first save of each
+        nonlocal imported, saves, unknown
+        for user, papers in tqdm(libraries.items(), desc="users", unit="user", disable=not progress):
+            if user in have:
+                continue
+            first = {}
+            for i, p in enumerate(papers):
+                if p in row:
+                    first.setdefault(p, i)
+            known = list(first)
+            unknown += len(papers) - len(known)
+            imported += 1
+            saves += len(known)
+            yield user, known, [times[user][first[p]] for p in known] if times else None
+
+    # a batch of users a transaction: an interrupted import keeps the batches committed, and the next run
+    # skips those users
+    replay_many(rec, known_saves(), batch=IMPORT_BATCH)
     return ImportReport(imported, saves, len(have), unknown, not times, time.perf_counter() - t)

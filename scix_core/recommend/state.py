@@ -353,25 +353,46 @@ class UserState:
     ) -> None:
         """A new user with its saves in one transaction. ``at``: one time per save, or a start from which the
         saves are one second apart (synthetic times in file order)."""
-        times = (
-            [at + dt.timedelta(seconds=i) for i in range(len(paper_ids))]
-            if isinstance(at, dt.datetime)
-            else list(at)
-        )
+        self.import_libraries(index, [(user_id, paper_ids, at, profiles, synthetic)])
+
+    def import_libraries(
+        self,
+        index: str,
+        libraries: Iterable[
+            tuple[str, Sequence[str], dt.datetime | Sequence[dt.datetime], Sequence[Profile], bool]
+        ],
+    ) -> int:
+        """Many new users — (user, papers, at, profiles, synthetic) each, as :meth:`import_library` takes
+        them — in one transaction: all of them or none. One commit instead of one per user is what makes
+        replaying a whole community fast (5,551 CiteULike-a libraries: 13 s one by one). Returns the count."""
+        n = 0
         with self._write() as conn:
-            conn.execute(
-                "INSERT INTO users VALUES (?,?,?,?)",
-                (index, user_id, "[]", utc_text(min(times, default=parse_time(None)))),
-            )
-            conn.executemany(
-                "INSERT INTO interactions (index_name, user_id, paper_id, kind, at, synthetic) VALUES "
-                "(?,?,?,'save',?,?)",
-                (
-                    (index, user_id, pid, utc_text(when), int(synthetic))
-                    for pid, when in zip(paper_ids, times)
-                ),
-            )
-            self._write_profiles(conn, index, user_id, profiles)
+            for user_id, paper_ids, at, profiles, synthetic in libraries:
+                times = (
+                    [at + dt.timedelta(seconds=i) for i in range(len(paper_ids))]
+                    if isinstance(at, dt.datetime)
+                    else list(at)
+                )
+                check_user_id(user_id)
+                if conn.execute(
+                    "SELECT 1 FROM users WHERE index_name=? AND user_id=?", (index, user_id)
+                ).fetchone():
+                    raise InteractionError(f"user {user_id!r} already exists: a library imports only once")
+                conn.execute(
+                    "INSERT INTO users VALUES (?,?,?,?)",
+                    (index, user_id, "[]", utc_text(min(times, default=parse_time(None)))),
+                )
+                conn.executemany(
+                    "INSERT INTO interactions (index_name, user_id, paper_id, kind, at, synthetic) VALUES "
+                    "(?,?,?,'save',?,?)",
+                    (
+                        (index, user_id, pid, utc_text(when), int(synthetic))
+                        for pid, when in zip(paper_ids, times)
+                    ),
+                )
+                self._write_profiles(conn, index, user_id, profiles)
+                n += 1
+        return n
 
     def saves_since(self, index: str, after_id: int = 0) -> list[tuple[int, str, str]]:
         """(interaction id, user, paper) of every save of ``index`` with an id above ``after_id``, in id

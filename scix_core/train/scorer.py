@@ -33,7 +33,7 @@ import numpy as np
 from scix_core import __version__
 from scix_core.errors import ConfigError
 from scix_core.recommend import Recommender, UserState
-from scix_core.recommend.library import library_saves, replay
+from scix_core.recommend.library import library_saves, replay_many
 from scix_core.recommend.pipeline import candidate_stages, ranking_stages, run_stages
 from scix_core.recommend.scorers.features import FEATURES
 from scix_core.recommend.scorers.heuristic import HeuristicScorer
@@ -84,8 +84,9 @@ def protocol_examples(
             state=UserState(Path(tmp) / "s.sqlite"),
             build_community=False,
         )
-        for user, papers in known.items():
-            replay(private, user, splits[user].train if user in splits else papers)
+        replay_many(
+            private, ((u, splits[u].train if u in splits else papers, None) for u, papers in known.items())
+        )
         pipeline = [*candidate_stages(), *ranking_stages(HeuristicScorer(cfg), {})]
         for split in chosen:
             state, _ = run_stages(Tier1State(private.side, private.context(split.user), 10), pipeline)

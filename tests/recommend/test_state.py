@@ -110,6 +110,18 @@ def test_a_failing_profile_update_rolls_the_interaction_back(spec):
     assert state.events("idx", "u") == [] and state.profiles("idx", "u") == {}
 
 
+def test_libraries_import_together_or_not_at_all(spec):
+    state = open_store(spec)
+    state.import_library("idx", "b", ["p1"], T0, [])
+    libraries = [("a", ["p1", "p2"], T0, [], True), ("b", ["p3"], T0, [], True)]
+    with pytest.raises(InteractionError, match="'b' already exists"):
+        state.import_libraries("idx", libraries)
+    assert state.counts()["users"] == 1 and state.counts()["interactions"] == 1  # "a" rolled back with "b"
+    assert state.import_libraries("idx", libraries[:1]) == 1
+    assert [e.paper_id for e in state.events("idx", "a")] == ["p1", "p2"]
+    assert [e.at - T0 for e in state.events("idx", "a")] == [dt.timedelta(0), dt.timedelta(seconds=1)]
+
+
 def test_bad_records_are_typed_errors(spec):
     state = open_store(spec)
     with pytest.raises(UnknownUserError, match="'ghost'"):

@@ -7,12 +7,14 @@ import datetime as dt
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scix_core.config import RecommendConfig
 from scix_core.recommend.blend import pool_targets
 from scix_core.recommend.catalog import Catalog, months
 from scix_core.recommend.profile import ewma
-from scix_core.recommend.stages.cluster import cut_tree, medoid, ward_labels
+from scix_core.recommend.stages.cluster import cut_tree, medoid, silhouette, ward_labels
 from scix_core.recommend.stages.match import match_ids
 from scix_core.recommend.stages.mmr import mmr
 from scix_core.recommend.stages.quota import allocate, importance
@@ -60,6 +62,32 @@ def test_ward_finds_separated_interests_and_one_interest_stays_one():
     assert len(set(labels[:6])) == len(set(labels[6:12])) == len(set(labels[12:])) == 1
     tight = unit_rows(*([1, 0, 0, 0] + 0.01 * rng.normal(size=4) for _ in range(6)))
     assert ward_labels(tight, 8, 0.9)[0].max() == 0  # no cut reaches the silhouette floor: one interest
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(3, 40),
+    k=st.integers(2, 8),
+    seed=st.integers(0, 2**16),
+)
+def test_silhouette_is_scikit_learns(n, k, seed):
+    """The one-matrix silhouette of the cluster stage equals sklearn's, singleton clusters included."""
+    from sklearn.metrics import pairwise_distances, silhouette_score
+
+    rng = np.random.default_rng(seed)
+    k = min(k, n - 1)
+    labels = np.concatenate([np.arange(k), rng.integers(0, k, n - k)])  # every label used, some once
+    rng.shuffle(labels)
+    vecs = rng.normal(size=(n, 5))
+    distances = pairwise_distances(vecs)
+    assert silhouette(distances, labels) == pytest.approx(silhouette_score(vecs, labels), abs=1e-9)
+
+
+def test_silhouette_by_hand():
+    # points 0, 1 at x = 0 and 1 (cluster 0), point 2 at x = 5 (cluster 1, alone: scores 0)
+    # s(0) = (5 - 1) / 5 = 0.8, s(1) = (4 - 1) / 4 = 0.75, s(2) = 0 -> mean 0.5167
+    d = np.abs(np.subtract.outer([0.0, 1.0, 5.0], [0.0, 1.0, 5.0]))
+    assert silhouette(d, np.array([0, 0, 1])) == pytest.approx((0.8 + 0.75 + 0.0) / 3)
 
 
 def test_cut_tree_applies_the_first_merges():

@@ -44,7 +44,11 @@ class Suppress:
     def run(self, state: Tier1State) -> tuple[Tier1State, dict]:
         cfg, cat = state.side.config, state.side.catalog
         codes = suppressed_codes(state.ctx.events, cat, cfg.suppress_dismissals, cfg.suppress_days)
-        kept = tuple(c for c in state.scored if not codes.keys() & set(cat.suppression_codes(c.row)))
+        kept = (
+            tuple(c for c in state.scored if not codes.keys() & set(cat.suppression_codes(c.row)))
+            if codes
+            else state.scored
+        )
         kept_ids = {c.paper_id for c in kept}
         summary = {
             "suppressed_codes": codes,
