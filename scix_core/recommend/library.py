@@ -123,7 +123,9 @@ def import_libraries(rec, users: list[str] | None = None, progress: bool = False
 
     def known_saves():  # each new user's saves of papers the index holds, first save of each
         nonlocal imported, saves, unknown
-        for user, papers in tqdm(libraries.items(), desc="users", unit="user", disable=not progress):
+        for user, papers in tqdm(
+            libraries.items(), desc="users", unit="user", disable=not progress, leave=False
+        ):
             if user in have:
                 continue
             first = {}
