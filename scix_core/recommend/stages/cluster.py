@@ -61,6 +61,7 @@ def ward_labels(
 ) -> tuple[np.ndarray, dict[int, float]]:
     """Ward labels and the silhouette of every cut tried (k -> silhouette)."""
     import sklearn
+    from scipy.spatial.distance import pdist, squareform
     from sklearn.cluster import AgglomerativeClustering
 
     n = len(vectors)
@@ -70,10 +71,7 @@ def ward_labels(
         tree = AgglomerativeClustering(
             n_clusters=None, distance_threshold=0.0, linkage="ward", compute_full_tree=True
         ).fit(vectors)
-    v = np.asarray(vectors, dtype=np.float64)
-    sq = (v * v).sum(axis=1)
-    distances = np.sqrt(np.maximum(sq[:, None] + sq[None, :] - 2.0 * (v @ v.T), 0.0))
-    np.fill_diagonal(distances, 0.0)
+    distances = squareform(pdist(np.asarray(vectors, dtype=np.float64)))  # Euclidean, as sklearn's default
     scores: dict[int, float] = {}
     best, best_labels = min_silhouette, np.zeros(n, dtype=np.int64)
     for k in range(2, min(max_clusters, n - 1) + 1):
