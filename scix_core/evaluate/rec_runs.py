@@ -252,6 +252,7 @@ class Peers:
                         "build": self.rec.build_dir.name,
                         "peer": name,
                         "grid": grid,
+                        "beyond": collab.BEYOND.get(name),
                         "k": self.k,
                         "seed": self.seed,
                         "fit": sorted(fit.items()),
@@ -260,7 +261,16 @@ class Peers:
                 )
                 cache = self.cache_dir / f"{name}-{key}.json"
             self.tuned[name] = tuning.tune(
-                name, grid, lambda p: self._build(name, p), fit, val, cat.row, len(cat), self.k, cache
+                name,
+                grid,
+                lambda p: self._build(name, p),
+                fit,
+                val,
+                cat.row,
+                len(cat),
+                self.k,
+                cache,
+                beyond=collab.BEYOND.get(name),
             )
         return self.tuned[name]
 

@@ -219,8 +219,10 @@ class RecEvalReport:
                 t.add_row(run, *cells)
             console.print(t)
         for peer, tuned in self.setup.get("tuned", {}).items():
+            past = sum(1 for v in tuned["validation"] if v.get("beyond_grid"))
             console.print(
-                f"{peer}: {tuned['params']} (validation recall@{self.setup['cutoffs'][0]} on training saves"
+                f"{peer}: {tuned['params']} (validation recall@{self.setup['cutoffs'][0]} on training saves, "
+                f"{len(tuned['validation'])} settings{f', {past} past the grid' if past else ''}"
                 f"{', cached' if tuned['cached'] else ''})",
                 highlight=False,
             )

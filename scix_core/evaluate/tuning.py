@@ -5,9 +5,14 @@ aside (at least one; at least one stays); every model of a peer's grid
 (``scix_core.recommend.collab.GRIDS``) is fitted on what is left — every
 other user's training saves included — and scored by recall@k on the
 set-aside saves of up to ``max_users`` sampled users; the best setting
-(ties: the earlier in the grid) is then refitted on the whole training
-matrix by the caller. The held-out evaluation saves are never read: the
-function is not given them. Choices are cached as JSON per index build,
+(ties: the earlier tried) is then refitted on the whole training matrix by
+the caller. A best value on the edge of its axis is not taken on trust:
+where the peer names values beyond the grid
+(``scix_core.recommend.collab.BEYOND``), the search steps past that edge,
+one axis at a time from the best setting, while it improves (a grid whose
+optimum sits on its border only says the border was drawn too close).
+The held-out evaluation saves are never read: the function is not given
+them. Choices are cached as JSON per index build,
 split and grid (``SCIX_HOME/cache/rec-tuning/``), so a second run on the
 same split reuses them.
 """
@@ -36,11 +41,17 @@ class Tuned:
     table: tuple[tuple[str, float | None], ...]  # (params as JSON, validation recall@k or None: did not fit)
     seconds: float
     cached: bool = False
+    grid: int | None = None  # the table's first ``grid`` rows are the grid; the rest stepped beyond its edges
 
     def to_dict(self) -> dict:
+        grid = len(self.table) if self.grid is None else self.grid
         return {
             "params": self.params,
-            "validation": [{"params": json.loads(p), "recall": v} for p, v in self.table],
+            "validation": [
+                {"params": json.loads(p), "recall": v, **({"beyond_grid": True} if i >= grid else {})}
+                for i, (p, v) in enumerate(self.table)
+            ],
+            "grid": grid,
             "seconds": round(self.seconds, 3),
             "cached": self.cached,
         }
@@ -89,6 +100,29 @@ def cache_key(parts: Mapping) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def steps_beyond(
+    best: Mapping, tried: Sequence[Mapping], beyond: Mapping[str, tuple[Sequence, Sequence]]
+) -> list[dict]:
+    """The untried settings one step past an edge from ``best``: for each axis whose best value is the
+    lowest (highest) of that axis tried so far, ``best`` with the next value of ``beyond[axis][0]`` (``[1]``)
+    not yet tried — the values below (above) the grid, nearest first."""
+    seen = {json.dumps(dict(p), sort_keys=True) for p in tried}
+    out = []
+    for axis, (below, above) in beyond.items():
+        values = {p[axis] for p in tried if axis in p}
+        if axis not in best or len(values) < 2:
+            continue
+        for edge, further in ((min(values), below), (max(values), above)):
+            if best[axis] != edge:
+                continue
+            step = next((v for v in further if v not in values), None)
+            if step is not None:
+                candidate = {**best, axis: step}
+                if json.dumps(candidate, sort_keys=True) not in seen:
+                    out.append(candidate)
+    return out
+
+
 def tune(
     peer: str,
     grid: Sequence[dict],
@@ -99,8 +133,11 @@ def tune(
     n_items: int,
     k: int,
     cache: Path | None = None,
+    beyond: Mapping[str, tuple[Sequence, Sequence]] | None = None,
 ) -> Tuned:
-    """The grid's best setting by validation recall@k (``build(params)`` makes an unfitted model).
+    """The best setting by validation recall@k (``build(params)`` makes an unfitted model): the grid, then
+    steps past its edges while they improve (:func:`steps_beyond`; ``beyond``: axis -> (values below the
+    grid, values above it), nearest first).
 
     A setting the model refuses (a ``ConfigError``: no terms left after ``min_df`` on a tiny corpus, say) is
     recorded with no value and skipped; when every setting is refused the last refusal is raised."""
@@ -112,22 +149,38 @@ def tune(
             tuple((json.dumps(v["params"], sort_keys=True), v["recall"]) for v in got["validation"]),
             got["seconds"],
             cached=True,
+            grid=got.get("grid"),
         )
     t = time.perf_counter()
     x = matrix(fit, row, n_items)
+    tried: list[dict] = []
     table: list[tuple[str, float | None]] = []
     refused: ConfigError | None = None
-    for params in grid:
-        try:
-            value = recall_at(build(params).fit(x), fit, val, row, k)
-        except ConfigError as exc:
-            refused, value = exc, None
-        table.append((json.dumps(params, sort_keys=True), value))
-    usable = [i for i, (_, v) in enumerate(table) if v is not None]
-    if not usable:
+
+    def evaluate(settings: Sequence[dict]) -> None:
+        nonlocal refused
+        for params in settings:
+            try:
+                value = recall_at(build(params).fit(x), fit, val, row, k)
+            except ConfigError as exc:
+                refused, value = exc, None
+            tried.append(dict(params))
+            table.append((json.dumps(params, sort_keys=True), value))
+
+    def best() -> int | None:
+        usable = [i for i, (_, v) in enumerate(table) if v is not None]
+        return max(usable, key=lambda i: (table[i][1], -i)) if usable else None
+
+    evaluate(grid)
+    if best() is None:
         raise refused
-    best = max(usable, key=lambda i: (table[i][1], -i))
-    tuned = Tuned(peer, dict(grid[best]), tuple(table), time.perf_counter() - t)
+    while beyond and (steps := steps_beyond(tried[best()], tried, beyond)):
+        before = best()
+        evaluate(steps)
+        if best() == before:  # no step past the edge improved: the edge was the optimum after all
+            break
+    chosen = best()
+    tuned = Tuned(peer, dict(tried[chosen]), tuple(table), time.perf_counter() - t, grid=len(grid))
     if cache is not None:
         write_json_atomic(cache, tuned.to_dict())
     return tuned

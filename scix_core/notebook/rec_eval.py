@@ -142,7 +142,8 @@ def render_rec_eval(report: dict) -> Rendered:
                         "peer": peer,
                         "chosen": json.dumps(t["params"], sort_keys=True),
                         "validation": max(v["recall"] for v in t["validation"] if v["recall"] is not None),
-                        "grid": len(t["validation"]),
+                        "settings": len(t["validation"]),
+                        "past the grid": sum(1 for v in t["validation"] if v.get("beyond_grid")),
                         "cached": t["cached"],
                     }
                     for peer, t in tuned.items()

@@ -12,7 +12,7 @@ scores divided by the user's best, then summed):
   Σ_{s∈S} Σ_u (1/n_s)^α (1/n_u)^α / n_c^β over the users u who saved s and c;
   two sparse products per user (about 1 ms at CiteULike-a's 206k saves);
 * ``"ease"`` — EASE^R (Steck 2019) with ``recommend.collab_ease_lambda``: a
-  dense item × item regression over the items somebody saved (70 s and
+  dense item × item regression over the items somebody saved (17 s and
   1.2 GB at CiteULike-a's 17k; refused with its reason where it would not
   fit — the ensemble then scores with the parts that fit,
   :attr:`Community.failure` says why);

@@ -283,6 +283,58 @@ def test_validation_split_is_carved_from_training_saves_only():
         assert not pairs & held and not pairs & {(u, p) for u, ps in val.items() for p in ps}
 
 
+def test_steps_beyond_the_grid_edge_only_from_an_edge_best():
+    from scix_core.evaluate.tuning import steps_beyond
+
+    grid = [{"lam": v, "k": k} for v in (50.0, 100.0) for k in (1, 2)]
+    beyond = {"lam": ((25.0, 12.5), (200.0,)), "k": ((), (3,))}
+    # best at lam's lower edge and k's upper edge: one step down lam, one step up k
+    assert steps_beyond({"lam": 50.0, "k": 2}, grid, beyond) == [{"lam": 25.0, "k": 2}, {"lam": 50.0, "k": 3}]
+    assert steps_beyond({"lam": 100.0, "k": 1}, grid, beyond) == [{"lam": 200.0, "k": 1}]  # k: none below
+    tried = [*grid, {"lam": 25.0, "k": 2}]
+    assert steps_beyond({"lam": 25.0, "k": 2}, tried, beyond)[0] == {"lam": 12.5, "k": 2}  # the next one
+    assert steps_beyond({"lam": 50.0, "k": 2}, tried, {"lam": beyond["lam"]}) == []  # 50 is inside now
+
+
+def test_tuning_steps_past_the_edge_while_it_improves():
+    from scix_core.evaluate import tuning
+
+    fit = {"u": ("p0", "p1"), "v": ("p2",)}
+    val = {"u": frozenset({"p3"})}
+    row = {f"p{i}": i for i in range(6)}
+
+    class Peaked:  # validation recall 1 only for lam = 12.5: p3 scores highest there, lowest elsewhere
+        def __init__(self, lam):
+            self.lam = lam
+
+        def fit(self, x):
+            return self
+
+        def scores(self, rows):
+            out = np.arange(6, dtype=np.float32)
+            out[3] = 10.0 if self.lam == 12.5 else -1.0
+            return out
+
+    grid = [{"lam": v} for v in (50.0, 100.0, 200.0)]
+    beyond = {"lam": ((25.0, 12.5, 6.25, 3.0), (400.0,))}
+    got = tuning.tune("peaked", grid, lambda p: Peaked(**p), fit, val, row, 6, k=1, beyond=beyond)
+    # 25 does not improve on 50 (both 0): the search stops there, before reaching the peak at 12.5
+    assert [json.loads(p)["lam"] for p, _ in got.table] == [50.0, 100.0, 200.0, 25.0]
+    assert got.params == {"lam": 50.0} and got.to_dict()["validation"][3]["beyond_grid"]
+
+    class Rising(Peaked):  # recall 1/3, 2/3, 1 as lam falls to 12.5, then 0: the search walks down to 12.5
+        def scores(self, rows):
+            out = np.array([0, 0, 0, 0, 0, 1, 1, 1], dtype=np.float32)  # p2-p4 held out, p5-p7 not
+            out[2 : 2 + {50.0: 1, 25.0: 2, 12.5: 3}.get(self.lam, 0)] = 2.0
+            return out
+
+    val = {"u": frozenset({"p2", "p3", "p4"})}
+    row = {f"p{i}": i for i in range(8)}
+    got = tuning.tune("rising", grid, lambda p: Rising(**p), fit, val, row, 8, k=3, beyond=beyond)
+    assert [json.loads(p)["lam"] for p, _ in got.table] == [50.0, 100.0, 200.0, 25.0, 12.5, 6.25]
+    assert got.params == {"lam": 12.5} and got.to_dict()["grid"] == 3
+
+
 @pytest.mark.model
 def test_per_tier_peers_are_refitted_on_the_truncated_saves_with_their_tuned_parameters(home, tmp_path):
     from scix_core.cli.main import main

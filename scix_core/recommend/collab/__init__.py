@@ -5,9 +5,10 @@ Every model is a small object with ``fit(matrix)`` (users × catalogue rows,
 binary CSR) and ``scores(rows)``: the saved catalogue rows of one user →
 one float32 score per catalogue row. The user's own rows are not zeroed
 here; callers exclude what the user has seen. Hyper-parameters are plain
-constructor fields; ``MODELS`` maps a name to its class and ``GRIDS`` to
+constructor fields; ``MODELS`` maps a name to its class, ``GRIDS`` to
 the small grid ``scix eval-recs`` tunes on a validation split of the
-training saves (``scix_core.evaluate.tuning``).
+training saves (``scix_core.evaluate.tuning``) and ``BEYOND`` to the values
+it steps to when the best sits on the grid's edge.
 
 * ``rp3beta`` — the graph walk item → user → item of Paudel et al. (2017),
   transition probabilities raised to α, the landing item's popularity
@@ -69,6 +70,23 @@ GRIDS: dict[str, list[dict]] = {
     ],
     "text-knn": [{"sublinear": s, "min_df": d} for s in (True, False) for d in (1, 2)],
     "hybrid-knn": [{"text_weight": w} for w in (0.1, 0.3, 1.0, 3.0)],
+}
+
+
+# Values tried past a grid's edge (axis -> (below the grid, above it), nearest first) when the validation best
+# sits on that edge (``scix_core.evaluate.tuning.steps_beyond``): CiteULike-a's EASE chose the grid's
+# smallest λ and iALS its largest factors, α and regularisation before these existed.
+BEYOND: dict[str, dict[str, tuple[tuple, tuple]]] = {
+    "rp3beta": {"alpha": ((0.4, 0.2), (1.2, 1.5)), "beta": ((), (0.6, 0.8))},
+    "item-knn": {"shrink": ((), (100.0, 200.0, 500.0)), "neighbours": ((100, 50), (2000, 4000))},
+    "ease": {"lam": ((25.0, 12.5, 6.25), (800.0, 1600.0, 3200.0))},
+    "ials": {
+        "factors": ((64,), (512,)),
+        "alpha": ((10.0, 5.0), (120.0, 240.0)),
+        "regularization": ((0.03, 0.01), (3.0, 10.0)),
+    },
+    "text-knn": {"min_df": ((), (3, 5))},
+    "hybrid-knn": {"text_weight": ((0.03, 0.01), (10.0,))},
 }
 
 
