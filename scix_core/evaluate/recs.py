@@ -223,7 +223,13 @@ class RecEvalReport:
             console.print(
                 f"{peer}: {tuned['params']} (validation recall@{self.setup['cutoffs'][0]} on training saves, "
                 f"{len(tuned['validation'])} settings{f', {past} past the grid' if past else ''}"
-                f"{', cached' if tuned['cached'] else ''})",
+                f"{', cached' if tuned['cached'] else ''})"
+                + (
+                    f" — still on the edge of what was tried: {', '.join(tuned['on_edge'])} "
+                    "(list further values in scix_core.recommend.collab.BEYOND)"
+                    if tuned.get("on_edge")
+                    else ""
+                ),
                 highlight=False,
             )
 

@@ -42,6 +42,9 @@ class Tuned:
     seconds: float
     cached: bool = False
     grid: int | None = None  # the table's first ``grid`` rows are the grid; the rest stepped beyond its edges
+    on_edge: tuple[
+        str, ...
+    ] = ()  # axes whose chosen value is still the last one listed (see :func:`on_edge`)
 
     def to_dict(self) -> dict:
         grid = len(self.table) if self.grid is None else self.grid
@@ -52,6 +55,7 @@ class Tuned:
                 for i, (p, v) in enumerate(self.table)
             ],
             "grid": grid,
+            "on_edge": list(self.on_edge),
             "seconds": round(self.seconds, 3),
             "cached": self.cached,
         }
@@ -123,6 +127,23 @@ def steps_beyond(
     return out
 
 
+def on_edge(
+    best: Mapping, tried: Sequence[Mapping], beyond: Mapping[str, tuple[Sequence, Sequence]]
+) -> tuple:
+    """Axes whose best value is the lowest (highest) tried and every value listed past that edge was tried:
+    the optimum may lie further out than the search was allowed to go. An edge with nothing listed past
+    it (a shrinkage of 0, a β of 0) is a bound, not flagged."""
+    out = []
+    for axis, (below, above) in beyond.items():
+        values = {p[axis] for p in tried if axis in p}
+        if axis not in best or len(values) < 2:
+            continue
+        for edge, further in ((min(values), below), (max(values), above)):
+            if best[axis] == edge and further and all(v in values for v in further):
+                out.append(axis)
+    return tuple(out)
+
+
 def tune(
     peer: str,
     grid: Sequence[dict],
@@ -150,6 +171,7 @@ def tune(
             got["seconds"],
             cached=True,
             grid=got.get("grid"),
+            on_edge=tuple(got.get("on_edge", ())),
         )
     t = time.perf_counter()
     x = matrix(fit, row, n_items)
@@ -180,7 +202,14 @@ def tune(
         if best() == before:  # no step past the edge improved: the edge was the optimum after all
             break
     chosen = best()
-    tuned = Tuned(peer, dict(tried[chosen]), tuple(table), time.perf_counter() - t, grid=len(grid))
+    tuned = Tuned(
+        peer,
+        dict(tried[chosen]),
+        tuple(table),
+        time.perf_counter() - t,
+        grid=len(grid),
+        on_edge=on_edge(tried[chosen], tried, beyond or {}),
+    )
     if cache is not None:
         write_json_atomic(cache, tuned.to_dict())
     return tuned

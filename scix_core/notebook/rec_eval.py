@@ -144,6 +144,7 @@ def render_rec_eval(report: dict) -> Rendered:
                         "validation": max(v["recall"] for v in t["validation"] if v["recall"] is not None),
                         "settings": len(t["validation"]),
                         "past the grid": sum(1 for v in t["validation"] if v.get("beyond_grid")),
+                        "still on the edge": ", ".join(t.get("on_edge", ())),
                         "cached": t["cached"],
                     }
                     for peer, t in tuned.items()

@@ -284,7 +284,7 @@ def test_validation_split_is_carved_from_training_saves_only():
 
 
 def test_steps_beyond_the_grid_edge_only_from_an_edge_best():
-    from scix_core.evaluate.tuning import steps_beyond
+    from scix_core.evaluate.tuning import on_edge, steps_beyond
 
     grid = [{"lam": v, "k": k} for v in (50.0, 100.0) for k in (1, 2)]
     beyond = {"lam": ((25.0, 12.5), (200.0,)), "k": ((), (3,))}
@@ -294,6 +294,10 @@ def test_steps_beyond_the_grid_edge_only_from_an_edge_best():
     tried = [*grid, {"lam": 25.0, "k": 2}]
     assert steps_beyond({"lam": 25.0, "k": 2}, tried, beyond)[0] == {"lam": 12.5, "k": 2}  # the next one
     assert steps_beyond({"lam": 50.0, "k": 2}, tried, {"lam": beyond["lam"]}) == []  # 50 is inside now
+    tried += [{"lam": 12.5, "k": 2}, {"lam": 50.0, "k": 3}]
+    # lam's values below are used up with the best on that edge: flagged; k = 1 is a bound (none listed)
+    assert on_edge({"lam": 12.5, "k": 3}, tried, beyond) == ("lam", "k")
+    assert on_edge({"lam": 50.0, "k": 1}, tried, beyond) == ()
 
 
 def test_tuning_steps_past_the_edge_while_it_improves():
@@ -332,7 +336,7 @@ def test_tuning_steps_past_the_edge_while_it_improves():
     row = {f"p{i}": i for i in range(8)}
     got = tuning.tune("rising", grid, lambda p: Rising(**p), fit, val, row, 8, k=3, beyond=beyond)
     assert [json.loads(p)["lam"] for p, _ in got.table] == [50.0, 100.0, 200.0, 25.0, 12.5, 6.25]
-    assert got.params == {"lam": 12.5} and got.to_dict()["grid"] == 3
+    assert got.params == {"lam": 12.5} and got.to_dict()["grid"] == 3 and got.on_edge == ()
 
 
 @pytest.mark.model

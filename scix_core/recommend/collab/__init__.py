@@ -77,7 +77,7 @@ GRIDS: dict[str, list[dict]] = {
 # sits on that edge (``scix_core.evaluate.tuning.steps_beyond``): CiteULike-a's EASE chose the grid's
 # smallest λ and iALS its largest factors, α and regularisation before these existed.
 BEYOND: dict[str, dict[str, tuple[tuple, tuple]]] = {
-    "rp3beta": {"alpha": ((0.4, 0.2), (1.2, 1.5)), "beta": ((), (0.6, 0.8))},
+    "rp3beta": {"alpha": ((0.4, 0.2, 0.1), (1.2, 1.5)), "beta": ((), (0.6, 0.8))},
     "item-knn": {"shrink": ((), (100.0, 200.0, 500.0)), "neighbours": ((100, 50), (2000, 4000))},
     "ease": {"lam": ((25.0, 12.5, 6.25), (800.0, 1600.0, 3200.0))},
     "ials": {
