@@ -104,6 +104,18 @@ def cache_key(parts: Mapping) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def _edges(best: Mapping, tried: Sequence[Mapping], beyond: Mapping[str, tuple[Sequence, Sequence]]):
+    """(axis, the values tried on it, the values listed past the edge) for each edge of an axis — its lowest
+    or highest value tried, two or more tried — that ``best`` sits on."""
+    for axis, (below, above) in beyond.items():
+        values = {p[axis] for p in tried if axis in p}
+        if axis not in best or len(values) < 2:
+            continue
+        for edge, further in ((min(values), below), (max(values), above)):
+            if best[axis] == edge:
+                yield axis, values, further
+
+
 def steps_beyond(
     best: Mapping, tried: Sequence[Mapping], beyond: Mapping[str, tuple[Sequence, Sequence]]
 ) -> list[dict]:
@@ -112,18 +124,10 @@ def steps_beyond(
     not yet tried — the values below (above) the grid, nearest first."""
     seen = {json.dumps(dict(p), sort_keys=True) for p in tried}
     out = []
-    for axis, (below, above) in beyond.items():
-        values = {p[axis] for p in tried if axis in p}
-        if axis not in best or len(values) < 2:
-            continue
-        for edge, further in ((min(values), below), (max(values), above)):
-            if best[axis] != edge:
-                continue
-            step = next((v for v in further if v not in values), None)
-            if step is not None:
-                candidate = {**best, axis: step}
-                if json.dumps(candidate, sort_keys=True) not in seen:
-                    out.append(candidate)
+    for axis, values, further in _edges(best, tried, beyond):
+        step = next((v for v in further if v not in values), None)
+        if step is not None and json.dumps({**best, axis: step}, sort_keys=True) not in seen:
+            out.append({**best, axis: step})
     return out
 
 
@@ -133,15 +137,9 @@ def on_edge(
     """Axes whose best value is the lowest (highest) tried and every value listed past that edge was tried:
     the optimum may lie further out than the search was allowed to go. An edge with nothing listed past
     it (a shrinkage of 0, a β of 0) is a bound, not flagged."""
-    out = []
-    for axis, (below, above) in beyond.items():
-        values = {p[axis] for p in tried if axis in p}
-        if axis not in best or len(values) < 2:
-            continue
-        for edge, further in ((min(values), below), (max(values), above)):
-            if best[axis] == edge and further and all(v in values for v in further):
-                out.append(axis)
-    return tuple(out)
+    return tuple(
+        axis for axis, values, further in _edges(best, tried, beyond) if further and set(further) <= values
+    )
 
 
 def tune(
