@@ -42,9 +42,8 @@ class Tuned:
     seconds: float
     cached: bool = False
     grid: int | None = None  # the table's first ``grid`` rows are the grid; the rest stepped beyond its edges
-    on_edge: tuple[
-        str, ...
-    ] = ()  # axes whose chosen value is still the last one listed (see :func:`on_edge`)
+    # axes whose chosen value is still the last one listed past that edge (see :func:`on_edge`)
+    on_edge: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         grid = len(self.table) if self.grid is None else self.grid

@@ -163,7 +163,7 @@ class Ease:
         import threadpoolctl
 
         # XᵀX is symmetric, so its C-ordered dense array transposed is the column-major P with no copy (a
-        # C → F conversion of 1.2 GB takes 9 s, the factorisation 5)
+        # C → F conversion of 1.2 GB took 9 s, two thirds of LAPACK's factorisation and inversion)
         p = np.asarray(gram.toarray(), dtype=np.float32).T
         p[np.diag_indices(n)] += self.lam
         with threadpoolctl.threadpool_limits(None):
