@@ -278,7 +278,7 @@ class Peers:
         if name not in self._models:
             if name in COLLAB:
                 model = self._build(name, self.tune(name).params)
-                # the community's own part when it is the same model on the same saves (EASE: a minute)
+                # the community's own part when it is the same model on the same saves (EASE: 17 s)
                 shared = self.rec.community.fitted_like(model, self.matrix())
                 self._models[name] = shared or model.fit(self.matrix())
                 return self._models[name]

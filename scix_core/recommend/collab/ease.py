@@ -28,7 +28,7 @@ item set, saves and fit time. With ``stale_share`` s a fit whose saves are
 not cached loads the newest cached fit of the same λ and catalogue that saw
 at least s × today's saves instead, and says so (``fitted_saves``,
 ``fit_seconds``). A server's community uses s = 0 for its first fit — a
-worker restarted after some saves answers in seconds, not after a minute's
+worker restarted after some saves answers in seconds, not after a full
 refit — and s = 1 / (1 + refit growth) in its background refits; those take a
 per-folder lock, so the workers of one machine refit one at a time and the
 others adopt the fit just made instead of repeating it.
