@@ -6,12 +6,12 @@
 Starts ``scix serve`` in a process of its own (a fresh port on 127.0.0.1), waits for ``/healthz``, and
 runs ``--clients`` threads for ``--seconds``: 80% searches (titles of the index's papers as queries,
 hybrid), 15% recommendations, 5% saves, each client its own user (created first). It prints requests/s
-and p50/p95/p99 latency per endpoint and every error by status. Then, with ``--kill`` (default on), it
-SIGKILLs one worker (``--workers``, default the cores; with one worker the server, which it restarts) a
-third of the way through a second, shorter phase while the clients keep going, and reports how long
-until a new worker (or the restarted server) answered ``/healthz``, the errors seen meanwhile
-(connection refusals are counted apart: nothing listened), and whether every save the server
-acknowledged is in the user state afterwards. ``--state-dsn`` serves user state from PostgreSQL
+and p50/p95/p99 latency per endpoint and every error by status (the API's typed 503s apart). Then, with
+``--kill`` (default on), it SIGKILLs one worker (``--workers``, default the cores; with one worker the
+server, which it restarts) a third of the way through a second, shorter phase while the clients keep
+going, and reports how long until a new worker (or the restarted server) answered ``/healthz``, the errors
+seen meanwhile (connection refusals are counted apart: nothing listened), and whether every save the
+server acknowledged is in the user state afterwards. ``--state-dsn`` serves user state from PostgreSQL
 (``SCIX_STATE_DSN``).
 
 Bounded: ``--seconds`` per phase, a ``--max-requests`` cap, 30 s client timeouts, loopback only.
@@ -126,7 +126,7 @@ class Server:
             return []
         children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children")
         pids = [int(p) for p in children.read_text().split()] if children.exists() else []
-        # uvicorn's supervisor spawns the workers (multiprocessing); a resource tracker may sit beside them
+        # the front process starts the workers; nothing else of its own (a resource tracker, say) is a worker
         return [p for p in pids if "resource_tracker" not in _cmdline(p)]
 
     def kill_worker(self, timeout: float = 180.0) -> float:
@@ -193,12 +193,27 @@ def client(
                     r = http.post("/api/interactions", json={"user": user, "paper": paper, "kind": "save"})
                     ack = (user, paper)
                 status: int | str = r.status_code
+                if r.status_code >= 400:
+                    status = f"{r.status_code} {_code(r)}"  # a typed error names itself
             except httpx.ConnectError:
                 status = "refused"
                 time.sleep(0.05)
             except httpx.TransportError as exc:
                 status = type(exc).__name__
             tally.add(kind, time.perf_counter() - t, status, ack)
+
+
+def _code(response: httpx.Response) -> str:
+    try:
+        return str(response.json()["error"]["code"])
+    except (ValueError, KeyError, TypeError):
+        return "untyped"
+
+
+def typed_503(error: str) -> bool:
+    """An error key of the tally (``"save 503 worker_lost"``) that is the API's typed 503."""
+    parts = error.split()
+    return len(parts) == 3 and parts[1] == "503" and parts[2] != "untyped"
 
 
 def phase(server, users, titles, papers, seconds: float, cap: int, kill_at: float | None = None) -> dict:
@@ -247,8 +262,11 @@ def report(title: str, result: dict) -> None:
             table.add_row(kind, "0", "0", "-", "-", "-")
     console.print(table)
     total = sum(len(v) for v in tally.latency.values())
+    other = {k: v for k, v in tally.errors.items() if not typed_503(k)}
+    typed = sum(v for k, v in tally.errors.items() if typed_503(k))
     console.print(
-        f"{total / wall:.1f} requests/s over {wall:.1f} s; errors: {dict(tally.errors) or 'none'}",
+        f"{total / wall:.1f} requests/s over {wall:.1f} s; typed 503s: {typed}; other errors: "
+        f"{other or 'none'}",
         highlight=False,
     )
 

@@ -9,6 +9,7 @@ from scix_core.cli.common import config_from, console
 from scix_core.cli.registry import command
 from scix_core.errors import ConfigError
 from scix_core.extras import require
+from scix_core.serve.front import INDEX_ENV, run_front
 
 #: asyncio's own event loop even where uvloop is installed: with uvloop (uvicorn's "auto" choice) the
 #: serve bench answered 96 requests/s against 122-125 (docs/results.md#serving)
@@ -23,8 +24,9 @@ def _serve_args(p: argparse.ArgumentParser) -> None:
         "--workers",
         type=int,
         default=1,
-        help="server processes (uvicorn restarts one that dies); each reads its own copy of the embedded "
-        "vector shard, all share the user state (docs/api.md#workers)",
+        help="server processes behind one front process, which balances requests, restarts a worker that "
+        "dies and answers for it; each reads its own copy of the embedded vector shard, all share the user "
+        "state (docs/api.md#workers)",
     )
 
 
@@ -36,14 +38,11 @@ def serve_cmd(args: argparse.Namespace) -> int:
         raise ConfigError(f"--port must be in 1..65535, not {args.port}")
     uvicorn = require("uvicorn", "serve", "scix serve")
     require("fastapi", "serve", "scix serve")
-    from scix_core.serve.app import (
-        INDEX_ENV,
-        create_app,
-    )  # lazy: FastAPI and both stacks, only for this command
-
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         console.print(f"[yellow]listening on {args.host}: reachable beyond this machine[/]", highlight=False)
     if args.workers == 1:
+        from scix_core.serve.app import create_app  # lazy: FastAPI and both stacks, only for this command
+
         uvicorn.run(
             create_app(args.index, config_from(args)),
             host=args.host,
@@ -56,13 +55,4 @@ def serve_cmd(args: argparse.Namespace) -> int:
     os.environ[INDEX_ENV] = args.index  # the workers are new processes: they read the index and config here
     if getattr(args, "config", None):
         os.environ["SCIX_CONFIG"] = str(args.config)
-    uvicorn.run(
-        "scix_core.serve.app:from_environment",
-        factory=True,
-        workers=args.workers,
-        host=args.host,
-        port=args.port,
-        log_level=os.environ.get("SCIX_SERVE_LOG_LEVEL", "warning"),  # "info": workers started, died
-        **EVENT_LOOP,
-    )
-    return 0
+    return run_front(args.host, args.port, args.workers, os.environ.get("SCIX_SERVE_LOG_LEVEL", "warning"))

@@ -30,6 +30,7 @@ from scix_core.config import Config, load_config
 from scix_core.recommend import Recommender
 from scix_core.search import MODES, Searcher
 from scix_core.serve.errors import ApiError, install_handlers
+from scix_core.serve.front import INDEX_ENV
 from scix_core.serve.metrics import Metrics
 from scix_core.serve.middleware import LimitsAndMetrics
 from scix_core.serve.responses import Json
@@ -39,7 +40,6 @@ from scix_core.vectors import close_readers
 #: search caps the text and notes it)
 QUERY_SLACK = 10
 TOKEN_ENV = "SCIX_API_TOKEN"
-INDEX_ENV = "SCIX_SERVE_INDEX"  # the index a worker of `scix serve --workers N` serves
 #: ``recommend.community_refresh_s`` when the configuration leaves it unset: other users' saves join a
 #: server's co-save model within this many seconds (the asking user's own saves count at once)
 SERVE_COMMUNITY_REFRESH_S = 5.0

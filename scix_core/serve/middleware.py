@@ -7,10 +7,8 @@ from __future__ import annotations
 import time
 
 from scix_core.serve.errors import ApiError
+from scix_core.serve.front import MAX_BODY_BYTES
 from scix_core.serve.metrics import Metrics
-
-#: a request body larger than this is refused with 413 before it is read
-MAX_BODY_BYTES = 64 * 1024
 
 
 class LimitsAndMetrics:

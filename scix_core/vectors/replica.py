@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 ROOT = "replicas"
+COPY_ATTEMPTS = 5
 
 
 def held_elsewhere(exc: BaseException) -> bool:
@@ -67,8 +69,17 @@ def replica_of(shard: Path) -> Path:
     if target.exists():  # this process's copy, its store closed and reopened
         shutil.rmtree(target)
     partial = target.with_name(f".{target.name}.partial")
-    shutil.rmtree(partial, ignore_errors=True)
     target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(shard, partial, ignore=shutil.ignore_patterns("*.lock"))
+    for attempt in range(COPY_ATTEMPTS):
+        shutil.rmtree(partial, ignore_errors=True)
+        try:
+            shutil.copytree(shard, partial, ignore=shutil.ignore_patterns("*.lock"))
+            break
+        except (shutil.Error, FileNotFoundError):
+            # the holder, opening the shard right now, replaces a few small config files as it loads it
+            # (two workers starting together): copy again once it is done
+            if attempt == COPY_ATTEMPTS - 1:
+                raise
+            time.sleep(0.5 * (attempt + 1))
     partial.rename(target)
     return target

@@ -22,9 +22,7 @@ def test_load_then_a_kill_loses_no_acknowledged_save(tmp_path, encoder, monkeypa
     assert len(load.latency["search"]) > 10 and load.latency["recommend"], dict(load.errors)
     assert not load.errors, dict(load.errors)  # nothing fails under load
     killed = out["kill"]["tally"]
-    # during the kill only refused connections (nothing listening) or a dropped request in flight
-    assert set(k.split()[1] for k in killed.errors) <= {"refused", "RemoteProtocolError", "ReadError"}, (
-        killed.errors
-    )
+    # during the kill the front answers for the dead worker: reads elsewhere, writes with a typed 503
+    assert all(serve.typed_503(k) for k in killed.errors), killed.errors
     assert out["kill"]["recovery"] is not None and out["acknowledged"] > 0
     assert out["missing"] == 0

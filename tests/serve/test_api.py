@@ -4,9 +4,11 @@ a real uvicorn process."""
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 
@@ -18,8 +20,8 @@ from scix_core.config import load_config
 from scix_core.ingest import ingest
 from scix_core.search import Searcher
 from scix_core.serve.app import create_app
-from scix_core.serve.middleware import MAX_BODY_BYTES
-from tests.corpus import CORPUS
+from scix_core.serve.front import MAX_BODY_BYTES
+from tests.corpus import CORPUS, PAPERS
 
 pytestmark = pytest.mark.model
 
@@ -168,9 +170,21 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _raw(port: int, request: bytes) -> bytes:
+    """One request written as bytes, the front's whole answer (it closes the connection after an error)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(request)
+        chunks = []
+        while chunk := s.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def test_scix_serve_answers_over_http_from_two_workers(tmp_path, encoder):
-    """Two worker processes: one opens the embedded shard, the other a private copy; both answer hybrid
-    searches with the dense lane, and the copy is gone after a clean stop."""
+    """Two worker processes behind the front: one opens the embedded shard, the other a private copy; both
+    answer hybrid searches with the dense lane; the front refuses what it cannot delimit with typed errors;
+    a SIGKILLed worker's requests are answered (reads) or refused with a typed 503 (writes), never dropped;
+    a new worker takes its place; the copies are gone after a clean stop."""
     cfg = load_config().replace(home=tmp_path)
     ingest(
         CORPUS, "served", config=cfg, progress=False, encoder=encoder
@@ -196,12 +210,13 @@ def test_scix_serve_answers_over_http_from_two_workers(tmp_path, encoder):
         stderr=subprocess.PIPE,
         text=True,
     )
+    url = f"http://127.0.0.1:{port}"
     replicas = tmp_path / "indexes" / "served" / "replicas"
     try:
         deadline, workers = time.monotonic() + 180, {}
         while time.monotonic() < deadline and proc.poll() is None and len(workers) < 2:
             try:
-                health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5)
+                health = httpx.get(f"{url}/healthz", timeout=5)
                 workers[health.json()["worker"]] = health
             except httpx.TransportError:
                 time.sleep(0.3)
@@ -209,16 +224,97 @@ def test_scix_serve_answers_over_http_from_two_workers(tmp_path, encoder):
         assert all(h.status_code == 200 for h in workers.values())
         assert len(list(replicas.glob("*/vectors-*"))) == 1  # the second worker's copy
         answered = set()
-        for _ in range(40):
-            hits = httpx.get(f"http://127.0.0.1:{port}/search", params={"q": "galaxy images"}, timeout=60)
-            body = hits.json()
-            assert hits.status_code == 200 and body["hits"] and not body["metadata"].get("dropped_lanes")
-            answered.add(httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).json()["worker"])
+        with httpx.Client(base_url=url, timeout=60) as http:
+            for _ in range(40):
+                hits = http.get("/search", params={"q": "galaxy images"})
+                body = hits.json()
+                assert hits.status_code == 200 and body["hits"] and not body["metadata"].get("dropped_lanes")
+                answered.add(http.get("/healthz").json()["worker"])
+            assert http.head("/docs").status_code == 200  # no body: the front does not wait for one
         assert answered == set(workers)
+
+        # what the front refuses itself, typed like the API's own errors
+        chunked = _raw(
+            port, b"POST /api/users HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n"
+        )
+        assert chunked.startswith(b"HTTP/1.1 411") and b'"code": "length_required"' in chunked
+        large = _raw(
+            port, f"POST /api/users HTTP/1.1\r\ncontent-length: {MAX_BODY_BYTES + 1}\r\n\r\n".encode()
+        )
+        assert large.startswith(b"HTTP/1.1 413") and b'"code": "too_large"' in large
+        head = _raw(port, b"GET /healthz HTTP/1.1\r\nx-pad: " + b"a" * (70 * 1024) + b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 431")
+
+        # a worker killed under load: every read answered, every refused write a typed 503
+        user = f"u-{uuid.uuid4().hex[:8]}"
+        httpx.post(f"{url}/api/users", json={"user": user}, timeout=30).raise_for_status()
+        outcomes: list[tuple[str, int, str]] = []
+
+        def load(stop: threading.Event, n: int) -> None:
+            with httpx.Client(base_url=url, timeout=60) as http:
+                while not stop.is_set():
+                    r = (
+                        http.post(
+                            "/api/interactions",
+                            json={"user": user, "paper": PAPERS[n % 3].paper_id, "kind": "save"},
+                        )
+                        if n % 4 == 0
+                        else http.get("/search", params={"q": "galaxy images"})
+                    )
+                    code = r.json()["error"]["code"] if r.status_code >= 400 else ""
+                    outcomes.append((r.request.method, r.status_code, code))
+                    n += 1
+
+        stop = threading.Event()
+        threads = [threading.Thread(target=load, args=(stop, i)) for i in range(4)]
+        for t in threads:
+            t.start()
+        time.sleep(1.0)
+        victim = min(workers)
+        os.kill(victim, signal.SIGKILL)
+        deadline, fresh = time.monotonic() + 180, None
+        while time.monotonic() < deadline and fresh is None:
+            pid = httpx.get(f"{url}/healthz", timeout=30).json()["worker"]
+            fresh = pid if pid not in workers else None
+            time.sleep(0.1)
+        time.sleep(0.5)
+        stop.set()
+        for t in threads:
+            t.join(timeout=60)
+        assert fresh is not None, "no new worker answered after the kill"
+        failed = [o for o in outcomes if o[1] != 200 and o[1] != 201]
+        assert len(outcomes) > 20 and all(o[0] == "POST" and o[1:] == (503, "worker_lost") for o in failed), (
+            failed
+        )
+        assert proc.poll() is None
     finally:
         proc.terminate()
         proc.wait(timeout=60)
     assert not list(replicas.glob("*/vectors-*"))  # removed when the worker closed it
+
+
+def test_a_worker_that_cannot_start_stops_the_server_with_its_reason(tmp_path):
+    env = {**os.environ, "SCIX_HOME": str(tmp_path)}
+    env.pop("SCIX_CONFIG", None)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scix_core",
+            "serve",
+            "--index",
+            "nowhere",
+            "--port",
+            str(_free_port()),
+            "--workers",
+            "2",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 1 and "scix serve: worker" in done.stderr, done.stderr
 
 
 def test_a_bad_worker_count_is_refused_clearly(capsys):
