@@ -150,6 +150,13 @@ class RecommendConfig:
     # Tier 2 (tier2_quota_bonus) it cost recall there, where the co-save weight 2.0 already spreads the list
     tier3_quota_bonus: float = 0.1
     tier2_quota_bonus: float = 0.0
+    # + this × the weight of the interests of the users who saved the same papers (their libraries' Ward
+    # clusters) that a candidate reaches first, in the MMR of Tier 3 / Tier 2 (0: off; when on, it takes
+    # the place of the pool clusters' quota bonus); recommend/interests.py, chosen on CiteULike-a samples
+    tier3_neighbour_cover: float = 1.5
+    tier2_neighbour_cover: float = 1.0
+    tier1_neighbour_cover: float = 1.0  # the same in Tier 1's MMR, beside its own clusters' quota bonus
+    neighbours: int = 100  # at most this many of those users, the most papers shared first
     community_weight: float = 1.0  # Tier 3: weight_cosine · similarity + this · co-save score
     # Tier 2's weight (three or four saves): 2.0 covered more of the user's later interests at a small recall
     # cost on the CiteULike-a tuning sample; at one save the same weight cost more recall than it was worth

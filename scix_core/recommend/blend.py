@@ -25,6 +25,12 @@ slot (docs/results.md: at one save, more of the user's later interests
 covered at the same recall; at three, where the co-save weight 2.0 already
 spreads the list, it cost recall). Without other users, or switched off,
 the tier is the reference design's exactly.
+
+With ``tier3_neighbour_cover`` / ``tier2_neighbour_cover`` on (the default, 1.5), the interests of the
+users who saved the same papers (:mod:`scix_core.recommend.interests`) take the pool clusters' place:
+MMR adds that weight times the share of those users' interests a candidate reaches first. It spreads the
+list where such libraries actually grow rather than over whatever the pool holds (docs/results.md: at one
+and three saves, more of the user's later interests covered for less recall than the pool bonus took).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import numpy as np
 
 from scix_core.config import RecommendConfig
 from scix_core.recommend.context import IndexSide, UserContext
+from scix_core.recommend.interests import neighbourhood
 from scix_core.recommend.result import RecItem
 from scix_core.recommend.stages.cluster import ward_labels
 from scix_core.recommend.stages.mmr import mmr
@@ -146,11 +153,29 @@ def blend(
     if cfg.tier_mmr_lambda < 1.0 and len(order) > 1:  # MMR over the pool, in score order (ties by row)
         vecs = side.vectors.get([rows[i] for i in order])
         bonus = cfg.tier2_quota_bonus if tier == 2 else cfg.tier3_quota_bonus
+        gamma = cfg.tier2_neighbour_cover if tier == 2 else cfg.tier3_neighbour_cover
+        cover = None
+        if gamma > 0 and cos.libraries is not None and len(order) > limit:
+            saved = side.rows(p for p in ctx.saved if p in cat.row)
+            hood = neighbourhood(cos.libraries, saved, side.interests, side.vectors, cfg)
+            cover = hood.cover(vecs) if hood is not None else None
+            facts["neighbours"] = hood.users if hood is not None else 0
         groups, targets = (
-            pool_targets(vecs, score[order], limit, cfg, bonus) if len(order) > limit else (None, None)
+            pool_targets(vecs, score[order], limit, cfg, bonus)
+            if len(order) > limit and cover is None
+            else (None, None)
         )
         picks = mmr(
-            score[order], vecs, limit, cfg.tier_mmr_lambda, groups, targets, bonus, cfg.mmr_quota_shape
+            score[order],
+            vecs,
+            limit,
+            cfg.tier_mmr_lambda,
+            groups,
+            targets,
+            bonus,
+            cfg.mmr_quota_shape,
+            cover,
+            gamma,
         )
         if targets is not None:
             facts["pool_slot_targets"] = targets.tolist()  # per pool cluster, in cluster order

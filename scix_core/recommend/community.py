@@ -42,8 +42,10 @@ import multiprocessing
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -56,6 +58,44 @@ from scix_core.recommend.collab.ials import Ials
 from scix_core.recommend.collab.walk import RP3Beta
 from scix_core.recommend.state import UserState
 
+if TYPE_CHECKING:
+    from scipy.sparse import csr_matrix
+
+
+@dataclass(frozen=True, eq=False)
+class Libraries:
+    """Who saved what, as the co-save model last read it (users × catalogue rows, binary)."""
+
+    by_user: csr_matrix
+    memo: dict = field(default_factory=dict)  # what was derived from this snapshot (interests.neighbourhood)
+
+    @cached_property
+    def by_item(self) -> csr_matrix:
+        return self.by_user.T.tocsr()
+
+    def savers_of(self, saved_rows: np.ndarray, cap: int) -> list[tuple[np.ndarray, int]]:
+        """The libraries (catalogue rows) of up to ``cap`` users who saved any of ``saved_rows`` — most of
+        them shared first, ties by user row — each with how many it shares. A library holding nothing but
+        those papers (the asking user's own) shows no other interest and is left out."""
+        saved = np.asarray(saved_rows, dtype=np.int64)
+        if not len(saved) or cap <= 0:
+            return []
+        items, users = self.by_item, self.by_user  # rows read from indptr / indices: no matrix per row
+        savers, shared = np.unique(
+            np.concatenate([items.indices[items.indptr[r] : items.indptr[r + 1]] for r in saved]),
+            return_counts=True,
+        )
+        out = []
+        for i in np.lexsort((savers, -shared)):
+            u = int(savers[i])
+            rows = users.indices[users.indptr[u] : users.indptr[u + 1]]
+            if len(rows) <= len(saved) and np.isin(rows, saved).all():
+                continue
+            out.append((rows, int(shared[i])))
+            if len(out) >= cap:
+                break
+        return out
+
 
 @dataclass(frozen=True, eq=False)
 class CoSaves:
@@ -64,6 +104,7 @@ class CoSaves:
     scores: np.ndarray  # float32 in [0, 1], 0 where nobody co-saved
     savers: np.ndarray  # int per row
     model: str = ""  # what scored them, e.g. "rp3beta+ease"
+    libraries: Libraries | None = None  # the community's libraries these scores came from
 
     def top(self, n: int, exclude: np.ndarray) -> np.ndarray:
         """Up to ``n`` rows with a positive score, best first, never one of ``exclude``."""
@@ -172,6 +213,7 @@ class Community:
         self._user_col: list[int] = []  # the pairs in arrival order, for a cheap matrix rebuild
         self._item_col: list[int] = []
         self._matrix = None
+        self._libraries: Libraries | None = None
         self._fitted = None
         self._savers = np.zeros(len(catalog), dtype=np.int64)
         self._background: threading.Thread | None = None
@@ -329,6 +371,8 @@ class Community:
         with self._lock:
             self._refresh(lazy=True)
             matrix, model, savers = self._matrix, self._fitted, self._savers
+            if self._libraries is None or self._libraries.by_user is not matrix:
+                self._libraries = Libraries(matrix) if matrix is not None else None
         if not len(saved_rows) or model is None or matrix is None or not matrix.nnz:
             return None
         scores = model.scores(saved_rows)
@@ -336,4 +380,4 @@ class Community:
         best = float(scores.max()) if len(scores) else 0.0
         if best <= 0:
             return None
-        return CoSaves(scores / best, savers, getattr(model, "label", model.name))
+        return CoSaves(scores / best, savers, getattr(model, "label", model.name), self._libraries)

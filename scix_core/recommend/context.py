@@ -27,6 +27,9 @@ class IndexSide:
     vectors: LocalVectors | None = None
     store: VectorStore | None = None
     unavailable: str = ""
+    interests: object = (
+        None  # the build's InterestCache (scix_core.recommend.interests), set by the recommender
+    )
 
     def rows(self, paper_ids) -> np.ndarray:
         return np.array([self.catalog.row[p] for p in paper_ids], dtype=np.int64)

@@ -21,6 +21,7 @@ from scix_core.errors import ConfigError, InteractionError, ScixError, UnknownNa
 from scix_core.recommend.catalog import shared_catalog
 from scix_core.recommend.community import Community, collab_model
 from scix_core.recommend.context import IndexSide, UserContext
+from scix_core.recommend.interests import shared_interests
 from scix_core.recommend.library import library_pairs
 from scix_core.recommend.pipeline import ClusterTier
 from scix_core.recommend.profile import ProfileTier, compute_profiles, profiles_current
@@ -64,10 +65,12 @@ def _check_config(cfg) -> None:
     if min(r.longterm_half_life, r.shortterm_half_life, r.recency_half_life_saves) <= 0:
         raise ConfigError("recommend half-lives must be positive")
     weights = (r.collab_alpha, r.collab_beta, r.mmr_quota_bonus, r.tier3_quota_bonus, r.tier2_quota_bonus)
-    if min(*weights, r.weight_cosave, r.community_weight, r.tier2_community_weight) < 0:
+    covers = (r.tier3_neighbour_cover, r.tier2_neighbour_cover, r.tier1_neighbour_cover, r.neighbours)
+    if min(*weights, *covers, r.weight_cosave, r.community_weight, r.tier2_community_weight) < 0:
         raise ConfigError(
             "recommend.collab_alpha, collab_beta, mmr_quota_bonus, tier3_quota_bonus, tier2_quota_bonus, "
-            "weight_cosave, community_weight and tier2_community_weight must be >= 0"
+            "tier3_neighbour_cover, tier2_neighbour_cover, tier1_neighbour_cover, neighbours, weight_cosave, "
+            "community_weight and tier2_community_weight must be >= 0"
         )
     if r.collab_ease_lambda <= 0:
         raise ConfigError(f"recommend.collab_ease_lambda must be positive, not {r.collab_ease_lambda}")
@@ -125,7 +128,13 @@ class Recommender:
 
     def _side(self) -> IndexSide:
         catalog = shared_catalog(self.index, self.build_dir)
-        side = IndexSide(self.index, self.manifest.get("model", ""), catalog, self.config.recommend)
+        side = IndexSide(
+            self.index,
+            self.manifest.get("model", ""),
+            catalog,
+            self.config.recommend,
+            interests=shared_interests(str(self.build_dir.resolve())),
+        )
         if not self.manifest.get("vectors"):
             return replace(
                 side, unavailable="index built without vectors (--no-embed): only Tier 0 (trending) runs"

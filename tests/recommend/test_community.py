@@ -292,10 +292,19 @@ def test_tiers_3_and_2_add_what_others_saved_alongside(rec_indexes, tmp_path, ti
     assert result.items[0].score == max(i.score for i in result.items)  # MMR may reorder the rest
     summary = result.stages[0].summary
     assert summary["community"] is True and summary["pool"] > 4
-    if result.tier == 3:  # the pool's clusters share the four slots (tier3_quota_bonus); Tier 2 has no bonus
+    # the three users who saved the same papers steer the pick with their interests (in place of the pool
+    # clusters' bonus)
+    assert summary["neighbours"] == 3 and "pool_slot_targets" not in summary
+    if result.tier == 3:  # without them the pool's clusters share the four slots (tier3_quota_bonus)
+        off = Recommender(
+            rec_indexes.edge,
+            rec_indexes.config.replace(**{"recommend.tier3_neighbour_cover": 0.0}),
+            state=state,
+            build_community=False,
+        ).recommend("me", limit=4, log=False)
+        summary = off.stages[0].summary
         assert sum(summary["pool_slot_targets"]) == 4 and 1 <= summary["pool_clusters_picked"] <= 4
-    else:
-        assert "pool_slot_targets" not in summary
+        assert "neighbours" not in summary
     plain = Recommender(
         rec_indexes.edge,
         rec_indexes.config.replace(**{"recommend.community_tiers": False}),

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from scix_core.config import RecommendConfig
 from scix_core.recommend.blend import pool_targets
 from scix_core.recommend.catalog import Catalog, months
+from scix_core.recommend.interests import InterestCache, neighbourhood
 from scix_core.recommend.profile import ewma
 from scix_core.recommend.stages.cluster import cut_tree, medoid, silhouette, ward_labels
 from scix_core.recommend.stages.match import match_ids
@@ -166,6 +167,60 @@ def test_tier_pool_clusters_get_slot_shares_and_the_small_one_a_pick():
     assert mmr(scores, vecs, 3, 0.8)[:2] == [0, 1]
     assert mmr(scores, vecs, 3, 0.8, groups, targets, 0.1, "deficit")[:2] == [0, 3]
     assert pool_targets(vecs, scores, 3, cfg, cfg.tier2_quota_bonus) == (None, None)  # Tier 2: off
+
+
+class _Vectors:
+    def __init__(self, rows):
+        self.rows = np.asarray(rows, dtype=np.float32)
+
+    def get(self, ids):
+        return self.rows[np.asarray(ids, dtype=np.int64)]
+
+
+def test_savers_libraries_most_shared_first_without_the_asker():
+    from scipy.sparse import csr_matrix
+
+    from scix_core.recommend.community import Libraries
+
+    # users × papers: u0 saved {0, 1} (the asker's own library), u1 {0, 2}, u2 {0, 1, 3}, u3 {4}, u4 {1, 5}
+    pairs = [(0, 0), (0, 1), (1, 0), (1, 2), (2, 0), (2, 1), (2, 3), (3, 4), (4, 1), (4, 5)]
+    users, items = zip(*pairs)
+    libs = Libraries(csr_matrix((np.ones(len(pairs)), (users, items)), shape=(5, 6)))
+    got = libs.savers_of(np.array([0, 1]), cap=10)
+    # u2 shares both papers, then u1 and u4 one each (by user row); u0 holds nothing else; u3 shares none
+    assert [(r.tolist(), w) for r, w in got] == [([0, 1, 3], 2), ([0, 2], 1), ([1, 5], 1)]
+    assert [w for _, w in libs.savers_of(np.array([0, 1]), cap=1)] == [2]
+    assert libs.savers_of(np.array([], dtype=np.int64), cap=10) == []
+
+
+def test_neighbour_cover_gives_the_interest_nobody_reached_a_pick():
+    """Two users saved paper 0 beside the asker: one with two interests (x: papers 0, 1; y: 2, 3), one
+    with one (x: 0, 4). The pool: two near-duplicates along x, one along y, less relevant."""
+    from scipy.sparse import csr_matrix
+
+    from scix_core.recommend.community import Libraries
+
+    cfg = RecommendConfig(tier1_min_saves=2, min_silhouette=0.05)
+    vectors = _Vectors(unit_rows([1, 0, 0], [0.98, 0.2, 0], [0, 1, 0], [0, 0.98, 0.2], [0.99, 0, 0.1]))
+    pairs = [(0, 0), (1, 0), (1, 1), (1, 2), (1, 3), (2, 0), (2, 4)]  # user 0 is the asker
+    users, items = zip(*pairs)
+    libraries = Libraries(csr_matrix((np.ones(len(pairs)), (users, items)), shape=(3, 5)))
+    cache = InterestCache()
+    hood = neighbourhood(libraries, np.array([0]), cache, vectors, cfg)
+    assert hood.users == 2 and hood.sizes.tolist() == [2, 1]  # both share one paper: equal weights
+    assert hood.weight == pytest.approx([1 / 4, 1 / 4, 1 / 2])
+    pool = unit_rows([1, 0.05, 0], [1, 0, 0.05], [0.1, 1, 0])
+    assign, weight = hood.cover(pool)
+    assert assign.tolist() == [[0, 2], [0, 2], [1, 2]]  # x, x, y for the first user; x for the second
+    rel = np.array([1.0, 0.95, 0.6])  # scaled: 1, 0.875, 0
+    # pick 1 covers interests 0 and 2; pick 2: the duplicate 0.875 + 0 against 0 + γ/4 (interest 1)
+    assert mmr(rel, pool, 2, 1.0) == [0, 1]
+    assert mmr(rel, pool, 2, 1.0, cover=(assign, weight), cover_gain=4.0) == [0, 2]  # 1.0 > 0.875
+    assert mmr(rel, pool, 2, 1.0, cover=(assign, weight), cover_gain=3.0) == [0, 1]  # 0.75 < 0.875
+    # centroids are kept per library, the neighbourhood per snapshot and saved papers
+    assert len(cache._kept) == 2 and neighbourhood(libraries, np.array([0]), cache, vectors, cfg) is hood
+    assert neighbourhood(libraries, np.array([3]), cache, vectors, cfg).users == 1
+    assert neighbourhood(Libraries(libraries.by_user[:1]), np.array([0]), cache, vectors, cfg) is None
 
 
 def test_ewma_by_hand():

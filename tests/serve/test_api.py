@@ -341,3 +341,14 @@ def test_the_api_on_postgres_user_state(built, postgresql):
         assert doc["tier"] == 3 and doc["items"]
         state = next(check for check in c.get("/healthz").json()["checks"] if check["name"] == "user_state")
         assert state["status"] == "ok" and "schema scix_state" in state["location"]
+
+
+def test_workers_share_the_cores_between_their_thread_pools_unless_told():
+    from scix_core.serve.front import THREAD_POOLS, Front
+
+    cores = os.cpu_count() or 1
+    front = Front("127.0.0.1", 0, 2, {"PATH": "/bin"})
+    env = front._worker_env()
+    assert all(env[name] == str(max(1, cores // 2)) for name in THREAD_POOLS) and env["PATH"] == "/bin"
+    assert Front("127.0.0.1", 0, 2, {"OMP_NUM_THREADS": "3"})._worker_env()["OMP_NUM_THREADS"] == "3"
+    front.run_dir.rmdir()

@@ -22,6 +22,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from scix_core.recommend.interests import neighbourhood
 from scix_core.recommend.stages.base import Tier1State
 from scix_core.recommend.stages.quota import allocate
 
@@ -49,10 +50,14 @@ def mmr(
     targets: np.ndarray | None = None,
     bonus: float = 0.0,
     shape: str = "step",
+    cover: tuple[np.ndarray, np.ndarray] | None = None,
+    cover_gain: float = 0.0,
 ) -> list[int]:
     """Indices into the pool in pick order; ``bonus`` for a candidate whose group is below its target —
     all of it (``shape="step"``), or in proportion to the share of the target still missing
-    (``"deficit"``: a group with no pick yet gets all of it, one near its target little)."""
+    (``"deficit"``: a group with no pick yet gets all of it, one near its target little). ``cover``
+    (:func:`~scix_core.recommend.interests.neighbour_cover`: each candidate's interest per neighbour, each
+    interest's weight): + ``cover_gain`` × the weight of the interests a candidate would cover first."""
     n = len(relevance)
     if n == 0 or k <= 0:
         return []
@@ -69,6 +74,9 @@ def mmr(
     if quota:
         counts = np.zeros(len(targets), dtype=np.int64)
         member = groups >= 0
+    if cover is not None and cover_gain > 0:
+        assign, weight = cover
+        covered = np.zeros(len(weight), dtype=bool)
     for _ in range(min(k, n)):
         gain = lam * rel - (1 - lam) * closest if picked else lam * rel
         if quota:
@@ -77,12 +85,16 @@ def mmr(
             missing = np.maximum(want - counts[groups[member]], 0)
             under[member] = missing / np.maximum(want, 1) if shape == "deficit" else missing > 0
             gain = gain + bonus * under
+        if cover is not None and cover_gain > 0:
+            gain = gain + cover_gain * np.where(covered[assign], 0.0, weight[assign]).sum(axis=1)
         gain = np.where(available, gain, -np.inf)
         best = int(np.argmax(gain))
         picked.append(best)
         available[best] = False
         if quota and groups[best] >= 0:
             counts[groups[best]] += 1
+        if cover is not None and cover_gain > 0:
+            covered[assign[best]] = True
         closest = np.maximum(closest, (vecs @ vecs[best]).astype(np.float64))
     return picked
 
@@ -97,7 +109,25 @@ class Mmr:
         vecs = state.side.vectors.get([c.row for c in pool])
         groups, targets = slot_targets(state, pool, state.limit)
         scores = np.array([c.score for c in pool])
-        picks = mmr(scores, vecs, state.limit, lam, groups, targets, bonus, cfg.mmr_quota_shape)
+        cover, neighbours, cos = None, None, state.ctx.cosaves
+        if cfg.tier1_neighbour_cover > 0 and cos is not None and cos.libraries is not None:
+            hood = neighbourhood(
+                cos.libraries, state.saved_rows, state.side.interests, state.side.vectors, cfg
+            )
+            cover = hood.cover(vecs) if hood is not None else None
+            neighbours = hood.users if hood is not None else 0
+        picks = mmr(
+            scores,
+            vecs,
+            state.limit,
+            lam,
+            groups,
+            targets,
+            bonus,
+            cfg.mmr_quota_shape,
+            cover,
+            cfg.tier1_neighbour_cover,
+        )
         selected = tuple(pool[i] for i in picks)
         moves = tuple((pool[i].paper_id, i + 1, pos) for pos, i in enumerate(picks, start=1))
         summary = {
@@ -111,6 +141,7 @@ class Mmr:
                 )
             },
             "pool": len(pool),
+            "neighbours": neighbours,  # users who saved the same papers, read for their interests
             "picked": len(selected),
             "moved": sum(1 for _, rel, pos in moves if rel != pos),
             "moves": [list(m) for m in moves],

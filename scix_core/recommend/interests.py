@@ -1,0 +1,125 @@
+"""The interests of the users who saved what a user saved — where a library of one or three saves may lead.
+
+With one or three saves a user's interest clusters are not known yet. The users who saved the same papers
+have whole libraries, and their Ward clusters (Tier 1's rule, and the one ``scix eval-recs`` measures
+interest coverage with) are the interests a library that starts like theirs tends to grow into. Tiers 3
+and 2 pick their list by MMR with a gain for every such interest a candidate reaches first
+(:meth:`Neighbourhood.cover`; ``recommend.tier3_neighbour_cover`` / ``tier2_neighbour_cover`` /
+``tier1_neighbour_cover``): a candidate
+nearest an interest of many of those users that no pick covers yet is worth more than one beside the
+papers already picked. Each library's centroids are computed once and kept (:class:`InterestCache`,
+bounded); the greedy itself is a few small matrix products.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from scix_core.config import RecommendConfig
+from scix_core.recommend.stages.cluster import ward_labels
+
+
+class InterestCache:
+    """Unit centroids of a library's Ward clusters (one cluster below ``tier1_min_saves`` saves), by
+    library, the ``size`` most recently used kept."""
+
+    def __init__(self, size: int = 50_000):
+        self.size = size
+        self._kept: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def centroids(self, rows: np.ndarray, vectors, cfg: RecommendConfig) -> np.ndarray:
+        key = (
+            np.asarray(rows, dtype=np.int64).tobytes()
+            + repr((cfg.max_clusters, cfg.min_silhouette, cfg.tier1_min_saves)).encode()
+        )
+        with self._lock:
+            if key in self._kept:
+                self._kept.move_to_end(key)
+                return self._kept[key]
+        vecs = np.asarray(vectors.get(rows), dtype=np.float32)
+        labels = (
+            ward_labels(vecs, cfg.max_clusters, cfg.min_silhouette)[0]
+            if len(vecs) >= cfg.tier1_min_saves
+            else np.zeros(len(vecs), dtype=np.int64)
+        )
+        means = np.stack([vecs[labels == k].mean(axis=0) for k in range(int(labels.max()) + 1)])
+        out = (means / np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+        with self._lock:
+            self._kept[key] = out
+            while len(self._kept) > self.size:
+                self._kept.popitem(last=False)
+        return out
+
+
+_SHARED: dict[str, InterestCache] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_interests(build: str) -> InterestCache:
+    """One cache per index build in this process: every recommender over it (the evaluation's per-tier
+    runs make several) reuses the centroids."""
+    with _SHARED_LOCK:
+        return _SHARED.setdefault(build, InterestCache())
+
+
+@dataclass(frozen=True, eq=False)
+class Neighbourhood:
+    """The interests of the users who saved the same papers as one user: every such user's interest
+    centroids, one after the other (``starts``/``sizes`` mark each user's), and each interest's share of the
+    cover gain — the user's weight (papers shared) over their number of interests, summing to 1 over one
+    interest of every such user."""
+
+    centroids: np.ndarray  # float32, interests × dimensions
+    starts: np.ndarray
+    sizes: np.ndarray
+    weight: np.ndarray
+    users: int
+
+    def cover(self, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For :func:`~scix_core.recommend.stages.mmr.mmr`'s cover term: the interest each candidate falls in
+        for each user (its nearest centroid among theirs: an index into all the interests, candidates ×
+        users), and each interest's weight."""
+        sims = np.asarray(candidates, dtype=np.float32) @ self.centroids.T
+        best = np.repeat(np.maximum.reduceat(sims, self.starts, axis=1), self.sizes, axis=1)
+        index = np.where(sims >= best, np.arange(sims.shape[1]), sims.shape[1])
+        return np.minimum.reduceat(index, self.starts, axis=1), self.weight
+
+
+MEMO_SIZE = 20_000  # neighbourhoods kept per snapshot of the community's libraries
+
+
+def neighbourhood(
+    libraries, saved_rows: np.ndarray, cache: InterestCache, vectors, cfg
+) -> Neighbourhood | None:
+    """The neighbourhood of a user who saved ``saved_rows`` (:meth:`Libraries.savers_of`, at most
+    ``recommend.neighbours`` users), kept with the community snapshot ``libraries`` it was read from (the
+    evaluation asks for it once per run and user); None when nobody else saved those papers."""
+    key = (
+        np.asarray(saved_rows, dtype=np.int64).tobytes()
+        + repr((cfg.neighbours, cfg.max_clusters, cfg.min_silhouette, cfg.tier1_min_saves)).encode()
+    )
+    memo = libraries.memo
+    if key in memo:
+        return memo[key]
+    users = libraries.savers_of(saved_rows, cfg.neighbours)
+    hood = None
+    if users:
+        cents = [cache.centroids(rows, vectors, cfg) for rows, _ in users]
+        sizes = np.array([len(c) for c in cents])
+        shared = np.array([w for _, w in users], dtype=np.float64)
+        hood = Neighbourhood(
+            np.concatenate(cents),
+            np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64),
+            sizes,
+            np.repeat(shared / shared.sum() / sizes, sizes),
+            len(users),
+        )
+    if len(memo) >= MEMO_SIZE:
+        memo.clear()
+    memo[key] = hood
+    return hood
