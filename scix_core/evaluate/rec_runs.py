@@ -54,7 +54,7 @@ from scix_core.recommend import collab
 from scix_core.recommend.collab.text import load_texts
 from scix_core.recommend.pipeline import candidate_stages, ranking_stages, run_stages
 from scix_core.recommend.stages.base import Tier1State
-from scix_core.recommend.stages.mmr import mmr, slot_targets
+from scix_core.recommend.stages.mmr import tier1_picks
 from scix_core.recommend.stages.quota import allocate
 from scix_core.types import Ranking
 
@@ -132,23 +132,8 @@ class Tier1Family:
                 for x in [y for y in pool if y.cluster_id == c.cluster_id][:n]
             ]
             return [x.paper_id for x in sorted(picked, key=lambda x: -x.score)]
-        cfg = self.rec.config.recommend
-        lam = float(run.split("_")[1]) if run.startswith("mmr_") else cfg.mmr_lambda
-        vecs = self.rec.side.vectors.get([c.row for c in pool])
-        groups, targets = slot_targets(state, pool, self.k)
-        return [
-            pool[i].paper_id
-            for i in mmr(
-                np.array([c.score for c in pool]),
-                vecs,
-                self.k,
-                lam,
-                groups,
-                targets,
-                cfg.mmr_quota_bonus,
-                cfg.mmr_quota_shape,
-            )
-        ]
+        lam = float(run.split("_")[1]) if run.startswith("mmr_") else self.rec.config.recommend.mmr_lambda
+        return [pool[i].paper_id for i in tier1_picks(state, pool, self.k, lam)[0]]
 
 
 def variant(run: str, default: str | None = None) -> str:

@@ -115,6 +115,11 @@ def test_eval_recs_on_real_libraries(citeulike_home):
     assert all(
         set(block["runs"]) == {"cascade", "content-knn", "rp3beta"} for block in report.per_tier.values()
     )
+    # the main table's tier1 finishes the way Tier 1 itself picks: the cascade on all the training saves
+    for metric in ("recall@10", "cluster_coverage"):
+        assert report.per_tier["all"]["runs"]["cascade"][metric] == pytest.approx(
+            report.runs["tier1"][metric]
+        )
     # each per-tier table tests the cascade against each peer on recall and coverage, Holm over the table
     for block in report.per_tier.values():
         tests = {(c["baseline"], c["metric"]): c for c in block["comparisons"]}

@@ -99,6 +99,33 @@ def mmr(
     return picked
 
 
+def tier1_picks(state: Tier1State, pool, k: int, lam: float) -> tuple[list[int], np.ndarray, int | None]:
+    """Stage 9's pick over ``pool`` (what the evaluation's Tier-1 runs and λ sweeps finish with too): MMR at
+    ``lam`` with the clusters' quota bonus and the neighbourhood's cover gain. (Picks, each cluster's
+    slot target, how many users who saved the same papers were read — None when the gain is off.)"""
+    cfg = state.side.config
+    vecs = state.side.vectors.get([c.row for c in pool])
+    groups, targets = slot_targets(state, pool, k)
+    cover, neighbours, cos = None, None, state.ctx.cosaves
+    if cfg.tier1_neighbour_cover > 0 and cos is not None and cos.libraries is not None:
+        hood = neighbourhood(cos.libraries, state.saved_rows, state.side.interests, state.side.vectors, cfg)
+        cover = hood.cover(vecs) if hood is not None else None
+        neighbours = hood.users if hood is not None else 0
+    picks = mmr(
+        np.array([c.score for c in pool]),
+        vecs,
+        k,
+        lam,
+        groups,
+        targets,
+        cfg.mmr_quota_bonus,
+        cfg.mmr_quota_shape,
+        cover,
+        cfg.tier1_neighbour_cover,
+    )
+    return picks, targets, neighbours
+
+
 class Mmr:
     name, writes = "mmr", "selected"
 
@@ -106,28 +133,7 @@ class Mmr:
         pool = state.kept
         cfg = state.side.config
         lam, bonus = cfg.mmr_lambda, cfg.mmr_quota_bonus
-        vecs = state.side.vectors.get([c.row for c in pool])
-        groups, targets = slot_targets(state, pool, state.limit)
-        scores = np.array([c.score for c in pool])
-        cover, neighbours, cos = None, None, state.ctx.cosaves
-        if cfg.tier1_neighbour_cover > 0 and cos is not None and cos.libraries is not None:
-            hood = neighbourhood(
-                cos.libraries, state.saved_rows, state.side.interests, state.side.vectors, cfg
-            )
-            cover = hood.cover(vecs) if hood is not None else None
-            neighbours = hood.users if hood is not None else 0
-        picks = mmr(
-            scores,
-            vecs,
-            state.limit,
-            lam,
-            groups,
-            targets,
-            bonus,
-            cfg.mmr_quota_shape,
-            cover,
-            cfg.tier1_neighbour_cover,
-        )
+        picks, targets, neighbours = tier1_picks(state, pool, state.limit, lam)
         selected = tuple(pool[i] for i in picks)
         moves = tuple((pool[i].paper_id, i + 1, pos) for pos, i in enumerate(picks, start=1))
         summary = {
