@@ -158,7 +158,7 @@ def blend(
         if gamma > 0 and cos.libraries is not None and len(order) > limit:
             saved = side.rows(p for p in ctx.saved if p in cat.row)
             hood = neighbourhood(cos.libraries, saved, side.interests, side.vectors, cfg)
-            cover = hood.cover(vecs) if hood is not None else None
+            cover = hood.cover(vecs, [rows[i] for i in order]) if hood is not None else None
             facts["neighbours"] = hood.users if hood is not None else 0
         groups, targets = (
             pool_targets(vecs, score[order], limit, cfg, bonus)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -80,14 +80,27 @@ class Neighbourhood:
     weight: np.ndarray
     users: int
 
-    def cover(self, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    assigned: dict = field(default_factory=dict)  # catalogue row -> its interest per user, once computed
+
+    def cover(self, candidates: np.ndarray, rows=None) -> tuple[np.ndarray, np.ndarray]:
         """For :func:`~scix_core.recommend.stages.mmr.mmr`'s cover term: the interest each candidate falls in
         for each user (its nearest centroid among theirs: an index into all the interests, candidates ×
-        users), and each interest's weight."""
+        users), and each interest's weight. With the candidates' catalogue ``rows`` each row is placed once
+        and kept (the evaluation's Tier-1 runs finish the same pool several times)."""
+        if rows is None:
+            return self._place(candidates), self.weight
+        rows = [int(r) for r in rows]
+        missing = [i for i, r in enumerate(rows) if r not in self.assigned]
+        if missing:
+            for i, placed in zip(missing, self._place(np.asarray(candidates)[missing])):
+                self.assigned[rows[i]] = placed
+        return np.stack([self.assigned[r] for r in rows]), self.weight
+
+    def _place(self, candidates: np.ndarray) -> np.ndarray:
         sims = np.asarray(candidates, dtype=np.float32) @ self.centroids.T
         best = np.repeat(np.maximum.reduceat(sims, self.starts, axis=1), self.sizes, axis=1)
         index = np.where(sims >= best, np.arange(sims.shape[1]), sims.shape[1])
-        return np.minimum.reduceat(index, self.starts, axis=1), self.weight
+        return np.minimum.reduceat(index, self.starts, axis=1)
 
 
 MEMO_SIZE = 20_000  # neighbourhoods kept per snapshot of the community's libraries

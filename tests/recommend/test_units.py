@@ -212,6 +212,9 @@ def test_neighbour_cover_gives_the_interest_nobody_reached_a_pick():
     pool = unit_rows([1, 0.05, 0], [1, 0, 0.05], [0.1, 1, 0])
     assign, weight = hood.cover(pool)
     assert assign.tolist() == [[0, 2], [0, 2], [1, 2]]  # x, x, y for the first user; x for the second
+    # with catalogue rows each candidate is placed once and kept, in whatever order the pool comes
+    assert hood.cover(pool, [7, 8, 9])[0].tolist() == assign.tolist() and set(hood.assigned) == {7, 8, 9}
+    assert hood.cover(pool[::-1], [9, 8, 7])[0].tolist() == assign[::-1].tolist()
     rel = np.array([1.0, 0.95, 0.6])  # scaled: 1, 0.875, 0
     # pick 1 covers interests 0 and 2; pick 2: the duplicate 0.875 + 0 against 0 + γ/4 (interest 1)
     assert mmr(rel, pool, 2, 1.0) == [0, 1]

@@ -109,7 +109,7 @@ def tier1_picks(state: Tier1State, pool, k: int, lam: float) -> tuple[list[int],
     cover, neighbours, cos = None, None, state.ctx.cosaves
     if cfg.tier1_neighbour_cover > 0 and cos is not None and cos.libraries is not None:
         hood = neighbourhood(cos.libraries, state.saved_rows, state.side.interests, state.side.vectors, cfg)
-        cover = hood.cover(vecs) if hood is not None else None
+        cover = hood.cover(vecs, [c.row for c in pool]) if hood is not None else None
         neighbours = hood.users if hood is not None else 0
     picks = mmr(
         np.array([c.score for c in pool]),
