@@ -103,7 +103,9 @@ class Neighbourhood:
         return np.minimum.reduceat(index, self.starts, axis=1)
 
 
-MEMO_SIZE = 20_000  # neighbourhoods kept per snapshot of the community's libraries
+#: neighbourhoods kept per snapshot of the community's libraries — about a megabyte each with their placed
+#: rows; the evaluation asks for one user's in every run before the next user's, a server within seconds
+MEMO_SIZE = 64
 
 
 def neighbourhood(
