@@ -48,9 +48,10 @@ def test_cluster_view_widgets_write_real_interactions_and_rerun(rec_indexes, use
     rec.create_user(user, [])
     for paper in ["p01", "p07", "p03", "p04"]:
         rec.interact(user, paper, "save")
+    # no quota bonus, no neighbourhood cover: λ = 1 below is then the score order
     plain = rec_indexes.config.replace(
-        **{"recommend.mmr_quota_bonus": 0.0}
-    )  # λ = 1 below is then the score order
+        **{"recommend.mmr_quota_bonus": 0.0, "recommend.tier1_neighbour_cover": 0.0}
+    )
     view = ClusterView(rec_indexes.edge, user, plain, limit=3)
     widget = view.widget
     view.refresh()
