@@ -170,6 +170,28 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _serve(index: str, port: int) -> list[str]:
+    """``scix serve`` with two workers (the front process), as a command line."""
+    return [
+        sys.executable,
+        "-m",
+        "scix_core",
+        "serve",
+        "--index",
+        index,
+        "--port",
+        str(port),
+        "--workers",
+        "2",
+    ]
+
+
+def _env(home) -> dict[str, str]:
+    env = {**os.environ, "SCIX_HOME": str(home)}
+    env.pop("SCIX_CONFIG", None)
+    return env
+
+
 def _raw(port: int, request: bytes) -> bytes:
     """One request written as bytes, the front's whole answer (it closes the connection after an error)."""
     with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
@@ -190,25 +212,8 @@ def test_scix_serve_answers_over_http_from_two_workers(tmp_path, encoder):
         CORPUS, "served", config=cfg, progress=False, encoder=encoder
     )  # this process never opens the shard
     port = _free_port()
-    env = {**os.environ, "SCIX_HOME": str(tmp_path)}
-    env.pop("SCIX_CONFIG", None)
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "scix_core",
-            "serve",
-            "--index",
-            "served",
-            "--port",
-            str(port),
-            "--workers",
-            "2",
-        ],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        _serve("served", port), env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     url = f"http://127.0.0.1:{port}"
     replicas = tmp_path / "indexes" / "served" / "replicas"
@@ -294,25 +299,8 @@ def test_scix_serve_answers_over_http_from_two_workers(tmp_path, encoder):
 
 
 def test_a_worker_that_cannot_start_stops_the_server_with_its_reason(tmp_path):
-    env = {**os.environ, "SCIX_HOME": str(tmp_path)}
-    env.pop("SCIX_CONFIG", None)
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "scix_core",
-            "serve",
-            "--index",
-            "nowhere",
-            "--port",
-            str(_free_port()),
-            "--workers",
-            "2",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
+        _serve("nowhere", _free_port()), env=_env(tmp_path), capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 1 and "scix serve: worker" in done.stderr, done.stderr
 
