@@ -53,6 +53,7 @@ from scix_core.fusion import rrf
 from scix_core.recommend import collab
 from scix_core.recommend.collab.text import load_texts
 from scix_core.recommend.pipeline import candidate_stages, ranking_stages, run_stages
+from scix_core.recommend.scorers import features
 from scix_core.recommend.stages.base import Tier1State
 from scix_core.recommend.stages.mmr import tier1_picks
 from scix_core.recommend.stages.quota import allocate
@@ -98,6 +99,7 @@ class Tier1Family:
 
     def __init__(self, rec, k: int, scorers: Mapping[str, object]):
         self.rec, self.k, self.scorers = rec, k, dict(scorers)
+        self._read: tuple = (None, None)  # (a user's stage 1-6b state, its candidates' features)
 
     def candidates(self, ctx):
         return run_stages(Tier1State(self.rec.side, ctx, self.k), candidate_stages())[0]
@@ -105,7 +107,10 @@ class Tier1Family:
     def ranked(self, base, variant: str):
         if variant == "content":
             base = replace(base, candidates=tuple(c for c in base.candidates if c.source != "co-saved"))
-        return run_stages(base, ranking_stages(self.scorers[variant], {}))[0]
+            return run_stages(base, ranking_stages(self.scorers[variant], {}))[0]
+        if self._read[0] is not base:  # every other variant scores the same pool: its features read once
+            self._read = (base, features(base, base.candidates))
+        return run_stages(base, ranking_stages(self.scorers[variant], {}, self._read[1]))[0]
 
     def finish(self, state, run: str) -> list[str]:
         pool = state.kept

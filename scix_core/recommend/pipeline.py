@@ -44,9 +44,10 @@ def candidate_stages(stored: Sequence[StoredCluster] = (), next_id: int = 0) -> 
     ]
 
 
-def ranking_stages(scorer, health: dict) -> list[Stage]:
-    """Stages 7-8: scoring and category suppression."""
-    return [Score(scorer, health), Suppress()]
+def ranking_stages(scorer, health: dict, table=None) -> list[Stage]:
+    """Stages 7-8: scoring (``table``: the candidates' features, when already read) and category
+    suppression."""
+    return [Score(scorer, health, table), Suppress()]
 
 
 def stages(stored: Sequence[StoredCluster], next_id: int, scorer, health: dict) -> list[Stage]:

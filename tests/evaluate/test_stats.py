@@ -9,7 +9,14 @@ import pytest
 
 from scix_core.evaluate import Gold, gate, holm, per_query
 from scix_core.evaluate.provenance import buckets, length_bucket, provenance
-from scix_core.evaluate.significance import Comparison, compare, paired, randomisation_p, t_test_p
+from scix_core.evaluate.significance import (
+    Comparison,
+    compare,
+    paired,
+    randomisation_p,
+    randomisation_ps,
+    t_test_p,
+)
 from scix_core.types import Ranking
 
 GOLD = Gold(
@@ -188,3 +195,16 @@ def test_randomisation_p_is_scipys_permutation_test():
     b = a + rng.normal(0.03, 0.2, 80)
     assert abs(randomisation_p(a, b, 10_000) - theirs(a, b, 10_000)) < 0.02
     assert randomisation_p(a[:1], b[:1]) == 1.0
+
+
+def test_randomisation_ps_is_randomisation_p_per_column():
+    """One draw of signs for all the metrics of a comparison gives each column the p it gets alone (an
+    identical column: 1.0), exact and sampled alike."""
+    rng = np.random.default_rng(5)
+    for n in (8, 300):
+        a = rng.random((n, 4))
+        b = a + rng.normal([0.0, 0.05, 0.0, -0.1], 0.2, (n, 4))
+        b[:, 2] = a[:, 2]
+        got = randomisation_ps(a, b, 2_000)
+        assert got == [randomisation_p(a[:, j], b[:, j], 2_000) for j in range(4)] and got[2] == 1.0
+    assert got[1] < 0.05 and got[3] < 0.001

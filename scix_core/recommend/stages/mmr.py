@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+from scipy import sparse
 
 from scix_core.recommend.interests import neighbourhood
 from scix_core.recommend.stages.base import Tier1State
@@ -56,14 +57,14 @@ def mmr(
     """Indices into the pool in pick order; ``bonus`` for a candidate whose group is below its target —
     all of it (``shape="step"``), or in proportion to the share of the target still missing
     (``"deficit"``: a group with no pick yet gets all of it, one near its target little). ``cover``
-    (:func:`~scix_core.recommend.interests.neighbour_cover`: each candidate's interest per neighbour, each
+    (:meth:`~scix_core.recommend.interests.Neighbourhood.cover`: each candidate's interest per neighbour, each
     interest's weight): + ``cover_gain`` × the weight of the interests a candidate would cover first."""
     n = len(relevance)
     if n == 0 or k <= 0:
         return []
     rel = np.asarray(relevance, dtype=np.float64)
     span = rel.max() - rel.min()
-    rel = (rel - rel.min()) / span if span > 0 else np.ones(n)
+    rel = lam * ((rel - rel.min()) / span if span > 0 else np.ones(n))
     vecs = np.asarray(
         vectors, dtype=np.float32
     )  # only the picked rows of the similarity matrix are ever needed
@@ -74,27 +75,35 @@ def mmr(
     if quota:
         counts = np.zeros(len(targets), dtype=np.int64)
         member = groups >= 0
-    if cover is not None and cover_gain > 0:
+        of, want = groups[member], targets[groups[member]]
+        under = np.zeros(n)
+    covering = cover is not None and cover_gain > 0
+    if covering:
         assign, weight = cover
-        covered = np.zeros(len(weight), dtype=bool)
+        # each candidate's weight in the interest it falls in per neighbour, a sparse candidates × interests
+        # matrix: the cover term is its product with the interests no pick covers yet (a dense gather over
+        # candidates × neighbours at every pick took 1.3 ms of MMR's 1.5 at 100 neighbours)
+        reaches = sparse.csr_array(
+            (weight[assign].ravel(), assign.ravel(), np.arange(0, assign.size + 1, assign.shape[1])),
+            shape=(n, len(weight)),
+        )
+        live = np.ones(len(weight))
     for _ in range(min(k, n)):
-        gain = lam * rel - (1 - lam) * closest if picked else lam * rel
+        gain = rel - (1 - lam) * closest if picked else rel.copy()
         if quota:
-            under = np.zeros(n)
-            want = targets[groups[member]]
-            missing = np.maximum(want - counts[groups[member]], 0)
+            missing = np.maximum(want - counts[of], 0)
             under[member] = missing / np.maximum(want, 1) if shape == "deficit" else missing > 0
-            gain = gain + bonus * under
-        if cover is not None and cover_gain > 0:
-            gain = gain + cover_gain * np.where(covered[assign], 0.0, weight[assign]).sum(axis=1)
-        gain = np.where(available, gain, -np.inf)
+            gain += bonus * under
+        if covering:
+            gain += cover_gain * (reaches @ live)
+        gain[~available] = -np.inf
         best = int(np.argmax(gain))
         picked.append(best)
         available[best] = False
         if quota and groups[best] >= 0:
             counts[groups[best]] += 1
-        if cover is not None and cover_gain > 0:
-            covered[assign[best]] = True
+        if covering:
+            live[assign[best]] = 0.0
         closest = np.maximum(closest, (vecs @ vecs[best]).astype(np.float64))
     return picked
 

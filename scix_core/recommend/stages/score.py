@@ -13,11 +13,12 @@ from scix_core.recommend.stages.base import Candidate, Tier1State
 class Score:
     name, writes = "score", "scored"
 
-    def __init__(self, scorer, health: dict):
-        self.scorer, self.health = scorer, health
+    def __init__(self, scorer, health: dict, table=None):
+        # ``table``: the candidates' features when already read (the evaluation scores one pool several ways)
+        self.scorer, self.health, self.table = scorer, health, table
 
     def run(self, state: Tier1State) -> tuple[Tier1State, dict]:
-        table = features(state, state.candidates)
+        table = self.table if self.table is not None else features(state, state.candidates)
         scores = self.scorer.score(table)
         names, label = table.names, self.scorer.name
         # the constructor, not dataclasses.replace: a few hundred candidates a user, every request
