@@ -258,6 +258,13 @@ def _eval_recs_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--no-per-tier", action="store_true", help="skip the tables of users truncated to 1, 3, 5 saves"
     )
+    p.add_argument(
+        "--per-tier-users",
+        type=int,
+        default=1000,
+        help="the per-tier tables truncate a seeded sample of this many evaluated users; the others stay "
+        "the community those users join (default 1000; 0: every evaluated user)",
+    )
     p.add_argument("--permutations", type=int, default=10_000)
     p.add_argument("--json", dest="json_path", type=Path, help="write the report (per-user values included)")
     p.add_argument("--quiet", action="store_true")
@@ -291,6 +298,7 @@ def eval_recs_cmd(args: argparse.Namespace) -> int:
         baseline=args.baseline or None,
         min_saves=args.min_saves,
         per_tier=not args.no_per_tier,
+        per_tier_users=args.per_tier_users or None,
         permutations=args.permutations,
         progress=not args.quiet,
         train_size=args.train_size,

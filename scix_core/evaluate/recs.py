@@ -14,8 +14,10 @@ clusters of the training saves, Tier 1's rule; a recommended paper covers
 the cluster whose centroid it is nearest to); per run, catalogue coverage.
 Paired per-user randomisation tests with Holm correction and the search
 gate (``scix_core.evaluate.significance``) compare every run with the
-baseline. ``per_tier`` truncates every user's training saves to 1, 3, 5 and
-all, runs the default tier cascade, ``content-knn`` and every tuned peer of
+baseline. ``per_tier`` truncates the training saves of a seeded sample of
+``per_tier_users`` evaluated users (all when None) to 1, 3, 5 and all — the
+other users keep theirs: the community a new user joins — runs the default
+tier cascade, ``content-knn`` and every tuned peer of
 the runs (on the truncated saves) on each, and reports which tier ran; every
 peer and the cascade's community are refitted on the truncated saves (peers
 with the parameters tuned on the full ones; EASE by an exact low-rank update
@@ -209,7 +211,8 @@ class RecEvalReport:
                 "run",
                 *metrics,
                 *(h for m in tested for h in (f"cascade Δ {m}", "p_adj")),
-                title=f"training saves truncated to {trunc}: tiers run {block['tiers']}",
+                title=f"{sum(block['tiers'].values())} of the {self.n_users} users' training saves "
+                f"truncated to {trunc} (the others' kept): tiers run {block['tiers']}",
             )
             for run, avg in block["runs"].items():
                 cells = [f"{avg[m]:.4f}" for m in metrics]
@@ -370,6 +373,7 @@ def evaluate_recs(
     baseline: str | None = "content-knn",
     min_saves: int = 5,
     per_tier: bool = True,
+    per_tier_users: int | None = 1000,
     permutations: int = PERMUTATIONS,
     progress: bool = True,
     train_size: int | None = None,
@@ -422,11 +426,13 @@ def evaluate_recs(
             state=UserState(Path(tmp) / "main.sqlite"),
             build_community=False,
         )
-        # the users not evaluated are the same community in every per-tier run: replayed once, then copied
+        # the per-tier tables truncate a sample of the evaluated users; everyone else is the same community in
+        # every per-tier run (with every user truncated there would be none: at one save nobody co-saves)
+        truncated = sample(splits, per_tier_users, seed) if per_tier else splits
         t = time.perf_counter()
-        _replay(rec, train, splits, evaluated=False)
+        _replay(rec, train, truncated, evaluated=False)
         others = rec.state.snapshot(Path(tmp) / "others.sqlite") if per_tier else None
-        _replay(rec, train, splits, evaluated=True)
+        _replay(rec, train, truncated, evaluated=True)
         seconds["replay (training saves into the private state)"] = time.perf_counter() - t
         t = time.perf_counter()
         rec.warm()
@@ -466,7 +472,7 @@ def evaluate_recs(
                 cfg,
                 others,
                 train,
-                splits,
+                truncated,
                 peers,
                 centroids,
                 Path(tmp),
@@ -516,6 +522,7 @@ def evaluate_recs(
         "collab_failure": rec.community.failure,
         "scorer": cfg.recommend.scorer,
         "mmr_lambda": cfg.recommend.mmr_lambda,
+        "per_tier_users": len(truncated) if per_tier else 0,
     }
     return RecEvalReport(
         index,

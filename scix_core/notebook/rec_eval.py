@@ -113,7 +113,13 @@ def render_rec_eval(report: dict) -> Rendered:
         )
     parts.append(table(rows, "scix-rec-eval"))
     for trunc, block in report.get("per_tier", {}).items():
-        parts.append(heading(f"Training saves truncated to {trunc}: tiers run {block['tiers']}"))
+        users = sum(block["tiers"].values())
+        parts.append(
+            heading(
+                f"Training saves of {users} of the {report['n_users']} users truncated to {trunc} "
+                f"(the others' kept): tiers run {block['tiers']}"
+            )
+        )
         tests = {(c["baseline"], c["metric"]): c for c in block.get("comparisons", [])}
         rows = []
         for r, m in block["runs"].items():

@@ -98,6 +98,8 @@ def test_rec_eval_view_renders_a_saved_report(home, tmp_path):
                 "0.3",
                 "--runs",
                 "tier3,mmr_0.0,mmr_1.0,content-knn,most-popular,rp3beta",
+                "--per-tier-users",
+                "1",
                 "--permutations",
                 "100",
                 "--json",
@@ -110,13 +112,15 @@ def test_rec_eval_view_renders_a_saved_report(home, tmp_path):
     rendered = RecEvalView(out).render()
     assert (
         "scix-rec-eval" in rendered.html
-        and "truncated to 1" in rendered.html
+        and "Training saves of 1 of the 2 users truncated to 1 (the others" in rendered.html
         and "content-knn" in rendered.html
     )
     assert "cascade Δ recall" in rendered.html and "p_adj coverage" in rendered.html  # per-tier tests
     assert "scix-rec-tuned" in rendered.html and "Peers tuned on a validation split" in rendered.html
     assert len(rendered.figures) == 2  # recall by run, and the λ sweep curve
-    assert json.loads(out.read_text())["n_users"] == 2
+    saved = json.loads(out.read_text())
+    assert saved["n_users"] == 2 and saved["setup"]["per_tier_users"] == 1  # the other user is the community
+    assert all(sum(block["tiers"].values()) == 1 for block in saved["per_tier"].values())
 
 
 def test_cluster_view_takes_a_numeric_user_parameter(rec_indexes):
