@@ -298,7 +298,7 @@ def eval_recs_cmd(args: argparse.Namespace) -> int:
         baseline=args.baseline or None,
         min_saves=args.min_saves,
         per_tier=not args.no_per_tier,
-        per_tier_users=args.per_tier_users or None,
+        per_tier_users=None if args.per_tier_users == 0 else args.per_tier_users,
         permutations=args.permutations,
         progress=not args.quiet,
         train_size=args.train_size,

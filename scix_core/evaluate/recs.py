@@ -385,6 +385,8 @@ def evaluate_recs(
 
     cfg = config or load_config()
     cutoffs = check_cutoffs(cutoffs)
+    if per_tier_users is not None and per_tier_users < 1:
+        raise ConfigError(f"--per-tier-users must be a number of users (0: all), not {per_tier_users}")
     metrics, primary, depth = metric_names(cutoffs), f"recall@{cutoffs[0]}", max(cutoffs)
     runs = rec_runs.check_runs(runs)
     if rec_runs.LGBM in runs and scorer_trainer is None:

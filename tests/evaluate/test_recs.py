@@ -253,6 +253,10 @@ def test_metrics_at_every_cutoff_by_hand():
     assert metric_names((50, 100))[-2:] == ("ild@50", "cluster_coverage")
     with pytest.raises(ConfigError, match="cutoffs"):
         check_cutoffs([0])
+    from scix_core.evaluate.recs import evaluate_recs
+
+    with pytest.raises(ConfigError, match="per-tier-users"):  # before any index is opened
+        evaluate_recs("no-such-index", per_tier_users=-1, progress=False)
 
 
 def test_validation_split_is_carved_from_training_saves_only():
