@@ -10,7 +10,15 @@ import pytest
 from scix_core.config import RecommendConfig
 from scix_core.errors import ConfigError, UnknownNameError
 from scix_core.evaluate import rec_runs
-from scix_core.evaluate.recs import UserSplit, cluster_coverage, diversity, ranking_metrics, split_libraries
+from scix_core.evaluate.recs import (
+    METRICS,
+    UserSplit,
+    cluster_coverage,
+    diversity,
+    evaluate_recs,
+    ranking_metrics,
+    split_libraries,
+)
 
 
 def test_split_is_seeded_per_user_and_never_loses_a_save():
@@ -57,7 +65,6 @@ def test_unknown_runs_list_the_valid_ones():
 @pytest.mark.model
 @pytest.mark.realdata
 def test_eval_recs_on_real_libraries(citeulike_home):
-    from scix_core.evaluate.recs import METRICS, evaluate_recs
     from scix_core.train.scorer import in_run_scorer
 
     runs = (
@@ -253,8 +260,6 @@ def test_metrics_at_every_cutoff_by_hand():
     assert metric_names((50, 100))[-2:] == ("ild@50", "cluster_coverage")
     with pytest.raises(ConfigError, match="cutoffs"):
         check_cutoffs([0])
-    from scix_core.evaluate.recs import evaluate_recs
-
     with pytest.raises(ConfigError, match="per-tier-users"):  # before any index is opened
         evaluate_recs("no-such-index", per_tier_users=-1, progress=False)
 
