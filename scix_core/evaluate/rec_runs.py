@@ -206,11 +206,17 @@ class Peers:
             ]
         self.validation_users, self.cache_dir = tuple(pool), cache_dir
         self._texts: list[str] | None = None
+        self._base: Peers | None = None
+        self._changes: Sequence = ()
 
-    def refitted(self, rec, train: Mapping[str, Sequence[str]]) -> Peers:
-        """The same peers, tuned as they are, to be fitted on other training saves (the per-tier tables)."""
+    def refitted(self, rec, train: Mapping[str, Sequence[str]], changes: Sequence = ()) -> Peers:
+        """The same peers, tuned as they are, to be fitted on other training saves (the per-tier tables).
+        ``changes``: each changed user's ``(old rows, new rows)`` — a model that can take them (EASE's exact
+        low-rank update, :meth:`~scix_core.recommend.collab.ease.Ease.with_rows_changed`) starts from this
+        peer's fit instead of refitting (at 17k items about 10 s for 1,000 users against 15 s)."""
         other = Peers(rec, train, self.factors, self.seed, self.validation_users, self.k, self.cache_dir)
         other.tuned = dict(self.tuned)
+        other._base, other._changes = self, tuple(changes)
         return other
 
     def matrix(self):
@@ -269,13 +275,13 @@ class Peers:
             if name in COLLAB:
                 model = self._build(name, self.tune(name).params)
                 # the community's own part when it is the same model on the same saves (EASE: 17 s)
-                shared = self.rec.community.fitted_like(model, self.matrix())
+                shared = self.rec.community.fitted_like(model, self.matrix()) or self._updated(name)
                 self._models[name] = shared or model.fit(self.matrix())
                 return self._models[name]
             import threadpoolctl
 
-            als = require("implicit.als", "peers", f"the {name} peer")
-            bpr = require("implicit.bpr", "peers", f"the {name} peer")
+            als = require("implicit.als", None, f"the {name} peer")
+            bpr = require("implicit.bpr", None, f"the {name} peer")
 
             with (
                 threadpoolctl.threadpool_limits(1, "blas"),
@@ -291,6 +297,13 @@ class Peers:
                 model.fit(self.matrix(), show_progress=False)
             self._models[name] = model
         return self._models[name]
+
+    def _updated(self, name: str):
+        """The base peers' fit of ``name`` updated for :attr:`_changes`, when it was fitted and can be; else
+        None."""
+        base = self._base._models.get(name) if self._base is not None else None
+        update = getattr(base, "with_rows_changed", None)
+        return update(self._changes) if update is not None and self._changes else None
 
     def recommend(self, name: str, ctx, k: int) -> list[str]:
         seen = ctx.seen

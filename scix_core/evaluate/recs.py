@@ -576,18 +576,18 @@ def _per_tier(
                 build_community=False,
             )
             rows = main.side.rows
-            rec.community.start_from(
-                main.community,
-                [
-                    (
-                        rows(p for p in train[u] if p in cat.row),
-                        rows(p for p in train[u][:trunc] if p in cat.row),
-                    )
-                    for u in chosen
-                ],
-            )
+            changes = [
+                (
+                    rows(p for p in train[u] if p in cat.row),
+                    rows(p for p in train[u][:trunc] if p in cat.row),
+                )
+                for u in chosen
+            ]
+            rec.community.start_from(main.community, changes)
             _replay(rec, train, splits, trunc, evaluated=True)
-            fitted = peers.refitted(rec, {u: p[:trunc] if u in chosen else p for u, p in train.items()})
+            fitted = peers.refitted(
+                rec, {u: p[:trunc] if u in chosen else p for u, p in train.items()}, changes
+            )
         lists: dict[str, dict[str, list[str]]] = {run: {} for run in ("cascade", *peer_runs)}
         ran: dict[int, int] = {}
         for s in splits:

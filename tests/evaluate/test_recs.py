@@ -89,7 +89,7 @@ def test_eval_recs_on_real_libraries(citeulike_home):
     cfg = citeulike_home.replace(**{"recommend.collab": RecommendConfig.collab})
     report = evaluate_recs("cul", cfg, users=60, runs=runs, permutations=500, progress=False)
     assert report.n_users == 60 and set(report.runs) == set(runs)
-    assert report.setup["collab"] == "rp3beta+ease" and not report.setup["collab_failure"]
+    assert report.setup["collab"] == "rp3beta+ease+ials" and not report.setup["collab_failure"]
     assert report.setup["users_eligible"] == 5551  # every citeulike-a user has 10+ saves
     for run in runs:
         for metric in METRICS:
@@ -373,3 +373,12 @@ def test_per_tier_peers_are_refitted_on_the_truncated_saves_with_their_tuned_par
     assert refit is not full and refit.alpha == full.alpha and refit.beta == full.beta
     row = rec.side.catalog.row[train[next(iter(train))][0]]
     assert not np.array_equal(refit.scores(np.array([row])), full.scores(np.array([row])))
+    # EASE from the full fit by its exact low-rank update (the per-tier tables' path) = a refit
+    changes = [(rec.side.rows(train[u]), rec.side.rows(truncated[u])) for u in train]
+    updated, base = peers.refitted(rec, truncated, changes), peers.model("ease")
+    assert updated._updated("ease") is not None and updated.model("ease") is not base
+    for u in train:
+        saved = rec.side.rows(truncated[u])
+        np.testing.assert_allclose(
+            updated.model("ease").scores(saved), again.model("ease").scores(saved), atol=1e-4
+        )
