@@ -14,8 +14,9 @@ papers form one pool, scored
 (``tier2_community_weight`` in place of ``community_weight`` in Tier 2;
 the similarity is the tier's own: best cosine to a saved paper for Tier
 3, cosine to the long-term profile for Tier 2, computed locally for the
-co-saved papers too; cosave in [0, 1]); the best ``limit`` are returned,
-each with both features — picked by MMR (``tier_mmr_lambda``) with a quota
+co-saved papers too; cosave in [0, 1], by ``recommend.tier_collab``:
+:attr:`CoSaves.for_tiers`); the best ``limit`` are returned,
+each with both features — picked by MMR (``tier_mmr_lambda``; ``tier2_mmr_lambda`` in Tier 2) with a quota
 bonus (``tier3_quota_bonus``; ``tier2_quota_bonus`` in Tier 2; shaped as
 ``mmr_quota_shape``) for the pool's own interests (:func:`pool_targets`):
 with one or three saves the user's clusters are not known yet, but what the
@@ -141,16 +142,17 @@ def blend(
     cfg, cat, cos = side.config, side.catalog, ctx.cosaves
     content = {h.point_id: float(h.score) for h in hits}
     seen = side.rows(p for p in ctx.seen if p in cat.row)
-    extra = [int(r) for r in cos.top(cfg.cosave_candidates, seen) if int(r) not in content]
+    extra = [int(r) for r in cos.top(cfg.cosave_candidates, seen, tiers=True) if int(r) not in content]
     extra_sims = similarity(np.array(extra, dtype=np.int64)) if extra else np.zeros(0)
     rows = [*content, *extra]
     sims = np.array([*content.values(), *extra_sims.tolist()], dtype=np.float64)
-    collab = cos.scores[np.array(rows, dtype=np.int64)].astype(np.float64) if rows else np.zeros(0)
+    collab = cos.for_tiers[np.array(rows, dtype=np.int64)].astype(np.float64) if rows else np.zeros(0)
     weight = cfg.tier2_community_weight if tier == 2 else cfg.community_weight
     score = cfg.weight_cosine * sims + weight * collab
     order = np.lexsort((np.array(rows), -score))
     facts: dict = {"pool": len(order)}
-    if cfg.tier_mmr_lambda < 1.0 and len(order) > 1:  # MMR over the pool, in score order (ties by row)
+    lam = cfg.tier2_mmr_lambda if tier == 2 else cfg.tier_mmr_lambda
+    if lam < 1.0 and len(order) > 1:  # MMR over the pool, in score order (ties by row)
         vecs = side.vectors.get([rows[i] for i in order])
         bonus = cfg.tier2_quota_bonus if tier == 2 else cfg.tier3_quota_bonus
         gamma = cfg.tier2_neighbour_cover if tier == 2 else cfg.tier3_neighbour_cover
@@ -169,7 +171,7 @@ def blend(
             score[order],
             vecs,
             limit,
-            cfg.tier_mmr_lambda,
+            lam,
             groups,
             targets,
             bonus,

@@ -20,8 +20,18 @@ scores divided by the user's best, then summed):
   Σ_{s∈S} co(s, c) / √(n_s · n_c): the score before the strong-baselines
   issue, kept reachable by configuration.
 
+* ``"ials"`` — implicit's ALS (Hu, Koren & Volinsky 2008; 128 factors, α
+  60, regularisation 1; ``scix_core.recommend.collab.ials``), the user's
+  factors solved from their saves as they are now (about 1 ms a user, the
+  fit 4 s at CiteULike-a's 205k saves).
+
 The default ``"rp3beta+ease"`` beat each part alone and every tuned peer
-inside the cascade on CiteULike-a (docs/results.md). Scores are divided by
+inside the cascade on CiteULike-a (docs/results.md). Tiers 3 and 2 score with
+``recommend.tier_collab`` (default ``"rp3beta+ease+ials"``: iALS raised their
+recall at three saves on both tuning samples, and covered more at one save,
+but helped Tier 1 on one sample and cost it on the other); the community
+fits the parts of both once (:func:`joined`) and :meth:`Community.cosaves`
+sums each set (:attr:`CoSaves.scores`, :attr:`CoSaves.for_tiers`). Scores are divided by
 the user's best, so every user's lie in [0, 1]; the user's own saved papers
 never score (they are excluded downstream anyway). ``savers`` (n_c) is the
 paper's popularity in the index's community.
@@ -53,7 +63,7 @@ from scix_core.errors import ConfigError, UnknownNameError
 from scix_core.recommend.catalog import Catalog
 from scix_core.recommend.collab import ItemScorer
 from scix_core.recommend.collab.ease import Ease
-from scix_core.recommend.collab.ensemble import Ensemble
+from scix_core.recommend.collab.ensemble import Ensemble, summed
 from scix_core.recommend.collab.ials import Ials
 from scix_core.recommend.collab.walk import RP3Beta
 from scix_core.recommend.state import UserState
@@ -105,10 +115,17 @@ class CoSaves:
     savers: np.ndarray  # int per row
     model: str = ""  # what scored them, e.g. "rp3beta+ease"
     libraries: Libraries | None = None  # the community's libraries these scores came from
+    tier_scores: np.ndarray | None = None  # the same by ``recommend.tier_collab`` (Tiers 3, 2); None: scores
 
-    def top(self, n: int, exclude: np.ndarray) -> np.ndarray:
-        """Up to ``n`` rows with a positive score, best first, never one of ``exclude``."""
-        scores = self.scores.copy()
+    @property
+    def for_tiers(self) -> np.ndarray:
+        """The scores Tiers 3 and 2 blend (``recommend.tier_collab``)."""
+        return self.scores if self.tier_scores is None else self.tier_scores
+
+    def top(self, n: int, exclude: np.ndarray, tiers: bool = False) -> np.ndarray:
+        """Up to ``n`` rows with a positive score (:attr:`for_tiers`' with ``tiers``), best first, never one
+        of ``exclude``."""
+        scores = (self.for_tiers if tiers else self.scores).copy()
         scores[exclude] = 0.0
         positive = int(np.count_nonzero(scores > 0))
         n = min(n, positive)
@@ -148,6 +165,22 @@ def collab_model(
     if len(parts) == 1 and kind in ("rp3beta", "cosine"):
         return parts[0]
     return Ensemble(tuple((part, 1.0) for part in parts))
+
+
+def joined(*kinds: str) -> str:
+    """Several co-save scores' parts, each once, in order ("" adds none): what a community serving all of
+    them fits (``recommend.collab`` for Tier 1, ``tier_collab`` for Tiers 3 and 2)."""
+    names: list[str] = []
+    for kind in kinds:
+        names += [n for n in kind.split("+") if n and n not in names]
+    if {"cosine", "rp3beta"} <= set(names):  # both are the walk (one model name): which one would score?
+        raise ConfigError("recommend.collab and tier_collab cannot use both cosine and rp3beta")
+    return "+".join(names)
+
+
+def part_names(kind: str) -> frozenset[str]:
+    """The model names of a co-save score's parts (``cosine`` is the walk with other exponents)."""
+    return frozenset("rp3beta" if n == "cosine" else n for n in kind.split("+") if n)
 
 
 def _params(model) -> dict:
@@ -197,8 +230,12 @@ class Community:
         model: ItemScorer | None = None,
         base: Callable[[], Iterable[tuple[str, str]]] | None = None,
         refresh_s: float = 0.0,
+        parts: frozenset[str] | None = None,
+        tier_parts: frozenset[str] | None = None,
     ):
         self.state, self.index, self.catalog = state, index, catalog
+        # which of an ensemble's parts score for Tier 1 and for Tiers 3 and 2 (None: all of them)
+        self.parts, self.tier_parts = parts, tier_parts
         self.refresh_s = refresh_s  # co-save scores may use a matrix this many seconds old
         if refresh_s > 0 and isinstance(model, Ensemble):  # a server: start from the newest cached EASE fit
             model = replace(model, parts=_stale_share(model.parts, 0.0))
@@ -375,9 +412,25 @@ class Community:
                 self._libraries = Libraries(matrix) if matrix is not None else None
         if not len(saved_rows) or model is None or matrix is None or not matrix.nnz:
             return None
-        scores = model.scores(saved_rows)
-        scores[saved_rows] = 0.0
-        best = float(scores.max()) if len(scores) else 0.0
-        if best <= 0:
+        if isinstance(model, Ensemble):
+            each = model.normalised(saved_rows)
+            scores, tiers = summed(each, self.parts), summed(each, self.tier_parts)
+            label = "+".join(n for n in each if self.parts is None or n in self.parts)
+        else:
+            scores, tiers, label = model.scores(saved_rows), None, model.name
+        scores, tiers = _scaled(scores, saved_rows), _scaled(tiers, saved_rows)
+        if scores is None and tiers is None:
             return None
-        return CoSaves(scores / best, savers, getattr(model, "label", model.name), self._libraries)
+        zeros = np.zeros(len(self.catalog), dtype=np.float32)
+        scores = zeros if scores is None else scores
+        tiers = None if self.tier_parts == self.parts else (zeros if tiers is None else tiers)
+        return CoSaves(scores, savers, label, self._libraries, tiers)
+
+
+def _scaled(scores: np.ndarray | None, saved_rows: np.ndarray) -> np.ndarray | None:
+    """Co-save scores with the saved rows 0, divided by the best; None when none is positive."""
+    if scores is None:
+        return None
+    scores[saved_rows] = 0.0
+    best = float(scores.max()) if len(scores) else 0.0
+    return scores / best if best > 0 else None

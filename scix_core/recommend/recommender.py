@@ -19,7 +19,7 @@ from dataclasses import replace
 from scix_core.config import Config, load_config
 from scix_core.errors import ConfigError, InteractionError, ScixError, UnknownNameError, UnknownPaperError
 from scix_core.recommend.catalog import shared_catalog
-from scix_core.recommend.community import Community, collab_model
+from scix_core.recommend.community import Community, collab_model, joined, part_names
 from scix_core.recommend.context import IndexSide, UserContext
 from scix_core.recommend.interests import shared_interests
 from scix_core.recommend.library import library_pairs
@@ -57,7 +57,7 @@ def _check_config(cfg) -> None:
         raise ConfigError(
             f"recommend.trending_months must be positive month counts, not {r.trending_months!r}"
         )
-    for name in ("mmr_lambda", "tier_mmr_lambda"):
+    for name in ("mmr_lambda", "tier_mmr_lambda", "tier2_mmr_lambda"):
         if not 0.0 <= getattr(r, name) <= 1.0:
             raise ConfigError(f"recommend.{name} must be within [0, 1], not {getattr(r, name)}")
     if r.total_slots <= 0 or r.min_slots < 0 or r.oversample <= 0:
@@ -75,6 +75,9 @@ def _check_config(cfg) -> None:
     if r.collab_ease_lambda <= 0:
         raise ConfigError(f"recommend.collab_ease_lambda must be positive, not {r.collab_ease_lambda}")
     collab_model(r.collab)  # an unknown name lists the valid ones
+    if r.tier_collab:
+        collab_model(r.tier_collab)
+    joined(r.collab, r.tier_collab)
     if r.mmr_quota_shape not in QUOTA_SHAPES:
         raise UnknownNameError("recommend.mmr_quota_shape", r.mmr_quota_shape, QUOTA_SHAPES)
 
@@ -108,7 +111,7 @@ class Recommender:
             index,
             self.side.catalog,
             collab_model(
-                r.collab,
+                joined(r.collab, r.tier_collab),
                 r.collab_alpha,
                 r.collab_beta,
                 r.collab_ease_lambda,
@@ -116,6 +119,8 @@ class Recommender:
             ),
             (lambda: library_pairs(self.build_dir)) if build_community else None,
             refresh_s=r.community_refresh_s or 0.0,
+            parts=part_names(r.collab),
+            tier_parts=part_names(r.tier_collab or r.collab),
         )
         self.tiers = {
             0: TrendingTier(),

@@ -11,14 +11,15 @@ import numpy as np
 import pytest
 from scipy.sparse import csr_matrix
 
-from scix_core.errors import UnknownNameError
+from scix_core.errors import ConfigError, UnknownNameError
 from scix_core.recommend import Recommender, UserState
 from scix_core.recommend import community as community_module
 from scix_core.recommend.catalog import Catalog
 from scix_core.recommend.collab.ease import Ease
 from scix_core.recommend.collab.ensemble import Ensemble
+from scix_core.recommend.collab.ials import Ials
 from scix_core.recommend.collab.walk import RP3Beta
-from scix_core.recommend.community import Community, collab_model
+from scix_core.recommend.community import Community, collab_model, joined, part_names
 
 T0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 LIBRARIES = {"a": ["p1", "p2"], "b": ["p1", "p3"], "c": ["p2", "p3", "p4"], "me": ["p1"]}
@@ -146,9 +147,46 @@ def test_the_default_is_rp3beta_plus_ease_each_normalised_per_user(tmp_path):
     both = _normalised(RP3Beta(alpha=0.8, beta=0.4).fit(x).scores(rows), rows) + _normalised(
         Ease(lam=50.0).fit(x).scores(rows), rows
     )
-    np.testing.assert_allclose(community.cosaves(rows).scores, both / both.max(), rtol=1e-5, atol=1e-6)
+    cos = community.cosaves(rows)
+    np.testing.assert_allclose(cos.scores, both / both.max(), rtol=1e-5, atol=1e-6)
+    assert cos.tier_scores is None and cos.for_tiers is cos.scores  # one co-save score for every tier
     with pytest.raises(UnknownNameError, match="rp3beta\\+ease"):
         collab_model("rp3beta+svd")
+
+
+def test_tiers_3_and_2_score_with_their_own_parts_of_one_fitted_community(tmp_path):
+    catalog = _catalog()
+    model = collab_model(joined("rp3beta+ease", "rp3beta+ease+ials"))
+    community = Community(
+        _state(tmp_path),
+        "idx",
+        catalog,
+        model,
+        parts=part_names("rp3beta+ease"),
+        tier_parts=part_names("rp3beta+ease+ials"),
+    )
+    assert community.model_label == "rp3beta+ease+ials"  # each part fitted once
+    rows = np.array([catalog.row["p1"]])
+    x = _matrix(LIBRARIES, catalog)
+    each = [
+        _normalised(part.fit(x).scores(rows), rows)
+        for part in (
+            RP3Beta(alpha=0.8, beta=0.4),
+            Ease(lam=50.0),
+            Ials(factors=128, alpha=60.0, regularization=1.0),
+        )
+    ]
+    cos = community.cosaves(rows)
+    tier1, tiers = each[0] + each[1], each[0] + each[1] + each[2]
+    np.testing.assert_allclose(cos.scores, tier1 / tier1.max(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(cos.for_tiers, tiers / tiers.max(), rtol=1e-5, atol=1e-6)
+    assert cos.model == "rp3beta+ease"
+    exclude = np.array([], dtype=np.int64)
+    best = [r for r in np.argsort(-cos.for_tiers, kind="stable") if cos.for_tiers[r] > 0]  # positive only
+    assert list(cos.top(3, exclude, tiers=True)) == best[:3] and len(best) >= 2
+    with pytest.raises(ConfigError, match="cosine and rp3beta"):
+        joined("rp3beta+ease", "cosine")
+    assert joined("rp3beta+ease", "") == "rp3beta+ease" and part_names("cosine+ease") == {"rp3beta", "ease"}
 
 
 def test_a_part_that_does_not_fit_is_left_out_saying_why(tmp_path):

@@ -80,13 +80,26 @@ class Ensemble:
             fitted=tuple(theirs.get(p.model.name, p) if p.model.name in names else p for p in self.fitted),
         )
 
-    def scores(self, rows: np.ndarray) -> np.ndarray:
+    def normalised(self, rows: np.ndarray) -> dict[str, np.ndarray]:
+        """Each fitted part's scores for a user who saved ``rows``: negatives and the saved rows 0, divided
+        by the user's best, times the part's weight; by part name."""
         rows = np.asarray(rows, dtype=np.int64)
-        total = None
+        out = {}
         for p in self.fitted:
             part = np.maximum(np.asarray(p.model.scores(rows), dtype=np.float32), 0.0)
             part[rows] = 0.0
             best = float(part.max()) if len(part) else 0.0
-            part = part * np.float32(p.weight / best) if best > 0 else np.zeros_like(part)
-            total = part if total is None else total + part
-        return total
+            out[p.model.name] = part * np.float32(p.weight / best) if best > 0 else np.zeros_like(part)
+        return out
+
+    def scores(self, rows: np.ndarray) -> np.ndarray:
+        return summed(self.normalised(rows))
+
+
+def summed(parts: dict[str, np.ndarray], names=None) -> np.ndarray | None:
+    """The sum of the ``parts`` named in ``names`` (all when None); None when none of them is there."""
+    total = None
+    for name, part in parts.items():
+        if names is None or name in names:
+            total = part.copy() if total is None else total + part
+    return total

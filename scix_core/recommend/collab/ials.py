@@ -30,7 +30,7 @@ class Ials:
     def fit(self, matrix) -> Ials:
         import threadpoolctl
 
-        als = require("implicit.cpu.als", "peers", "the ials model")
+        als = require("implicit.cpu.als", None, "the ials model")
 
         x = binary(matrix)
         with threadpoolctl.threadpool_limits(1, "blas"), warnings.catch_warnings():  # implicit's own advice
