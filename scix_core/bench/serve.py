@@ -1,7 +1,7 @@
 """Load bench of ``scix serve`` on loopback: concurrent clients, a request mix, then a SIGKILL.
 
     python -m scix_core.bench.serve --index citeulike-a [--clients 16] [--seconds 120] [--workers N]
-        [--state-dsn DSN]
+        [--state-dsn DSN] [--rate R]
 
 Starts ``scix serve`` in a process of its own (a fresh port on 127.0.0.1), waits for ``/healthz``, and
 runs ``--clients`` threads for ``--seconds``: 80% searches (titles of the index's papers as queries,
@@ -13,6 +13,13 @@ going, and reports how long until a new worker (or the restarted server) answere
 seen meanwhile (connection refusals are counted apart: nothing listened), and whether every save the
 server acknowledged is in the user state afterwards. ``--state-dsn`` serves user state from PostgreSQL
 (``SCIX_STATE_DSN``).
+
+Two ways to load the server. By default (closed loop) each client sends its next request as soon as the
+last one is answered: the server runs flat out, and the latency is mostly the queue of 16 requests in
+flight (Little's law: 16 / requests per second). With ``--rate R`` (open loop) the clients together send R
+requests a second at Poisson arrival times, whatever the server does, and each latency is counted from
+when its request was due, not when it was sent — a slow answer delays its client's next request and that
+wait counts too (no "coordinated omission"): the latency users see at that load.
 
 Bounded: ``--seconds`` per phase, a ``--max-requests`` cap, 30 s client timeouts, loopback only.
 """
@@ -175,13 +182,29 @@ def queries_and_papers(index: str, cfg, n: int = 2000, seed: int = 0) -> tuple[l
 
 
 def client(
-    server: Server, user: str, titles, papers, tally: Tally, stop: threading.Event, seed: int, cap: int
+    server: Server,
+    user: str,
+    titles,
+    papers,
+    tally: Tally,
+    stop: threading.Event,
+    seed: int,
+    cap: int,
+    interval: float | None = None,
 ):
+    """One client's requests until ``stop``: back to back, or (``interval``) at Poisson arrivals of that mean
+    gap, each timed from when it was due."""
     rng = random.Random(seed)
+    due = time.perf_counter() + (rng.expovariate(1 / interval) if interval else 0.0)
     with httpx.Client(base_url=server.url, timeout=30) as http:
         while not stop.is_set() and tally.requests < cap:
             kind = rng.choices([k for k, _ in MIX], [w for _, w in MIX])[0]
-            t = time.perf_counter()
+            if interval:
+                if stop.wait(max(0.0, due - time.perf_counter())):
+                    break
+                t, due = due, due + rng.expovariate(1 / interval)
+            else:
+                t = time.perf_counter()
             ack = None
             try:
                 if kind == "search":
@@ -216,10 +239,23 @@ def typed_503(error: str) -> bool:
     return len(parts) == 3 and parts[1] == "503" and parts[2] != "untyped"
 
 
-def phase(server, users, titles, papers, seconds: float, cap: int, kill_at: float | None = None) -> dict:
+def phase(
+    server,
+    users,
+    titles,
+    papers,
+    seconds: float,
+    cap: int,
+    kill_at: float | None = None,
+    rate: float | None = None,
+) -> dict:
+    """``rate``: requests a second over all clients (open loop); None: each client back to back."""
     tally, stop = Tally(), threading.Event()
+    interval = len(users) / rate if rate else None
     threads = [
-        threading.Thread(target=client, args=(server, u, titles, papers, tally, stop, i, cap), daemon=True)
+        threading.Thread(
+            target=client, args=(server, u, titles, papers, tally, stop, i, cap, interval), daemon=True
+        )
         for i, u in enumerate(users)
     ]
     t0 = time.perf_counter()
@@ -292,12 +328,20 @@ def main(argv: list[str] | None = None) -> dict:
     )
     parser.add_argument("--state-dsn", help="serve user state from this PostgreSQL database")
     parser.add_argument(
+        "--rate",
+        type=float,
+        help="open loop: requests a second over all clients, at Poisson arrivals, each timed from when it "
+        "was due (default: closed loop, every client back to back)",
+    )
+    parser.add_argument(
         "--workers",
         type=int,
         default=os.cpu_count() or 1,
         help="server processes (default: the cores); with more than one, the kill takes one worker",
     )
     args = parser.parse_args(argv)
+    if args.rate is not None and args.rate <= 0:
+        parser.error(f"--rate must be a positive number of requests a second, not {args.rate}")
     cfg = load_config()
     env = {**os.environ}
     if args.state_dsn:
@@ -307,7 +351,7 @@ def main(argv: list[str] | None = None) -> dict:
     titles, papers = queries_and_papers(args.index, cfg)
     log = Path(tempfile.mkdtemp(prefix="scix-bench-serve-")) / "server.log"
     server = Server(args.index, free_port(), env, log, args.workers)
-    out: dict = {"server_log": str(log)}
+    out: dict = {"server_log": str(log), "rate": args.rate}
     try:
         out["startup_s"] = server.start(timeout=900)  # a first start fits the community's co-save model
         stamp = int(time.time())
@@ -315,16 +359,20 @@ def main(argv: list[str] | None = None) -> dict:
         with httpx.Client(base_url=server.url, timeout=30) as http:
             for u in users:
                 http.post("/api/users", json={"user": u}).raise_for_status()
-        run = phase(server, users, titles, papers, args.seconds, args.max_requests)
+        run = phase(server, users, titles, papers, args.seconds, args.max_requests, rate=args.rate)
+        load = f"open loop at {args.rate:g} requests/s" if args.rate else "closed loop"
         report(
-            f"{args.clients} clients, {args.workers} workers, {args.seconds:.0f} s, state {state.location}",
+            f"{args.clients} clients, {load}, {args.workers} workers, {args.seconds:.0f} s, "
+            f"state {state.location}",
             run,
         )
         out["load"] = run
         acknowledged = list(run["tally"].acknowledged)
         if args.kill:
             window = args.kill_window or max(10.0, args.seconds / 4)
-            killed = phase(server, users, titles, papers, window, args.max_requests, kill_at=window / 3)
+            killed = phase(
+                server, users, titles, papers, window, args.max_requests, kill_at=window / 3, rate=args.rate
+            )
             what = "one worker" if args.workers > 1 else "the server"
             report(f"SIGKILL of {what} at {window / 3:.0f} s of {window:.0f} s", killed)
             console.print(

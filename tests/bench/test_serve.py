@@ -12,12 +12,17 @@ from tests.corpus import CORPUS
 pytestmark = pytest.mark.model
 
 
-def test_load_then_a_kill_loses_no_acknowledged_save(tmp_path, encoder, monkeypatch):
+@pytest.fixture
+def served(tmp_path, encoder, monkeypatch):
     cfg = load_config().replace(home=tmp_path)
     ingest(CORPUS, "served", config=cfg, progress=False, encoder=encoder)  # the server process owns the shard
     monkeypatch.setenv("SCIX_HOME", str(tmp_path))
     monkeypatch.delenv("SCIX_CONFIG", raising=False)
-    out = serve.main(["--index", "served", "--clients", "4", "--seconds", "4", "--kill-window", "6"])
+    return "served"
+
+
+def test_load_then_a_kill_loses_no_acknowledged_save(served):
+    out = serve.main(["--index", served, "--clients", "4", "--seconds", "4", "--kill-window", "6"])
     load = out["load"]["tally"]
     assert len(load.latency["search"]) > 10 and load.latency["recommend"], dict(load.errors)
     assert not load.errors, dict(load.errors)  # nothing fails under load
@@ -26,3 +31,14 @@ def test_load_then_a_kill_loses_no_acknowledged_save(tmp_path, encoder, monkeypa
     assert all(serve.typed_503(k) for k in killed.errors), killed.errors
     assert out["kill"]["recovery"] is not None and out["acknowledged"] > 0
     assert out["missing"] == 0
+
+
+def test_an_open_loop_sends_the_rate_asked_for_and_times_each_request_from_when_it_was_due(served):
+    # closed loop, four clients on this corpus answer well over 100 requests a second; at 20 a second for
+    # 5 s the clients send about 100, never many more (Poisson arrivals: ±2 standard deviations and slack)
+    out = serve.main(["--index", served, "--clients", "4", "--seconds", "5", "--rate", "20", "--no-kill"])
+    tally = out["load"]["tally"]
+    sent = sum(len(v) for v in tally.latency.values())
+    assert 55 <= sent <= 140 and not tally.errors and out["rate"] == 20, (sent, dict(tally.errors))
+    with pytest.raises(SystemExit):
+        serve.main(["--index", served, "--rate", "0"])
