@@ -177,6 +177,7 @@ def test_tiers_3_and_2_score_with_their_own_parts_of_one_fitted_community(tmp_pa
         )
     ]
     cos = community.cosaves(rows)
+    assert not cos.kept  # iALS is scored only when a tier asks (Tier 1 never does)
     tier1, tiers = each[0] + each[1], each[0] + each[1] + each[2]
     np.testing.assert_allclose(cos.scores, tier1 / tier1.max(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(cos.for_tiers, tiers / tiers.max(), rtol=1e-5, atol=1e-6)

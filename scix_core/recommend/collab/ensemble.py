@@ -80,12 +80,14 @@ class Ensemble:
             fitted=tuple(theirs.get(p.model.name, p) if p.model.name in names else p for p in self.fitted),
         )
 
-    def normalised(self, rows: np.ndarray) -> dict[str, np.ndarray]:
-        """Each fitted part's scores for a user who saved ``rows``: negatives and the saved rows 0, divided
-        by the user's best, times the part's weight; by part name."""
+    def normalised(self, rows: np.ndarray, names=None) -> dict[str, np.ndarray]:
+        """Each fitted part's scores (those named in ``names``; all when None) for a user who saved ``rows``:
+        negatives and the saved rows 0, divided by the user's best, times the part's weight; by part name."""
         rows = np.asarray(rows, dtype=np.int64)
         out = {}
         for p in self.fitted:
+            if names is not None and p.model.name not in names:
+                continue
             part = np.maximum(np.asarray(p.model.scores(rows), dtype=np.float32), 0.0)
             part[rows] = 0.0
             best = float(part.max()) if len(part) else 0.0
