@@ -9,6 +9,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 
+def mtime(path: Path) -> float:
+    """``path``'s modification time; 0 when it is gone (removed by another process meanwhile)."""
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
 def lock_path(target: Path) -> Path:
     """The hidden lock file beside ``target``."""
     return target.with_name(f".{target.stem}.lock")

@@ -167,7 +167,7 @@ def collab_model(
         "cosine": lambda: RP3Beta(alpha=0.5, beta=0.5, alpha_user=0.0),
         "rp3beta": lambda: RP3Beta(alpha=alpha, beta=beta),
         "ease": lambda: Ease(lam=ease_lambda, cache_dir=cache_dir),
-        "ials": lambda: Ials(factors=128, alpha=60.0, regularization=1.0),
+        "ials": lambda: Ials(factors=128, alpha=60.0, regularization=1.0, cache_dir=cache_dir),
     }
     parts = [made[n]() for n in names]
     if len(parts) == 1 and kind in ("rp3beta", "cosine"):

@@ -9,6 +9,7 @@ from scipy.sparse import csr_matrix, vstack
 from scix_core.errors import ConfigError, UnknownNameError
 from scix_core.recommend import collab
 from scix_core.recommend.collab.ease import Ease, check_fits
+from scix_core.recommend.collab.ials import Ials
 from scix_core.recommend.collab.knn import ItemKnn, top_per_row
 from scix_core.recommend.collab.text import HybridKnn, TextKnn
 from scix_core.recommend.collab.walk import RP3Beta
@@ -192,3 +193,22 @@ def test_every_model_keeps_the_contract(name):
     assert model.scores(np.array([], dtype=np.int64)).shape == (5,)
     with pytest.raises(UnknownNameError, match="rp3beta"):
         collab.make("slim")
+
+
+def test_an_ials_fit_is_kept_on_disk_and_loaded_for_the_same_saves(tmp_path, monkeypatch):
+    first = Ials(factors=4, alpha=5.0, regularization=0.1, iterations=5, cache_dir=tmp_path).fit(X)
+    assert first.fit_seconds > 0 and len(list(tmp_path.glob("ials-*.npy"))) == 1
+
+    def refit(self, x):
+        raise AssertionError("refitted the same saves")
+
+    monkeypatch.setattr(Ials, "_solve", refit)
+    again = Ials(factors=4, alpha=5.0, regularization=0.1, iterations=5, cache_dir=tmp_path).fit(X)
+    rows = np.array([0, 1])
+    np.testing.assert_array_equal(again.scores(rows), first.scores(rows))
+    assert again.fit_seconds == first.fit_seconds  # the fit's own time: a loaded fit is no quicker to redo
+    monkeypatch.undo()
+    other = X.copy().tolil()
+    other[0, 4] = 1.0  # other saves, another fit
+    Ials(factors=4, alpha=5.0, regularization=0.1, iterations=5, cache_dir=tmp_path).fit(other.tocsr())
+    assert len(list(tmp_path.glob("ials-*.npy"))) == 2

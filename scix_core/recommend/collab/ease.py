@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 
 from scix_core.errors import ConfigError
-from scix_core.locks import exclusive, lock_path
+from scix_core.locks import exclusive, lock_path, mtime
 from scix_core.recommend.collab.matrix import binary
 
 MAX_ITEMS = 40_000
@@ -135,7 +135,7 @@ class Ease:
     def _load_stale(self, folder: Path, least: float) -> bool:
         """The newest cached fit of this λ and catalogue size that saw at least ``least`` saves; False when
         none."""
-        for path in sorted(folder.glob("ease-*.npy"), key=_mtime, reverse=True):
+        for path in sorted(folder.glob("ease-*.npy"), key=mtime, reverse=True):
             note = _note(path)
             if note.get("lam") != self.lam or note.get("n") != self._n or "items" not in note:
                 continue
@@ -239,13 +239,6 @@ class Ease:
         return out
 
 
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return 0.0
-
-
 def _note(path: Path) -> dict:
     """The note beside a cached fit (``ease-<key>.json``); {} when there is none or it is unreadable."""
     try:
@@ -268,7 +261,7 @@ def _save(path: Path, b: np.ndarray, facts: dict, model: Ease) -> None:
     except OSError:
         tmp.unlink(missing_ok=True)
         return
-    fits = sorted(path.parent.glob("ease-*.npy"), key=_mtime, reverse=True)
+    fits = sorted(path.parent.glob("ease-*.npy"), key=mtime, reverse=True)
     for old in fits[KEEP:]:
         old.unlink(missing_ok=True)
         old.with_suffix(".json").unlink(missing_ok=True)
