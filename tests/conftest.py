@@ -139,7 +139,9 @@ def citeulike_home(tmp_path_factory, data_dir, encoder):
     assert (report.users, report.saves, report.unknown_papers) == (5551, 204986, 0)
     # co-saves by RP3beta alone: the default ensemble's EASE part costs a minute per distinct community; the
     # default runs in the offline-evaluation test and notebook 06, which share one cached fit
-    return cfg.replace(**{"recommend.collab": "rp3beta"})
+    # RP3beta alone in every tier (tier_collab "" = as collab): no EASE or iALS fit per test; the defaults'
+    # parts are tested on these libraries by the evaluation test and notebook 06
+    return cfg.replace(**{"recommend.collab": "rp3beta", "recommend.tier_collab": ""})
 
 
 @pytest.fixture(scope="session")

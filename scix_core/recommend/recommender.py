@@ -106,12 +106,13 @@ class Recommender:
         self.scorer, self._health = load_scorer(cfg.recommend, cfg.home, index)
         self.side = self._side()
         r = cfg.recommend
+        tier_collab = r.tier_collab if r.community_tiers else ""  # no tier blends co-saves: fit none for them
         self.community = Community(
             self.state,
             index,
             self.side.catalog,
             collab_model(
-                joined(r.collab, r.tier_collab),
+                joined(r.collab, tier_collab),
                 r.collab_alpha,
                 r.collab_beta,
                 r.collab_ease_lambda,
@@ -120,7 +121,7 @@ class Recommender:
             (lambda: library_pairs(self.build_dir)) if build_community else None,
             refresh_s=r.community_refresh_s or 0.0,
             parts=part_names(r.collab),
-            tier_parts=part_names(r.tier_collab or r.collab),
+            tier_parts=part_names(tier_collab or r.collab),
         )
         self.tiers = {
             0: TrendingTier(),

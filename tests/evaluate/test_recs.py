@@ -86,7 +86,9 @@ def test_eval_recs_on_real_libraries(citeulike_home):
     # the default co-saves (RP3beta + EASE); 60 users as notebook 06 evaluates: the same training saves, so
     # the two share one cached EASE fit (the LightGBM run, whose private community would need its own, is
     # measured below with RP3beta co-saves)
-    cfg = citeulike_home.replace(**{"recommend.collab": RecommendConfig.collab})
+    cfg = citeulike_home.replace(
+        **{"recommend.collab": RecommendConfig.collab, "recommend.tier_collab": RecommendConfig.tier_collab}
+    )
     report = evaluate_recs("cul", cfg, users=60, runs=runs, permutations=500, progress=False)
     assert report.n_users == 60 and set(report.runs) == set(runs)
     assert report.setup["collab"] == "rp3beta+ease+ials" and not report.setup["collab_failure"]
