@@ -46,7 +46,8 @@ from pathlib import Path
 import numpy as np
 
 from scix_core.errors import ConfigError
-from scix_core.locks import exclusive, lock_path, mtime
+from scix_core.locks import exclusive, mtime
+from scix_core.recommend.collab.cache import save_fit
 from scix_core.recommend.collab.matrix import binary
 
 MAX_ITEMS = 40_000
@@ -248,21 +249,6 @@ def _note(path: Path) -> dict:
 
 
 def _save(path: Path, b: np.ndarray, facts: dict, model: Ease) -> None:
-    """Written under a temporary name and renamed (a reader never maps half a file), its note first; then
-    only the newest ``KEEP`` fits of the folder stay. A full disk costs the cache, never the fit."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    """The fit and its note (λ, item set, saves, fit time) into the cache folder (:func:`save_fit`)."""
     note = {"lam": model.lam, "n": model._n, "items": model._items.tolist(), **facts}
-    try:
-        path.with_suffix(".json").write_text(json.dumps(note))
-        with open(tmp, "wb") as fh:
-            np.save(fh, b)
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        return
-    fits = sorted(path.parent.glob("ease-*.npy"), key=mtime, reverse=True)
-    for old in fits[KEEP:]:
-        old.unlink(missing_ok=True)
-        old.with_suffix(".json").unlink(missing_ok=True)
-        lock_path(old).unlink(missing_ok=True)
+    save_fit(path, b, note, "ease", KEEP)

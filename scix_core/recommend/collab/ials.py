@@ -29,7 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from scix_core.extras import require
-from scix_core.locks import exclusive, lock_path, mtime
+from scix_core.locks import exclusive
+from scix_core.recommend.collab.cache import save_fit
 from scix_core.recommend.collab.matrix import binary
 
 KEEP = 3  # fits kept per cache folder (8.7 MB each at CiteULike-a's 17k items)
@@ -122,20 +123,4 @@ def _load(path: Path) -> tuple[np.ndarray | None, float | None]:
 
 
 def _save(path: Path, y: np.ndarray, seconds: float) -> None:
-    """Written under a temporary name and renamed, its note first; then only the newest ``KEEP`` fits of the
-    folder stay. A full disk costs the cache, never the fit."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.with_suffix(".json").write_text(json.dumps({"seconds": seconds}))
-        with open(tmp, "wb") as fh:
-            np.save(fh, y)
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        return
-    fits = sorted(path.parent.glob("ials-*.npy"), key=mtime, reverse=True)
-    for old in fits[KEEP:]:
-        old.unlink(missing_ok=True)
-        old.with_suffix(".json").unlink(missing_ok=True)
-        lock_path(old).unlink(missing_ok=True)
+    save_fit(path, y, {"seconds": seconds}, "ials", KEEP)
