@@ -66,7 +66,7 @@ from scix_core.recommend.collab import ItemScorer
 from scix_core.recommend.collab.ease import Ease
 from scix_core.recommend.collab.ensemble import Ensemble, summed
 from scix_core.recommend.collab.ials import Ials
-from scix_core.recommend.collab.walk import RP3Beta
+from scix_core.recommend.collab.walk import CosineWalk, RP3Beta
 from scix_core.recommend.state import UserState
 
 if TYPE_CHECKING:
@@ -164,7 +164,7 @@ def collab_model(
     if not kind or any(n not in COLLAB for n in names) or len(set(names)) < len(names):
         raise UnknownNameError("recommend.collab", kind, (*COLLAB, DEFAULT_COLLAB))
     made = {
-        "cosine": lambda: RP3Beta(alpha=0.5, beta=0.5, alpha_user=0.0),
+        "cosine": lambda: CosineWalk(),
         "rp3beta": lambda: RP3Beta(alpha=alpha, beta=beta),
         "ease": lambda: Ease(lam=ease_lambda, cache_dir=cache_dir),
         "ials": lambda: Ials(factors=128, alpha=60.0, regularization=1.0, cache_dir=cache_dir),
@@ -181,14 +181,12 @@ def joined(*kinds: str) -> str:
     names: list[str] = []
     for kind in kinds:
         names += [n for n in kind.split("+") if n and n not in names]
-    if {"cosine", "rp3beta"} <= set(names):  # both are the walk (one model name): which one would score?
-        raise ConfigError("recommend.collab and tier_collab cannot use both cosine and rp3beta")
     return "+".join(names)
 
 
 def part_names(kind: str) -> frozenset[str]:
-    """The model names of a co-save score's parts (``cosine`` is the walk with other exponents)."""
-    return frozenset("rp3beta" if n == "cosine" else n for n in kind.split("+") if n)
+    """The model names of a co-save score's parts."""
+    return frozenset(n for n in kind.split("+") if n)
 
 
 def _params(model) -> dict:

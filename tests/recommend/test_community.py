@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.sparse import csr_matrix
 
-from scix_core.errors import ConfigError, UnknownNameError
+from scix_core.errors import UnknownNameError
 from scix_core.recommend import Recommender, UserState
 from scix_core.recommend import community as community_module
 from scix_core.recommend.catalog import Catalog
@@ -185,9 +185,23 @@ def test_tiers_3_and_2_score_with_their_own_parts_of_one_fitted_community(tmp_pa
     exclude = np.array([], dtype=np.int64)
     best = [r for r in np.argsort(-cos.for_tiers, kind="stable") if cos.for_tiers[r] > 0]  # positive only
     assert list(cos.top(3, exclude, tiers=True)) == best[:3] and len(best) >= 2
-    with pytest.raises(ConfigError, match="cosine and rp3beta"):
-        joined("rp3beta+ease", "cosine")
-    assert joined("rp3beta+ease", "") == "rp3beta+ease" and part_names("cosine+ease") == {"rp3beta", "ease"}
+    # Tier 1 on cosine, the tiers on RP3beta: two walks, each fitted once
+    assert joined("cosine", "rp3beta+ease+ials") == "cosine+rp3beta+ease+ials"
+    assert joined("rp3beta+ease", "") == "rp3beta+ease" and part_names("cosine+ease") == {"cosine", "ease"}
+    mixed = Community(
+        _state(tmp_path / "mixed"),
+        "idx",
+        catalog,
+        collab_model(joined("cosine", "rp3beta")),
+        parts=part_names("cosine"),
+        tier_parts=part_names("rp3beta"),
+    )
+    walks = mixed.cosaves(rows)
+    alone = Community(_state(tmp_path / "cos"), "idx", catalog, collab_model("cosine")).cosaves(rows).scores
+    np.testing.assert_allclose(walks.scores, alone, rtol=1e-5, atol=1e-6)
+    walk = Community(_state(tmp_path / "walk"), "idx", catalog, collab_model("rp3beta")).cosaves(rows).scores
+    np.testing.assert_allclose(walks.for_tiers, walk, rtol=1e-5, atol=1e-6)
+    assert walks.model == "cosine"
 
 
 def test_a_part_that_does_not_fit_is_left_out_saying_why(tmp_path):

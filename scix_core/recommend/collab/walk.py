@@ -51,3 +51,14 @@ class RP3Beta:
         q = np.zeros(x.shape[1], dtype=np.float32)
         q[rows] = item_step[rows]
         return np.asarray(xt @ (user_step * (x @ q)), dtype=np.float32) * penalty
+
+
+@dataclass
+class CosineWalk(RP3Beta):
+    """Item-kNN cosine as the walk — α 0.5 on items, none on users, β 0.5 (``recommend.collab = "cosine"``);
+    a name of its own, so a Tier 1 on cosine and tiers on RP3beta fit both."""
+
+    name = "cosine"
+    alpha: float = 0.5
+    beta: float = 0.5
+    alpha_user: float | None = 0.0
