@@ -54,16 +54,12 @@ class Ials:
         x = binary(matrix)
         path = self._cached(x)
         if path is None:
-            t = time.perf_counter()
             y = self._solve(x)
-            self.fit_seconds = time.perf_counter() - t
         else:
             with exclusive(path):  # processes fitting the same saves at once: one fits, the others load
                 y, self.fit_seconds = _load(path)
                 if y is None:
-                    t = time.perf_counter()
                     y = self._solve(x)
-                    self.fit_seconds = time.perf_counter() - t
                     _save(path, y, self.fit_seconds)
         self._fitted = (y, y.T @ y + self.regularization * np.eye(y.shape[1]))
         self._y32 = np.ascontiguousarray(
@@ -72,7 +68,10 @@ class Ials:
         return self
 
     def _solve(self, x) -> np.ndarray:
+        """A fit of ``x``'s item factors; :attr:`fit_seconds` is how long it took."""
         import threadpoolctl
+
+        t = time.perf_counter()
 
         als = require("implicit.cpu.als", None, "the ials model")
         with threadpoolctl.threadpool_limits(1, "blas"), warnings.catch_warnings():  # implicit's own advice
@@ -86,6 +85,7 @@ class Ials:
             )
             model.fit(x, show_progress=False)
         self._model = model  # implicit's own (a fit loaded from the cache has none)
+        self.fit_seconds = time.perf_counter() - t
         return np.asarray(model.item_factors, dtype=np.float64)
 
     def _cached(self, x) -> Path | None:
