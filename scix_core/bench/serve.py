@@ -1,7 +1,7 @@
 """Load bench of ``scix serve`` on loopback: concurrent clients, a request mix, then a SIGKILL.
 
     python -m scix_core.bench.serve --index citeulike-a [--clients 16] [--seconds 120] [--workers N]
-        [--state-dsn DSN] [--rate R]
+        [--state-dsn DSN] [--rate R] [--trace requests.csv]
 
 Starts ``scix serve`` in a process of its own (a fresh port on 127.0.0.1), waits for ``/healthz``, and
 runs ``--clients`` threads for ``--seconds``: 80% searches (titles of the index's papers as queries,
@@ -27,6 +27,7 @@ Bounded: ``--seconds`` per phase, a ``--max-requests`` cap, 30 s client timeouts
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import random
 import signal
@@ -63,10 +64,16 @@ class Tally:
     acknowledged: list[tuple[str, str]] = field(default_factory=list)
     requests: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: (kind, when it was due in seconds from the phase's start, seconds taken, status) per request
+    trace: list[tuple[str, float, float, int | str]] = field(default_factory=list)
+    start: float = field(default_factory=time.perf_counter)
 
-    def add(self, kind: str, seconds: float, status: int | str, ack: tuple[str, str] | None = None) -> None:
+    def add(
+        self, kind: str, due: float, seconds: float, status: int | str, ack: tuple[str, str] | None = None
+    ) -> None:
         with self.lock:
             self.requests += 1
+            self.trace.append((kind, due - self.start, seconds, status))
             if status == 200 or status == 201:
                 self.latency[kind].append(seconds)
                 if ack:
@@ -223,7 +230,7 @@ def client(
                 time.sleep(0.05)
             except httpx.TransportError as exc:
                 status = type(exc).__name__
-            tally.add(kind, time.perf_counter() - t, status, ack)
+            tally.add(kind, t, time.perf_counter() - t, status, ack)
 
 
 def _code(response: httpx.Response) -> str:
@@ -307,6 +314,15 @@ def report(title: str, result: dict) -> None:
     )
 
 
+def write_trace(path: Path, phases: dict[str, dict | None]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        rows = csv.writer(f)
+        rows.writerow(["phase", "endpoint", "due_s", "ms", "status"])
+        for name, result in phases.items():
+            for kind, due, seconds, status in result["tally"].trace if result else ():
+                rows.writerow([name, kind, f"{due:.4f}", f"{seconds * 1000:.2f}", status])
+
+
 def missing_saves(acknowledged, state: UserState, index: str) -> int:
     have = {}
     for user in {u for u, _ in acknowledged}:
@@ -332,6 +348,12 @@ def main(argv: list[str] | None = None) -> dict:
         type=float,
         help="open loop: requests a second over all clients, at Poisson arrivals, each timed from when it "
         "was due (default: closed loop, every client back to back)",
+    )
+    parser.add_argument(
+        "--trace",
+        type=Path,
+        help="write every request to this CSV file: phase, endpoint, when it was due (seconds from the "
+        "phase's start), milliseconds taken, status — to see when the slow ones came",
     )
     parser.add_argument(
         "--workers",
@@ -387,6 +409,8 @@ def main(argv: list[str] | None = None) -> dict:
             )
             out["kill"] = killed
             acknowledged += killed["tally"].acknowledged
+        if args.trace:
+            write_trace(args.trace, {"load": run, "kill": out.get("kill")})
         out["acknowledged"] = len(acknowledged)
         out["missing"] = missing_saves(acknowledged, state, args.index)
         console.print(

@@ -416,14 +416,24 @@ class Community:
         if thread is not None:
             thread.join(timeout)
 
+    def libraries(self) -> Libraries | None:
+        """Who saved what as of the last refresh (None before any save)."""
+        with self._lock:
+            self._refresh(lazy=True)
+            return self._snapshot()
+
+    def _snapshot(self) -> Libraries | None:
+        if self._libraries is None or self._libraries.by_user is not self._matrix:
+            self._libraries = Libraries(self._matrix) if self._matrix is not None else None
+        return self._libraries
+
     def cosaves(self, saved_rows: np.ndarray) -> CoSaves | None:
         """The user's co-save scores, or None when no other user saved any of their papers (by Tier 1's
         parts, ``recommend.collab``; the tiers' own, :attr:`CoSaves.for_tiers`, follow when asked)."""
         with self._lock:
             self._refresh(lazy=True)
             matrix, model, savers = self._matrix, self._fitted, self._savers
-            if self._libraries is None or self._libraries.by_user is not matrix:
-                self._libraries = Libraries(matrix) if matrix is not None else None
+            self._snapshot()
         if not len(saved_rows) or model is None or matrix is None or not matrix.nnz:
             return None
         tiers = None

@@ -9,34 +9,84 @@ and 2 pick their list by MMR with a gain for every such interest a candidate rea
 nearest an interest of many of those users that no pick covers yet is worth more than one beside the
 papers already picked. Each library's centroids are computed once and kept (:class:`InterestCache`,
 bounded); the greedy itself is a few small matrix products.
+
+A server computes every library's centroids before its first request (:meth:`InterestCache.warm`): in a
+request, a neighbour's library not seen before costs a Ward clustering (a few ms each, up to
+``recommend.neighbours`` of them), and a fresh worker answered its first seconds of requests that way
+(docs/results.md#serving). The centroids are kept in a file under ``SCIX_HOME/cache/interests`` too, so a
+restarted worker reads them instead of clustering the community again.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import threading
+import zipfile
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from scix_core.config import RecommendConfig
+from scix_core.locks import mtime
 from scix_core.recommend.stages.cluster import ward_labels
+
+#: interest files kept per workspace (one per index build and clustering setting), the newest first
+FILES_KEPT = 8
 
 
 class InterestCache:
     """Unit centroids of a library's Ward clusters (one cluster below ``tier1_min_saves`` saves), by
     library, the ``size`` most recently used kept."""
 
-    def __init__(self, size: int = 50_000):
-        self.size = size
+    def __init__(self, size: int = 50_000, build: str = ""):
+        self.size, self.build = size, build  # build: the index build whose vectors the centroids are of
         self._kept: OrderedDict[bytes, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
-    def centroids(self, rows: np.ndarray, vectors, cfg: RecommendConfig) -> np.ndarray:
-        key = (
+    @staticmethod
+    def _key(rows: np.ndarray, cfg: RecommendConfig) -> bytes:
+        return (
             np.asarray(rows, dtype=np.int64).tobytes()
             + repr((cfg.max_clusters, cfg.min_silhouette, cfg.tier1_min_saves)).encode()
         )
+
+    def warm(self, libraries, vectors, cfg: RecommendConfig, folder: Path | None = None) -> dict:
+        """Every library of ``libraries`` (:class:`~scix_core.recommend.community.Libraries`) in the cache:
+        read from ``folder``'s file of an earlier warm of this build with these clustering settings (by
+        each library's digest), the rest computed, and the file rewritten when any was. Returns how many
+        libraries there were, were read and were computed."""
+        users = libraries.by_user
+        libs = [users.indices[users.indptr[u] : users.indptr[u + 1]] for u in range(users.shape[0])]
+        keys = [self._key(rows, cfg) for rows in libs if len(rows)]
+        libs = [rows for rows in libs if len(rows)]
+        path = (
+            folder / f"interests-{_digest(repr((self.build, self._key([], cfg))).encode())}.npz"
+            if folder
+            else None
+        )
+        kept = _read(path) if path is not None else {}
+        read = computed = 0
+        for rows, key in zip(libs, keys):
+            with self._lock:
+                if key in self._kept:
+                    continue
+                stored = kept.get(_digest(key))
+                if stored is not None:
+                    self._kept[key] = stored
+                    read += 1
+                    continue
+            self.centroids(rows, vectors, cfg)
+            computed += 1
+        if path is not None and computed:
+            with self._lock:
+                _write(path, {_digest(k): self._kept[k] for k in keys if k in self._kept})
+        return {"libraries": len(keys), "read": read, "computed": computed}
+
+    def centroids(self, rows: np.ndarray, vectors, cfg: RecommendConfig) -> np.ndarray:
+        key = self._key(rows, cfg)
         with self._lock:
             if key in self._kept:
                 self._kept.move_to_end(key)
@@ -56,6 +106,48 @@ class InterestCache:
         return out
 
 
+def _digest(key: bytes) -> str:
+    return hashlib.blake2b(key, digest_size=16).hexdigest()
+
+
+def _read(path: Path) -> dict[str, np.ndarray]:
+    """An interest file's centroids by library digest; {} when there is none or it cannot be read."""
+    try:
+        with np.load(path) as f:
+            digests, ends, centroids = f["digests"], f["ends"], f["centroids"]
+    except (
+        OSError,
+        ValueError,
+        KeyError,
+        EOFError,
+        zipfile.BadZipFile,
+    ):  # none yet, or cut short: computed again
+        return {}
+    starts = np.concatenate([[0], ends[:-1]])
+    return {str(d): centroids[a:b] for d, a, b in zip(digests, starts, ends)}
+
+
+def _write(path: Path, kept: dict[str, np.ndarray]) -> None:
+    """Write the file whole under a temporary name, then rename it into place (a reader never sees half a
+    file); keep the newest ``FILES_KEPT``. A full disk costs the file, never the centroids."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npz")
+    arrays = list(kept.values())
+    try:
+        np.savez(
+            tmp,
+            digests=np.array(list(kept), dtype="U32"),
+            ends=np.cumsum([len(a) for a in arrays], dtype=np.int64),
+            centroids=np.concatenate(arrays) if arrays else np.zeros((0, 0), dtype=np.float32),
+        )
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        return
+    for old in sorted(path.parent.glob("interests-*.npz"), key=mtime, reverse=True)[FILES_KEPT:]:
+        old.unlink(missing_ok=True)
+
+
 _SHARED: dict[str, InterestCache] = {}
 _SHARED_LOCK = threading.Lock()
 
@@ -64,7 +156,7 @@ def shared_interests(build: str) -> InterestCache:
     """One cache per index build in this process: every recommender over it (the evaluation's per-tier
     runs make several) reuses the centroids."""
     with _SHARED_LOCK:
-        return _SHARED.setdefault(build, InterestCache())
+        return _SHARED.setdefault(build, InterestCache(build=build))
 
 
 @dataclass(frozen=True, eq=False)

@@ -305,6 +305,16 @@ class Recommender:
             },
         }
 
-    def warm(self) -> None:
-        """Reads the community's saves and fits its co-save model now, not in the first request."""
+    def warm(self, interests: bool = False) -> dict:
+        """Reads the community's saves and fits its co-save model now, not in the first request; with
+        ``interests`` (a server) every library's interest centroids too (:meth:`InterestCache.warm`, kept
+        under ``SCIX_HOME/cache/interests``) when a tier's MMR covers the neighbours' interests. Returns what
+        the interest warm-up read and computed ({} without it)."""
         self.community.warm()
+        r = self.config.recommend
+        covers = max(r.tier1_neighbour_cover, r.tier2_neighbour_cover, r.tier3_neighbour_cover) > 0
+        libraries = self.community.libraries() if interests and covers else None
+        if libraries is None or self.side.vectors is None:
+            return {}
+        folder = self.config.home / "cache" / "interests"
+        return self.side.interests.warm(libraries, self.side.vectors, r, folder)

@@ -10,8 +10,11 @@ recommendation served (the LightGBM scorer's training data).
 Every write is one ``BEGIN IMMEDIATE`` transaction with ``synchronous=FULL``:
 a call returns only after its rows are committed, concurrent writers (threads
 or processes) queue on SQLite's lock instead of losing rows, and an error
-leaves nothing half-written. The schema carries a version number; opening a
-database written by a newer version is refused rather than guessed at.
+leaves nothing half-written — except the served log (``rec_log``), whose rows commit with
+``synchronous=NORMAL``: a killed process loses none of them (the WAL has them), a crash of the machine may
+lose the last few — what was shown, never what a user did — and a recommendation does not wait for the
+disk. The schema carries a version number; opening a database written by a newer version is refused
+rather than guessed at.
 """
 
 from __future__ import annotations
@@ -227,9 +230,12 @@ class UserState:
             conn.close()
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One immediate transaction: committed on exit, rolled back on any exception."""
+    def _write(self, durable: bool = True) -> Iterator[sqlite3.Connection]:
+        """One immediate transaction: committed on exit, rolled back on any exception. Not ``durable``:
+        the commit does not wait for the disk (the served log)."""
         with self._connect() as conn:
+            if not durable:
+                conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
@@ -480,7 +486,8 @@ class UserState:
     # the recommendation log
     # ----------------------------------------------------------------------------------
     def log(self, index: str, user_id: str, tier: int, scorer: str, items: list[dict]) -> None:
-        with self._write() as conn:
+        """One row of the served log — committed without waiting for the disk (see the module's doc)."""
+        with self._write(durable=False) as conn:
             conn.execute(
                 "INSERT INTO rec_log (index_name, user_id, tier, scorer, items, at) VALUES (?,?,?,?,?,?)",
                 (index, user_id, tier, scorer, json.dumps(items), utc_text(parse_time(None))),

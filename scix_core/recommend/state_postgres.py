@@ -119,10 +119,13 @@ class PostgresUserState(UserState):
             conn.close()
 
     @contextmanager
-    def _write(self) -> Iterator[_Conn]:
+    def _write(self, durable: bool = True) -> Iterator[_Conn]:
         """One transaction behind the store's advisory lock: committed on exit, rolled back on any
-        exception."""
+        exception. Not ``durable`` (the served log): committed without waiting for the WAL flush
+        (``synchronous_commit off``: a server crash may lose the last few such rows, never corrupt)."""
         with self._connect() as conn, conn.conn.transaction():
+            if not durable:
+                conn.execute("SET LOCAL synchronous_commit TO OFF")
             conn.execute("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK,))
             yield conn
 

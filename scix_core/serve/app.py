@@ -109,8 +109,10 @@ def create_app(index: str, config: Config | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         # the model loads (and exports, in a fresh workspace) before the first request
-        services.searcher.warm()
-        services.recommender.warm()  # the community's co-save model is fitted before the first request
+        services.searcher.warm(shapes=True)
+        # the community's co-save model is fitted, and every library's interests placed, before the first
+        # request (a fresh worker's first seconds of recommendations clustered neighbours' libraries)
+        services.recommender.warm(interests=True)
         yield
         services.close()
         close_readers()  # the process is ending: a worker's private shard copy goes now (vectors.replica)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+
 import pytest
 
 from scix_core.bench import serve
@@ -33,12 +35,35 @@ def test_load_then_a_kill_loses_no_acknowledged_save(served):
     assert out["missing"] == 0
 
 
-def test_an_open_loop_sends_the_rate_asked_for_and_times_each_request_from_when_it_was_due(served):
+def test_an_open_loop_sends_the_rate_asked_for_and_times_each_request_from_when_it_was_due(served, tmp_path):
     # closed loop, four clients on this corpus answer well over 100 requests a second; at 20 a second for
     # 5 s the clients send about 100, never many more (Poisson arrivals: ±2 standard deviations and slack)
-    out = serve.main(["--index", served, "--clients", "4", "--seconds", "5", "--rate", "20", "--no-kill"])
+    trace = tmp_path / "requests.csv"
+    out = serve.main(
+        [
+            "--index",
+            served,
+            "--clients",
+            "4",
+            "--seconds",
+            "5",
+            "--rate",
+            "20",
+            "--no-kill",
+            "--trace",
+            str(trace),
+        ]
+    )
     tally = out["load"]["tally"]
     sent = sum(len(v) for v in tally.latency.values())
     assert 55 <= sent <= 140 and not tally.errors and out["rate"] == 20, (sent, dict(tally.errors))
+    # the trace: every request once, due inside the phase, its time as the tally's
+    with open(trace, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == sent and {r["phase"] for r in rows} == {"load"}
+    assert all(0 <= float(r["due_s"]) <= 5.5 and r["status"] in ("200", "201") for r in rows)
+    assert sorted(float(r["ms"]) for r in rows if r["endpoint"] == "search") == pytest.approx(
+        sorted(s * 1000 for s in tally.latency["search"]), abs=0.01
+    )
     with pytest.raises(SystemExit):
         serve.main(["--index", served, "--rate", "0"])

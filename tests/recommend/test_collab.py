@@ -92,6 +92,9 @@ def test_ease_fits_are_cached_on_disk_and_memory_mapped_back(tmp_path, monkeypat
     again = Ease(lam=2.0, cache_dir=tmp_path).fit(X)
     assert isinstance(again._p, np.memmap) and list(tmp_path.glob("ease-*.npy")) == [path]
     np.testing.assert_allclose(again.scores(rows), first.scores(rows), rtol=1e-6)
+    # the same libraries in another user order (another process's arrival order) are the same fit
+    reordered = Ease(lam=2.0, cache_dir=tmp_path).fit(X[::-1])
+    assert isinstance(reordered._p, np.memmap) and list(tmp_path.glob("ease-*.npy")) == [path]
     # another λ or other saves are another fit; only the newest KEEP stay
     monkeypatch.setattr(ease, "KEEP", 2)
     Ease(lam=3.0, cache_dir=tmp_path).fit(X)

@@ -226,6 +226,37 @@ def test_neighbour_cover_gives_the_interest_nobody_reached_a_pick():
     assert neighbourhood(Libraries(libraries.by_user[:1]), np.array([0]), cache, vectors, cfg) is None
 
 
+def test_interest_warm_up_places_every_library_and_a_restart_reads_them_from_its_file(tmp_path):
+    """A server's warm-up: every library's centroids computed once and written; a new process (a new cache)
+    reads them all back, equal to what a request would compute; a cut-short file is computed again."""
+    from scipy.sparse import csr_matrix
+
+    from scix_core.recommend.community import Libraries
+
+    cfg = RecommendConfig(tier1_min_saves=2, min_silhouette=0.05)
+    vectors = _Vectors(unit_rows([1, 0, 0], [0.98, 0.2, 0], [0, 1, 0], [0, 0.98, 0.2], [0.99, 0, 0.1]))
+    pairs = [(0, 0), (1, 0), (1, 1), (1, 2), (1, 3), (2, 0), (2, 4)]  # a user with no saves: row 3
+    users, items = zip(*pairs)
+    libraries = Libraries(csr_matrix((np.ones(len(pairs)), (users, items)), shape=(4, 5)))
+    first = InterestCache(build="b1")
+    assert first.warm(libraries, vectors, cfg, tmp_path) == {"libraries": 3, "read": 0, "computed": 3}
+    assert first.warm(libraries, vectors, cfg, tmp_path) == {"libraries": 3, "read": 0, "computed": 0}
+    (file,) = tmp_path.glob("interests-*.npz")
+    again = InterestCache(build="b1")
+    assert again.warm(libraries, vectors, cfg, tmp_path) == {"libraries": 3, "read": 3, "computed": 0}
+    fresh = InterestCache()
+    for rows in ([0], [0, 1, 2, 3], [0, 4]):
+        assert again.centroids(np.array(rows), vectors, cfg) == pytest.approx(
+            fresh.centroids(np.array(rows), vectors, cfg)
+        )
+    assert len(again._kept) == 3  # every one came from the file
+    # another build's vectors (or other clustering settings) never read this file
+    assert InterestCache(build="b2").warm(libraries, vectors, cfg, tmp_path)["read"] == 0
+    assert len(list(tmp_path.glob("interests-*.npz"))) == 2
+    file.write_bytes(file.read_bytes()[:100])
+    assert InterestCache(build="b1").warm(libraries, vectors, cfg, tmp_path)["computed"] == 3
+
+
 @settings(max_examples=60, deadline=None)
 @given(n=st.integers(1, 30), users=st.integers(1, 6), k=st.integers(1, 12), seed=st.integers(0, 2**16))
 def test_mmr_cover_term_is_the_weight_of_the_interests_not_yet_covered(n, users, k, seed):

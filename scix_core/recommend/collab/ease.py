@@ -80,6 +80,11 @@ def check_fits(n_items: int, max_items: int = MAX_ITEMS, memory_share: float = 0
     return need
 
 
+def _gram(x):
+    """XᵀX of a binary users × items matrix, sparse."""
+    return (x.T @ x).tocsr()
+
+
 @dataclass
 class Ease:
     name = "ease"
@@ -105,16 +110,15 @@ class Ease:
         if not n:
             self._p, self._diag = np.zeros((0, 0), np.float32), np.zeros(0, np.float32)
             return self
-        gram = (x.T @ x).tocsr()
-        path = self._cached(gram)
+        path = self._cached(x)
         if path is None:
-            self._p = self._solve(gram, n)
+            self._p = self._solve(_gram(x), n)
         elif not path.exists() and self.stale_share is not None:
             least = self.stale_share * x.nnz
             if not self._load_stale(path.parent, least):
                 with exclusive(path.parent / "ease-refit"):  # one process of the machine refits at a time
                     if not self._load_stale(path.parent, least):  # ... and the next adopts its fit
-                        self._solve_and_save(path, gram, n, x.nnz)
+                        self._solve_and_save(path, x, n)
         else:
             with exclusive(path):  # processes fitting the same saves at once: one fits, the others load
                 if path.exists():
@@ -123,15 +127,15 @@ class Ease:
                     note = _note(path)
                     self.fit_seconds = note.get("seconds")
                 else:
-                    self._solve_and_save(path, gram, n, x.nnz)
+                    self._solve_and_save(path, x, n)
         self._diag = np.ascontiguousarray(np.diagonal(self._p), dtype=np.float32)
         return self
 
-    def _solve_and_save(self, path: Path, gram, n: int, saves: int) -> None:
+    def _solve_and_save(self, path: Path, x, n: int) -> None:
         t = time.perf_counter()
-        self._p = self._solve(gram, n)
+        self._p = self._solve(_gram(x), n)
         self.fit_seconds = time.perf_counter() - t
-        _save(path, self._p, {"saves": int(saves), "seconds": self.fit_seconds}, self)
+        _save(path, self._p, {"saves": int(x.nnz), "seconds": self.fit_seconds}, self)
 
     def _load_stale(self, folder: Path, least: float) -> bool:
         """The newest cached fit of this λ and catalogue size that saw at least ``least`` saves; False when
@@ -151,12 +155,22 @@ class Ease:
             return True
         return False
 
-    def _cached(self, gram) -> Path | None:
+    def _cached(self, x) -> Path | None:
+        """The fit's file: by λ, the catalogue and the libraries in ``x`` — as a set of rows, so the same
+        saves in another user order (another process's arrival order) are the same fit, as their Gram
+        matrix is; hashing the libraries, not the Gram, keeps the Gram's product (seconds under a server's
+        load, with its interpreter lock held) off a load from the cache."""
         if self.cache_dir is None:
             return None
         digest = hashlib.sha256(f"ease {self.lam!r} {self._n}".encode())
-        for array in (self._items, gram.indptr, gram.indices, gram.data):
-            digest.update(np.ascontiguousarray(array).tobytes())
+        digest.update(np.ascontiguousarray(self._items, dtype=np.int64).tobytes())
+        x = x.tocsr()
+        x.sort_indices()
+        indptr, indices = x.indptr, np.asarray(x.indices, dtype=np.int64)
+        libraries = sorted(indices[indptr[u] : indptr[u + 1]].tobytes() for u in range(x.shape[0]))
+        for library in libraries:
+            digest.update(len(library).to_bytes(8, "little"))
+            digest.update(library)
         return Path(self.cache_dir) / f"ease-{digest.hexdigest()[:24]}.npy"
 
     def _solve(self, gram, n: int) -> np.ndarray:
