@@ -195,6 +195,27 @@ def test_a_newer_schema_is_refused_on_postgres(postgresql):
         PostgresUserState(dsn)
 
 
+@pytest.mark.postgres
+def test_postgres_connections_are_kept_between_calls_and_replaced_when_the_server_dropped_them(postgresql):
+    info = postgresql.info
+    dsn = f"postgresql://{info.user}@{info.host}:{info.port}/{info.dbname}"
+    store = PostgresUserState(dsn)
+    store.upsert_user("idx", "ann", [])
+    pids = set()
+    for _ in range(5):
+        with store._connect() as conn:
+            pids.add(conn.execute("SELECT pg_backend_pid()").fetchone()[0])
+    assert len(pids) == 1  # one connection, kept
+    with psycopg.connect(dsn, autocommit=True) as admin:  # the server drops it (a restart, an admin)
+        admin.execute("SELECT pg_terminate_backend(?)".replace("?", "%s"), (pids.pop(),))
+    store.record("idx", "ann", "p1", "save", T0)  # answered on a new connection, no error
+    assert [e.paper_id for e in store.events("idx", "ann")] == ["p1"]
+    with store._connect() as conn:  # an error inside a call leaves the kept connection usable
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            conn.execute("SELECT * FROM nowhere")
+    assert store.user("idx", "ann").user_id == "ann"
+
+
 def test_an_unreachable_postgres_is_a_typed_error_without_the_password():
     with pytest.raises(BackendUnavailableError, match="cannot reach the user state") as err:
         PostgresUserState("postgresql://scix:hunter2@127.0.0.1:1/none", connect_timeout=2)
