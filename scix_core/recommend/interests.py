@@ -35,6 +35,7 @@ from scix_core.recommend.stages.cluster import ward_labels
 
 #: interest files kept per workspace (one per index build and clustering setting), the newest first
 FILES_KEPT = 8
+UNREADABLE = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)  # a file missing or cut short
 
 
 class InterestCache:
@@ -47,11 +48,12 @@ class InterestCache:
         self._lock = threading.Lock()
 
     @staticmethod
-    def _key(rows: np.ndarray, cfg: RecommendConfig) -> bytes:
-        return (
-            np.asarray(rows, dtype=np.int64).tobytes()
-            + repr((cfg.max_clusters, cfg.min_silhouette, cfg.tier1_min_saves)).encode()
-        )
+    def _settings(cfg: RecommendConfig) -> bytes:
+        """What the clustering depends on besides the library."""
+        return repr((cfg.max_clusters, cfg.min_silhouette, cfg.tier1_min_saves)).encode()
+
+    def _key(self, rows: np.ndarray, cfg: RecommendConfig) -> bytes:
+        return np.asarray(rows, dtype=np.int64).tobytes() + self._settings(cfg)
 
     def warm(self, libraries, vectors, cfg: RecommendConfig, folder: Path | None = None) -> dict:
         """Every library of ``libraries`` (:class:`~scix_core.recommend.community.Libraries`) in the cache:
@@ -62,11 +64,8 @@ class InterestCache:
         libs = [users.indices[users.indptr[u] : users.indptr[u + 1]] for u in range(users.shape[0])]
         keys = [self._key(rows, cfg) for rows in libs if len(rows)]
         libs = [rows for rows in libs if len(rows)]
-        path = (
-            folder / f"interests-{_digest(repr((self.build, self._key([], cfg))).encode())}.npz"
-            if folder
-            else None
-        )
+        tag = _digest(self.build.encode() + self._settings(cfg))
+        path = folder / f"interests-{tag}.npz" if folder is not None else None
         kept = _read(path) if path is not None else {}
         read = computed = 0
         for rows, key in zip(libs, keys):
@@ -82,7 +81,8 @@ class InterestCache:
             computed += 1
         if path is not None and computed:
             with self._lock:
-                _write(path, {_digest(k): self._kept[k] for k in keys if k in self._kept})
+                placed = {_digest(k): self._kept[k] for k in keys if k in self._kept}
+            _write(path, placed)
         return {"libraries": len(keys), "read": read, "computed": computed}
 
     def centroids(self, rows: np.ndarray, vectors, cfg: RecommendConfig) -> np.ndarray:
@@ -115,13 +115,7 @@ def _read(path: Path) -> dict[str, np.ndarray]:
     try:
         with np.load(path) as f:
             digests, ends, centroids = f["digests"], f["ends"], f["centroids"]
-    except (
-        OSError,
-        ValueError,
-        KeyError,
-        EOFError,
-        zipfile.BadZipFile,
-    ):  # none yet, or cut short: computed again
+    except UNREADABLE:  # none yet, or cut short: computed again
         return {}
     starts = np.concatenate([[0], ends[:-1]])
     return {str(d): centroids[a:b] for d, a, b in zip(digests, starts, ends)}
