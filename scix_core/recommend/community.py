@@ -218,8 +218,8 @@ def _fit_in_child(model, matrix) -> None:
 
 
 def _stale_share(parts: tuple, share: float | None) -> tuple:
-    """Ensemble parts with EASE's ``stale_share`` set (:class:`Ease`: which cached fit it may adopt)."""
-    return tuple((replace(m, stale_share=share) if isinstance(m, Ease) else m, w) for m, w in parts)
+    """Ensemble parts with EASE's and iALS's ``stale_share`` set (which cached fit each may adopt)."""
+    return tuple((replace(m, stale_share=share) if isinstance(m, (Ease, Ials)) else m, w) for m, w in parts)
 
 
 class Community:

@@ -215,3 +215,20 @@ def test_an_ials_fit_is_kept_on_disk_and_loaded_for_the_same_saves(tmp_path, mon
     other[0, 4] = 1.0  # other saves, another fit
     Ials(factors=4, alpha=5.0, regularization=0.1, iterations=5, cache_dir=tmp_path).fit(other.tocsr())
     assert len(list(tmp_path.glob("ials-*.npy"))) == 2
+
+
+def test_a_server_ials_start_takes_the_newest_fit_of_the_same_parameters_and_says_which_saves(tmp_path):
+    """As EASE's: a server's first fit over saves never fitted takes the newest cached fit of the same
+    parameters and items that saw enough of them (its item factors score the users' saves as they are now),
+    and says how many saves it saw; another parameter's fit is never taken; too few saves, a real fit."""
+    small = X[:3]
+    first = Ials(factors=4, alpha=5.0, regularization=0.1, iterations=5, cache_dir=tmp_path).fit(small)
+    Ials(factors=3, alpha=5.0, regularization=0.1, iterations=5, cache_dir=tmp_path).fit(X)  # newer, other k
+    stale = Ials(factors=4, alpha=5.0, regularization=0.1, iterations=5, cache_dir=tmp_path, stale_share=0.5)
+    stale.fit(X)
+    assert stale.fitted_saves == small.nnz and stale.fit_seconds == pytest.approx(first.fit_seconds)
+    rows = np.array([0, 1])
+    np.testing.assert_allclose(stale.scores(rows), first.scores(rows), rtol=1e-6)
+    assert len(list(tmp_path.glob("ials-*.npy"))) == 2  # nothing fitted
+    strict = Ials(factors=4, alpha=5.0, regularization=0.1, iterations=5, cache_dir=tmp_path, stale_share=1.0)
+    assert strict.fit(X).fitted_saves is None and len(list(tmp_path.glob("ials-*.npy"))) == 3

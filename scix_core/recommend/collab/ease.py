@@ -52,6 +52,7 @@ from scix_core.recommend.collab.matrix import binary
 
 MAX_ITEMS = 40_000
 KEEP = 3  # fits kept per cache folder (1.2 GB each at 17k items)
+PAGE_IN_BYTES = 16 << 20  # read size when a cached fit's pages are read in
 
 
 def available_bytes() -> int:
@@ -78,6 +79,22 @@ def check_fits(n_items: int, max_items: int = MAX_ITEMS, memory_share: float = 0
             f"item-item models rp3beta or item-knn for this catalogue"
         )
     return need
+
+
+def _mapped(path: Path) -> np.ndarray:
+    """A cached fit memory-mapped, its pages read in first — by plain reads, which let other threads run:
+    touched cold, each page fault of a request's scores held the interpreter lock, and a server's first
+    seconds on a fit loaded from disk (a start, a background refit adopted) stalled every request of the
+    worker (docs/results.md#serving)."""
+    p = np.load(path, mmap_mode="r")
+    try:
+        with open(path, "rb", buffering=0) as f:
+            chunk = bytearray(PAGE_IN_BYTES)
+            while f.readinto(chunk):
+                pass
+    except OSError:  # the pages come in as they are touched
+        pass
+    return p
 
 
 def _gram(x):
@@ -123,7 +140,7 @@ class Ease:
             with exclusive(path):  # processes fitting the same saves at once: one fits, the others load
                 if path.exists():
                     os.utime(path)
-                    self._p = np.load(path, mmap_mode="r")
+                    self._p = _mapped(path)
                     note = _note(path)
                     self.fit_seconds = note.get("seconds")
                 else:
@@ -147,7 +164,7 @@ class Ease:
             if note.get("saves", -1) < least:  # (newest = last used: an older file may have seen more)
                 continue
             try:
-                self._p = np.load(path, mmap_mode="r")
+                self._p = _mapped(path)
             except (OSError, ValueError):  # removed or cut short meanwhile: try the next
                 continue
             self._items = np.asarray(note["items"], dtype=np.int64)

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from scix_core.extras import require
-from scix_core.locks import exclusive
+from scix_core.locks import exclusive, mtime
 from scix_core.recommend.collab.cache import save_fit
 from scix_core.recommend.collab.matrix import binary
 
@@ -48,6 +48,10 @@ class Ials:
     # how long the fit took, kept with a cached one: a loaded fit is still refitted in the background, not
     # in a request (scix_core.recommend.community.INLINE_FIT_S)
     fit_seconds: float | None = field(default=None, compare=False)
+    # a server's first fit: when these saves were never fitted, the newest cached fit of the same parameters
+    # and items that saw at least this share of them is taken (and refitted in the background), as EASE's
+    stale_share: float | None = field(default=None, compare=False)
+    fitted_saves: int | None = field(default=None, compare=False)  # set when a stale fit was taken
     _fitted: tuple = field(default=(), repr=False)
 
     def fit(self, matrix) -> Ials:
@@ -58,9 +62,11 @@ class Ials:
         else:
             with exclusive(path):  # processes fitting the same saves at once: one fits, the others load
                 y, self.fit_seconds = _load(path)
+                if y is None and self.stale_share is not None:
+                    y = self._load_stale(path.parent, self.stale_share * x.nnz, x.shape[1])
                 if y is None:
                     y = self._solve(x)
-                    _save(path, y, self.fit_seconds)
+                    _save(path, y, {"seconds": self.fit_seconds, "saves": int(x.nnz), **self._params()})
         self._fitted = (y, y.T @ y + self.regularization * np.eye(y.shape[1]))
         self._y32 = np.ascontiguousarray(
             y, dtype=np.float32
@@ -87,6 +93,27 @@ class Ials:
         self._model = model  # implicit's own (a fit loaded from the cache has none)
         self.fit_seconds = time.perf_counter() - t
         return np.asarray(model.item_factors, dtype=np.float64)
+
+    def _params(self) -> dict:
+        return {"params": [self.factors, self.alpha, self.regularization, self.iterations, self.seed]}
+
+    def _load_stale(self, folder: Path, least: float, items: int) -> np.ndarray | None:
+        """The item factors of the newest cached fit with these parameters and ``items`` items that saw at
+        least ``least`` saves; None when there is none. (A user's factors are solved from their saves as
+        they are now, so older item factors still score every user; a paper saved for the first time since
+        has none until the refit.)"""
+        for path in sorted(folder.glob("ials-*.npy"), key=mtime, reverse=True):
+            try:
+                note = json.loads(path.with_suffix(".json").read_text())
+            except (OSError, ValueError):
+                continue
+            if note.get("params") != self._params()["params"] or note.get("saves", -1) < least:
+                continue
+            y, seconds = _load(path)
+            if y is not None and len(y) == items:
+                self.fit_seconds, self.fitted_saves = seconds, int(note["saves"])
+                return y
+        return None
 
     def _cached(self, x) -> Path | None:
         if self.cache_dir is None:
@@ -122,5 +149,5 @@ def _load(path: Path) -> tuple[np.ndarray | None, float | None]:
     return np.asarray(y, dtype=np.float64), seconds
 
 
-def _save(path: Path, y: np.ndarray, seconds: float) -> None:
-    save_fit(path, y, {"seconds": seconds}, "ials", KEEP)
+def _save(path: Path, y: np.ndarray, note: dict) -> None:
+    save_fit(path, y, note, "ials", KEEP)
