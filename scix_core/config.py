@@ -143,11 +143,11 @@ class RecommendConfig:
     # Tiers 3 and 2 add co-saved papers when the index has other users (False: the reference design)
     community_tiers: bool = True
     # MMR λ over the blended Tier 3 pool (1.0: the best scores as they are; tier2_mmr_lambda in Tier 2): 0.7
-    # in Tier 3 and 0.8 in Tier 2 were chosen on the CiteULike-a tuning samples with the iALS co-save part
+    # in Tier 3 and 0.85 in Tier 2 were chosen on the CiteULike-a tuning samples with the iALS co-save part
     # (tier_collab) — at one save 0.7 covered more of the user's later interests at the same recall; at three
-    # it cost recall
+    # 0.7 cost recall, and 0.85 with a wider neighbour cover (tier2_neighbour_cover 1.5) gained on both
     tier_mmr_lambda: float = 0.7
-    tier2_mmr_lambda: float = 0.8
+    tier2_mmr_lambda: float = 0.85
     # + this to the MMR gain of a candidate of a Tier 3 pool cluster below its slot share (0: plain MMR); 0.1
     # covered more of the user's later interests at the same recall on the CiteULike-a tuning samples; in
     # Tier 2 (tier2_quota_bonus) it cost recall there, where the co-save weight 2.0 already spreads the list
@@ -157,7 +157,7 @@ class RecommendConfig:
     # clusters) that a candidate reaches first, in the MMR of Tier 3 / Tier 2 (0: off; when on, it takes
     # the place of the pool clusters' quota bonus); recommend/interests.py, chosen on CiteULike-a samples
     tier3_neighbour_cover: float = 1.5
-    tier2_neighbour_cover: float = 1.0
+    tier2_neighbour_cover: float = 1.5
     tier1_neighbour_cover: float = 1.0  # the same in Tier 1's MMR, beside its own clusters' quota bonus
     neighbours: int = 100  # at most this many of those users, the most papers shared first
     community_weight: float = 1.0  # Tier 3: weight_cosine · similarity + this · co-save score
