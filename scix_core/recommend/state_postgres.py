@@ -118,13 +118,17 @@ class PostgresUserState(UserState):
             if fresh:  # a kept connection has its search path already
                 conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
                 conn.execute(f'SET search_path TO "{self.schema}"')
+                fresh = False  # set up: it may be kept
             yield _Conn(conn)
         except psycopg.OperationalError as exc:
             raise BackendUnavailableError(
                 f"the user state on PostgreSQL {self.location} failed: {exc}"
             ) from None
         finally:
-            self._keep_or_close(conn)
+            if fresh:  # its setup failed: never kept without its search path
+                conn.close()
+            else:
+                self._keep_or_close(conn)
 
     def _idle_connection(self):
         """An open connection of an earlier call that still answers, or None. (Opening one took ~4 ms, a
