@@ -20,7 +20,6 @@ restarted worker reads them instead of clustering the community again.
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 import zipfile
 from collections import OrderedDict
@@ -30,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from scix_core.config import RecommendConfig
-from scix_core.locks import mtime
+from scix_core.recommend.collab.cache import keep_newest, write_whole
 from scix_core.recommend.stages.cluster import ward_labels
 
 #: interest files kept per workspace (one per index build and clustering setting), the newest first
@@ -122,24 +121,20 @@ def _read(path: Path) -> dict[str, np.ndarray]:
 
 
 def _write(path: Path, kept: dict[str, np.ndarray]) -> None:
-    """Write the file whole under a temporary name, then rename it into place (a reader never sees half a
-    file); keep the newest ``FILES_KEPT``. A full disk costs the file, never the centroids."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npz")
+    """Write the file whole (:func:`~scix_core.recommend.collab.cache.write_whole`); keep the newest
+    ``FILES_KEPT``. A full disk costs the file, never the centroids."""
     arrays = list(kept.values())
-    try:
+
+    def write(fh) -> None:
         np.savez(
-            tmp,
+            fh,
             digests=np.array(list(kept), dtype="U32"),
             ends=np.cumsum([len(a) for a in arrays], dtype=np.int64),
             centroids=np.concatenate(arrays) if arrays else np.zeros((0, 0), dtype=np.float32),
         )
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        return
-    for old in sorted(path.parent.glob("interests-*.npz"), key=mtime, reverse=True)[FILES_KEPT:]:
-        old.unlink(missing_ok=True)
+
+    if write_whole(path, write):
+        keep_newest(path.parent, "interests-*.npz", FILES_KEPT)
 
 
 _SHARED: dict[str, InterestCache] = {}
