@@ -32,3 +32,20 @@ def exclusive(target: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@contextmanager
+def try_exclusive(target: Path) -> Iterator[bool]:
+    """Like :func:`exclusive`, without waiting: yields True holding the lock, False when another process
+    holds it (the block then runs without it, to do something else)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path(target), "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

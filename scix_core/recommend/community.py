@@ -41,15 +41,19 @@ interaction id moves (ids only grow; rows are never deleted), by reading only
 the new saves, and refitted: a part whose fit took under ``INLINE_FIT_S`` in
 line, a slower one (EASE on a real catalogue) in a background thread once the
 saves have grown by ``REFIT_GROWTH`` — until then its last fit keeps scoring,
-and a user's new save still counts through their own rows. An index with no
+and a user's new save still counts through their own rows. One process of a
+workspace refits at a time (a lock in the fit cache): a server's other workers
+take its fit at a later refresh instead of making their own. An index with no
 other users has no signal: ``cosaves`` returns None and every tier is
 content-only.
 """
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -61,6 +65,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from scix_core.errors import ConfigError, UnknownNameError
+from scix_core.locks import try_exclusive
 from scix_core.recommend.catalog import Catalog
 from scix_core.recommend.collab import ItemScorer
 from scix_core.recommend.collab.ease import Ease
@@ -194,12 +199,26 @@ def _params(model) -> dict:
 
 
 BACKGROUND_NICE = 19  # a background refit runs on the cycles requests leave idle
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
-def _fit_into_cache(model, matrix) -> None:
+def _follow_parent(parent: int) -> None:
+    """End this process with the one that started it (Linux ``PR_SET_PDEATHSIG``): a refit child outlived
+    a stopped or killed server worker, fitting on for a minute with nobody to take its fit."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: the child finishes its fit and ends
+        return
+    if os.getppid() != parent:  # the parent ended before the request took effect
+        os._exit(0)
+
+
+def _fit_into_cache(model, matrix, parent: int) -> None:
+    _follow_parent(parent)
     try:  # lowest priority: at 125 requests/s a refit at the workers' priority held the cores ~20 s and the
-        os.nice(BACKGROUND_NICE)  # requests arriving meanwhile waited seconds (bench.serve --rate)
-    except OSError:
+        os.nice(BACKGROUND_NICE)  # requests arriving meanwhile waited seconds (bench.serve --rate) ...
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # ... and only cycles nothing else wants
+    except (OSError, AttributeError):
         pass
     replace(model).fit(matrix)
 
@@ -210,7 +229,9 @@ def _fit_in_child(model, matrix) -> None:
     thread would stall the process's requests and make a server's supervisor take the worker for hung. A
     child that cannot be started or fails leaves the fit to the caller, in its thread."""
     try:
-        child = multiprocessing.get_context("spawn").Process(target=_fit_into_cache, args=(model, matrix))
+        child = multiprocessing.get_context("spawn").Process(
+            target=_fit_into_cache, args=(model, matrix, os.getpid())
+        )
         child.start()
         child.join()
     except (AssertionError, OSError):  # a daemonic process may not have children; no process to spare
@@ -356,10 +377,14 @@ class Community:
 
     def _refit_in_background(self, fitted: Ensemble, matrix, names: tuple[str, ...]) -> None:
         keep = tuple(p.model.name for p in fitted.fitted if p.model.name not in names)
+        cached = [m for m, _ in fitted.parts if m.name in names and getattr(m, "cache_dir", None) is not None]
         try:
-            for model, _ in fitted.parts:  # a part with a disk cache is fitted in a child process first
-                if model.name in names and getattr(model, "cache_dir", None) is not None:
-                    _fit_in_child(model, matrix)
+            if cached:  # a part with a disk cache is fitted in a child process first, one at a time
+                with try_exclusive(Path(cached[0].cache_dir) / "background-refit") as mine:
+                    if not mine:  # another worker is refitting: its fit is taken at a later refresh
+                        return
+                    for model in cached:
+                        _fit_in_child(model, matrix)
             fresh = fitted.refit(matrix, keep=keep)  # ... and loaded from the cache here
         except Exception as exc:  # noqa: BLE001 — the stale part keeps scoring; the reason is kept
             self.failure = f"background refit of {'+'.join(names)} failed: {exc}"

@@ -16,19 +16,29 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+import numpy as np
+
 from scix_core.recommend.context import IndexSide, UserContext
 from scix_core.recommend.result import RecItem, StageRecord
 from scix_core.recommend.stages.base import Candidate, Stage, Tier1State
 from scix_core.recommend.stages.candidates import ClusterKnn, CoSaved, ShortTermSupplement
-from scix_core.recommend.stages.cluster import SavedVectors, WardClustering
+from scix_core.recommend.stages.cluster import SavedVectors, WardClustering, ward_labels
 from scix_core.recommend.stages.explore import Explore
-from scix_core.recommend.stages.match import HungarianMatch
+from scix_core.recommend.stages.match import HungarianMatch, match_ids
 from scix_core.recommend.stages.mmr import Mmr
 from scix_core.recommend.stages.quota import QuotaAllocation
 from scix_core.recommend.stages.score import Score
 from scix_core.recommend.stages.suppress import Suppress
 from scix_core.recommend.state import StoredCluster, UserState
 from scix_core.recommend.tiers import TierRun
+
+
+def warm_stages() -> None:
+    """Run Ward clustering and the Hungarian cluster match once on a tiny input, so the libraries they
+    import on first use (scikit-learn, scipy.optimize) are loaded before a server's first request."""
+    points = np.eye(4, 8, dtype=np.float32)
+    ward_labels(points, 2, 0.0)
+    match_ids(points[:2], [StoredCluster(0, "", points[0], 1)], 1, 0.5)
 
 
 def candidate_stages(stored: Sequence[StoredCluster] = (), next_id: int = 0) -> list[Stage]:

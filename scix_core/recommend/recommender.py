@@ -23,7 +23,7 @@ from scix_core.recommend.community import Community, collab_model, joined, part_
 from scix_core.recommend.context import IndexSide, UserContext
 from scix_core.recommend.interests import shared_interests
 from scix_core.recommend.library import library_pairs
-from scix_core.recommend.pipeline import ClusterTier
+from scix_core.recommend.pipeline import ClusterTier, warm_stages
 from scix_core.recommend.profile import ProfileTier, compute_profiles, profiles_current
 from scix_core.recommend.recommend_api import RecommendTier
 from scix_core.recommend.result import Recommendations
@@ -305,15 +305,19 @@ class Recommender:
             },
         }
 
-    def warm(self, interests: bool = False) -> dict:
+    def warm(self, serving: bool = False) -> dict:
         """Reads the community's saves and fits its co-save model now, not in the first request; with
-        ``interests`` (a server) every library's interest centroids too (:meth:`InterestCache.warm`, kept
-        under ``SCIX_HOME/cache/interests``) when a tier's MMR covers the neighbours' interests. Returns what
-        the interest warm-up read and computed ({} without it)."""
+        ``serving`` (a server) also every library's interest centroids (:meth:`InterestCache.warm`, kept
+        under ``SCIX_HOME/cache/interests``) when a tier's MMR covers the neighbours' interests, and Tier 1's
+        clustering and cluster matching run once on a tiny input (:func:`warm_stages`: their libraries took
+        ~0.8 s to import inside a worker's first Tier-1 request, every request of the worker waiting).
+        Returns what the interest warm-up read and computed ({} without it)."""
         self.community.warm()
+        if serving:
+            warm_stages()
         r = self.config.recommend
         covers = max(r.tier1_neighbour_cover, r.tier2_neighbour_cover, r.tier3_neighbour_cover) > 0
-        libraries = self.community.libraries() if interests and covers else None
+        libraries = self.community.libraries() if serving and covers else None
         if libraries is None or self.side.vectors is None:
             return {}
         folder = self.config.home / "cache" / "interests"

@@ -6,12 +6,17 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import math
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy.sparse import csr_matrix
 
 from scix_core.errors import UnknownNameError
+from scix_core.locks import try_exclusive
 from scix_core.recommend import Recommender, UserState
 from scix_core.recommend import community as community_module
 from scix_core.recommend.catalog import Catalog
@@ -248,6 +253,57 @@ def test_a_server_community_starts_from_the_cached_fit_and_refits_it_in_the_back
     server.warm()
     assert server.cosaves(rows).scores[catalog.row["p5"]] == pytest.approx(1.0)
     assert len(list((tmp_path / "collab").glob("ease-*.npy"))) == 2 and server.failure == ""
+
+
+def test_one_process_refits_at_a_time_and_the_others_take_its_fit_later(tmp_path, monkeypatch):
+    monkeypatch.setattr(community_module, "INLINE_FIT_S", -1.0)  # every part counts as slow to fit
+    catalog = _catalog()
+    state = _state(tmp_path)
+    model = Ensemble(((Ease(lam=1.0, cache_dir=tmp_path / "collab"), 1.0),))
+    Community(state, "idx", catalog, model).warm()
+    state.import_library("idx", "d", ["p4", "p5"], T0, [])
+    state.import_library("idx", "e", ["p4", "p5"], T0, [])
+    server = Community(state, "idx", catalog, model, refresh_s=5.0)
+    rows = np.array([catalog.row["p4"]])
+    with try_exclusive(tmp_path / "collab" / "background-refit") as mine:  # another worker is refitting
+        assert mine
+        assert server.cosaves(rows).scores[catalog.row["p5"]] == 0.0
+        server.wait(30)
+        assert len(list((tmp_path / "collab").glob("ease-*.npy"))) == 1  # this one left the refit to it
+    state.import_library("idx", "f", ["p4", "p5"], T0, [])
+    server.warm()  # the next refresh finds the refit still due and makes it
+    server.wait(30)
+    server.warm()
+    assert server.cosaves(rows).scores[catalog.row["p5"]] == pytest.approx(1.0)
+    assert server.failure == ""
+
+
+def test_a_refit_child_ends_with_the_process_that_started_it():
+    child = (
+        "import os, sys, time; from scix_core.recommend.community import _follow_parent; "
+        "_follow_parent(int(sys.argv[1])); time.sleep(60)"
+    )
+    parent = (
+        "import os, subprocess, sys, time; "
+        f"p = subprocess.Popen([sys.executable, '-c', {child!r}, str(os.getpid())]); "
+        "print(p.pid, flush=True); time.sleep(1.5); os._exit(0)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", parent], capture_output=True, text=True, timeout=60, check=True
+    )
+    pid = int(out.stdout.split()[0])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.1)
+    assert not _alive(pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
 
 
 def test_nobody_else_means_no_signal(tmp_path):
