@@ -4,6 +4,8 @@ trending windows, tier messages. No model, no index: the expected values are ari
 from __future__ import annotations
 
 import datetime as dt
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -369,3 +371,15 @@ def test_next_tier_messages_follow_the_configured_thresholds():
         next_tier_message(RecommendConfig(tier1_min_saves=8), 2, 3)
         == "5 more saves unlock clustered recommendations (Tier 1)"
     )
+
+
+def test_the_warm_up_imports_what_tier1_imports_on_first_use():
+    code = (
+        "import sys; from scix_core.recommend import Recommender; from scix_core.recommend.pipeline import "
+        "warm_stages; before = 'sklearn.cluster' in sys.modules or 'scipy.optimize' in sys.modules; "
+        "warm_stages(); print(before, 'sklearn.cluster' in sys.modules and 'scipy.optimize' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.split() == ["False", "True"]  # not on the cold path; loaded by the warm-up
