@@ -115,7 +115,8 @@ def create_app(index: str, config: Config | None = None) -> FastAPI:
         # request (a fresh worker's first seconds of recommendations clustered neighbours' libraries)
         services.recommender.warm(serving=True)
         # what the warm-up built lives as long as the worker: out of the collector's reach, a full collection
-        # no longer walks it while every request of the worker waits (42 ms each on citeulike-a)
+        # no longer walks it while every request of the worker waits (42 ms each on citeulike-a); what of it
+        # is dropped later is still freed by reference counting (only a cycle among it would stay)
         gc.freeze()
         yield
         services.close()
