@@ -285,13 +285,16 @@ def test_a_refit_child_ends_with_the_process_that_started_it():
     )
     parent = (
         "import os, subprocess, sys, time; "
-        f"p = subprocess.Popen([sys.executable, '-c', {child!r}, str(os.getpid())]); "
-        "print(p.pid, flush=True); time.sleep(1.5); os._exit(0)"
+        f"p = subprocess.Popen([sys.executable, '-c', {child!r}, str(os.getpid())], "
+        "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
+        "time.sleep(1.5); print(p.pid, p.poll() is None, flush=True); os._exit(0)"
     )
     out = subprocess.run(
         [sys.executable, "-c", parent], capture_output=True, text=True, timeout=60, check=True
     )
-    pid = int(out.stdout.split()[0])
+    pid, running = out.stdout.split()
+    pid = int(pid)
+    assert running == "True"  # the child was fitting when its parent ended
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and _alive(pid):
         time.sleep(0.1)
