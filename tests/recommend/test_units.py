@@ -17,7 +17,7 @@ from scix_core.recommend.blend import pool_targets
 from scix_core.recommend.catalog import Catalog, months
 from scix_core.recommend.interests import InterestCache, neighbourhood
 from scix_core.recommend.profile import ewma
-from scix_core.recommend.stages.cluster import cut_tree, medoid, silhouette, ward_labels
+from scix_core.recommend.stages.cluster import cut_tree, cuts, medoid, silhouette, silhouettes, ward_labels
 from scix_core.recommend.stages.match import match_ids
 from scix_core.recommend.stages.mmr import mmr
 from scix_core.recommend.stages.quota import allocate, importance
@@ -91,6 +91,29 @@ def test_silhouette_by_hand():
     # s(0) = (5 - 1) / 5 = 0.8, s(1) = (4 - 1) / 4 = 0.75, s(2) = 0 -> mean 0.5167
     d = np.abs(np.subtract.outer([0.0, 1.0, 5.0], [0.0, 1.0, 5.0]))
     assert silhouette(d, np.array([0, 0, 1])) == pytest.approx((0.8 + 0.75 + 0.0) / 3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(3, 60), seed=st.integers(0, 2**16))
+def test_every_cut_at_once_is_each_cut_and_the_tree_is_scikit_learns(n, seed):
+    """One pass down the tree gives, for every k, the labels of applying the first n − k merges; the tree is
+    the one AgglomerativeClustering(linkage="ward") builds; the batched silhouettes are the single ones."""
+    from scipy.cluster.hierarchy import ward
+    from sklearn.cluster import AgglomerativeClustering
+
+    vecs = np.random.default_rng(seed).normal(size=(n, 6))
+    children = ward(vecs)[:, :2].astype(np.int64)
+    tree = AgglomerativeClustering(n_clusters=None, distance_threshold=0.0, linkage="ward").fit(vecs)
+    assert children.tolist() == tree.children_.tolist()
+    ks = range(2, min(8, n - 1) + 1)
+    every = cuts(children, n, ks)
+    assert list(every) == list(ks)
+    for k in ks:
+        assert every[k].tolist() == cut_tree(children, n, k).tolist()
+    distances = np.linalg.norm(vecs[:, None] - vecs[None], axis=2)
+    assert silhouettes(distances, list(every.values())) == pytest.approx(
+        [silhouette(distances, labels) for labels in every.values()], abs=1e-12
+    )
 
 
 def test_cut_tree_applies_the_first_merges():
@@ -376,8 +399,9 @@ def test_next_tier_messages_follow_the_configured_thresholds():
 def test_the_warm_up_imports_what_tier1_imports_on_first_use():
     code = (
         "import sys; from scix_core.recommend import Recommender; from scix_core.recommend.pipeline import "
-        "warm_stages; before = 'sklearn.cluster' in sys.modules or 'scipy.optimize' in sys.modules; "
-        "warm_stages(); print(before, 'sklearn.cluster' in sys.modules and 'scipy.optimize' in sys.modules)"
+        "warm_stages; names = ('scipy.cluster.hierarchy', 'scipy.optimize'); "
+        "before = any(n in sys.modules for n in names); "
+        "warm_stages(); print(before, all(n in sys.modules for n in names))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120

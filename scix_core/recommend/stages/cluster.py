@@ -1,11 +1,11 @@
 """Stages 1-2: the saved papers' vectors (one local batch read) and Ward clustering.
 
-The number of clusters is chosen, never fixed: one Ward tree (scikit-learn,
-``AgglomerativeClustering`` with the full tree) is cut at every k from 2 to
-``min(recommend.max_clusters, n − 1)``; k is the cut with the highest
-silhouette (Euclidean on unit vectors, i.e. cosine order; every cut scored
-on one distance matrix, :func:`silhouette`); when no cut
-reaches ``recommend.min_silhouette`` the library is one interest (k = 1).
+The number of clusters is chosen, never fixed: one Ward tree (SciPy's ``ward``, the tree scikit-learn's
+``AgglomerativeClustering`` builds without a connectivity graph, without its per-call validation) is cut
+at every k from 2 to ``min(recommend.max_clusters, n − 1)`` in one pass down the tree (:func:`cuts`); k is
+the cut with the highest silhouette (Euclidean on unit vectors, i.e. cosine order; every cut scored on one
+distance matrix in one product, :func:`silhouettes`); when no cut reaches ``recommend.min_silhouette``
+the library is one interest (k = 1).
 """
 
 from __future__ import annotations
@@ -36,47 +36,89 @@ def cut_tree(children: np.ndarray, n: int, k: int) -> np.ndarray:
     return np.array([first.setdefault(r, len(first)) for r in roots], dtype=np.int64)
 
 
+def cuts(children: np.ndarray, n: int, ks: range) -> dict[int, np.ndarray]:
+    """Every cut in ``ks`` at once — for each k the labels :func:`cut_tree` gives — from one pass down the
+    tree: in the tree's leaf order every node's members are contiguous, so undoing the last merges one at a
+    time splits a range of that order in two."""
+    size = np.ones(2 * n - 1, dtype=np.int64)
+    for step, (a, b) in enumerate(children[: n - 1]):
+        size[n + step] = size[a] + size[b]
+    begin = np.zeros(2 * n - 1, dtype=np.int64)
+    for step in range(
+        n - 2, -1, -1
+    ):  # the root first: a child starts where its parent does, the second after the first
+        a, b = children[step]
+        begin[a] = begin[n + step]
+        begin[b] = begin[n + step] + size[a]
+    place = begin[:n]  # each paper's position in the leaf order
+    out: dict[int, np.ndarray] = {}
+    nodes = [2 * n - 2]
+    for k in range(2, max(ks, default=1) + 1):
+        a, b = children[n - k]  # undo merge n - k: its node splits into the two it joined
+        nodes.remove(n + n - k)
+        nodes += [int(a), int(b)]
+        if k in ks:
+            by_place = np.empty(n, dtype=np.int64)
+            for label, node in enumerate(nodes):
+                by_place[begin[node] : begin[node] + size[node]] = label
+            labels = by_place[place]
+            first = np.unique(labels, return_index=True)[1]  # number the clusters by their first member
+            rank = np.empty(len(first), dtype=np.int64)
+            rank[np.argsort(first)] = np.arange(len(first))
+            out[k] = rank[labels]
+    return out
+
+
 def silhouette(distances: np.ndarray, labels: np.ndarray) -> float:
     """Mean silhouette of ``labels`` (0..k-1, 2 <= k < n) over a full distance matrix, as
     ``sklearn.metrics.silhouette_score(distances, labels, metric="precomputed")`` computes it (a member of a
-    singleton cluster scores 0; tests hold the two equal). Every cut of one library shares the matrix:
-    scikit-learn's own call spends 0.7 ms a cut on validation and chunking for a 30-save library, seven
-    cuts a user — most of the cluster stage."""
-    k = int(labels.max()) + 1
-    members = np.eye(k)[labels]  # n x k one-hot
-    counts = members.sum(axis=0)
-    sums = distances @ members  # each point's total distance to each cluster
-    own = counts[labels]
-    a = sums[np.arange(len(labels)), labels] / np.maximum(own - 1, 1)
-    means = sums / counts
-    means[np.arange(len(labels)), labels] = np.inf
-    b = means.min(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        s = np.where(own > 1, (b - a) / np.maximum(a, b), 0.0)
-    return float(np.nan_to_num(s).mean())
+    singleton cluster scores 0; tests hold the two equal)."""
+    return silhouettes(distances, [labels])[0]
+
+
+def silhouettes(distances: np.ndarray, label_sets: list[np.ndarray]) -> list[float]:
+    """:func:`silhouette` of several labellings of one library, their distances to every cluster in one
+    product: scikit-learn's own call spends 0.7 ms a cut on validation and chunking for a 30-save library,
+    seven cuts a user — most of the cluster stage."""
+    n = len(distances)
+    ks = [int(labels.max()) + 1 for labels in label_sets]
+    offsets = np.concatenate([[0], np.cumsum(ks)[:-1]]).astype(np.int64)
+    members = np.zeros((n, sum(ks)))
+    for offset, labels in zip(offsets, label_sets):
+        members[np.arange(n), offset + labels] = 1.0
+    counts, totals = members.sum(axis=0), distances @ members  # each point's total distance to each cluster
+    out = []
+    every = np.arange(n)
+    for offset, k, labels in zip(offsets, ks, label_sets):
+        sums, count = totals[:, offset : offset + k], counts[offset : offset + k]
+        own = count[labels]
+        a = sums[every, labels] / np.maximum(own - 1, 1)
+        means = sums / count
+        means[every, labels] = np.inf
+        b = means.min(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            s = np.where(own > 1, (b - a) / np.maximum(a, b), 0.0)
+        out.append(float(np.nan_to_num(s).mean()))
+    return out
 
 
 def ward_labels(
     vectors: np.ndarray, max_clusters: int, min_silhouette: float
 ) -> tuple[np.ndarray, dict[int, float]]:
     """Ward labels and the silhouette of every cut tried (k -> silhouette)."""
-    import sklearn
+    from scipy.cluster.hierarchy import ward
     from scipy.spatial.distance import pdist, squareform
-    from sklearn.cluster import AgglomerativeClustering
 
     n = len(vectors)
     if n < 3:
         return np.zeros(n, dtype=np.int64), {}
-    with sklearn.config_context(skip_parameter_validation=True):  # the arguments are fixed here
-        tree = AgglomerativeClustering(
-            n_clusters=None, distance_threshold=0.0, linkage="ward", compute_full_tree=True
-        ).fit(vectors)
-    distances = squareform(pdist(np.asarray(vectors, dtype=np.float64)))  # Euclidean, as sklearn's default
-    scores: dict[int, float] = {}
+    condensed = pdist(np.asarray(vectors, dtype=np.float64))  # Euclidean: what ward() computes first
+    children = ward(condensed)[:, :2].astype(np.int64)  # what AgglomerativeClustering(linkage="ward") keeps
+    distances = squareform(condensed)  # the silhouette's, as sklearn's default
+    labelled = cuts(children, n, range(2, min(max_clusters, n - 1) + 1))
+    scores = dict(zip(labelled, silhouettes(distances, list(labelled.values()))))
     best, best_labels = min_silhouette, np.zeros(n, dtype=np.int64)
-    for k in range(2, min(max_clusters, n - 1) + 1):
-        labels = cut_tree(tree.children_, n, k)
-        scores[k] = silhouette(distances, labels)
+    for k, labels in labelled.items():
         if scores[k] > best:
             best, best_labels = scores[k], labels
     return best_labels, scores
