@@ -18,7 +18,8 @@ from scix_core.recommend.stages.base import Tier1State
 
 
 def cut_tree(children: np.ndarray, n: int, k: int) -> np.ndarray:
-    """Labels 0..k-1 from the first n − k merges of an agglomerative tree (labels by first member)."""
+    """Labels 0..k-1 from the first n − k merges of an agglomerative tree (labels by first member): one cut
+    by the definition, the reference :func:`cuts` is tested against."""
     parent = list(range(2 * n))
 
     def find(i: int) -> int:
@@ -44,9 +45,8 @@ def cuts(children: np.ndarray, n: int, ks: range) -> dict[int, np.ndarray]:
     for step, (a, b) in enumerate(children[: n - 1]):
         size[n + step] = size[a] + size[b]
     begin = np.zeros(2 * n - 1, dtype=np.int64)
-    for step in range(
-        n - 2, -1, -1
-    ):  # the root first: a child starts where its parent does, the second after the first
+    # from the root down: a node's first child starts where the node does, its second after the first
+    for step in range(n - 2, -1, -1):
         a, b = children[step]
         begin[a] = begin[n + step]
         begin[b] = begin[n + step] + size[a]
