@@ -35,7 +35,8 @@ from scix_core.recommend.tiers import TierRun
 
 def warm_stages() -> None:
     """Run Ward clustering and the Hungarian cluster match once on a tiny input, so the libraries they
-    import on first use (scikit-learn, scipy.optimize) are loaded before a server's first request."""
+    import on first use (scipy.cluster.hierarchy, scipy.optimize) are loaded before a server's first
+    request."""
     points = np.eye(4, 8, dtype=np.float32)
     ward_labels(points, 2, 0.0)
     match_ids(points[:2], [StoredCluster(0, "", points[0], 1)], 1, 0.5)

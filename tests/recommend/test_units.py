@@ -17,7 +17,7 @@ from scix_core.recommend.blend import pool_targets
 from scix_core.recommend.catalog import Catalog, months
 from scix_core.recommend.interests import InterestCache, neighbourhood
 from scix_core.recommend.profile import ewma
-from scix_core.recommend.stages.cluster import cut_tree, cuts, medoid, silhouette, silhouettes, ward_labels
+from scix_core.recommend.stages.cluster import cuts, medoid, silhouette, silhouettes, ward_labels
 from scix_core.recommend.stages.match import match_ids
 from scix_core.recommend.stages.mmr import mmr
 from scix_core.recommend.stages.quota import allocate, importance
@@ -91,6 +91,26 @@ def test_silhouette_by_hand():
     # s(0) = (5 - 1) / 5 = 0.8, s(1) = (4 - 1) / 4 = 0.75, s(2) = 0 -> mean 0.5167
     d = np.abs(np.subtract.outer([0.0, 1.0, 5.0], [0.0, 1.0, 5.0]))
     assert silhouette(d, np.array([0, 0, 1])) == pytest.approx((0.8 + 0.75 + 0.0) / 3)
+
+
+def cut_tree(children: np.ndarray, n: int, k: int) -> np.ndarray:
+    """Labels 0..k-1 from the first n − k merges of an agglomerative tree (labels by first member): one cut
+    by the definition, the reference the one-pass :func:`cuts` is tested against."""
+    parent = list(range(2 * n))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for step, (a, b) in enumerate(children[: n - k]):
+        node = n + step
+        parent[find(int(a))] = node
+        parent[find(int(b))] = node
+    roots = [find(i) for i in range(n)]
+    first: dict[int, int] = {}
+    return np.array([first.setdefault(r, len(first)) for r in roots], dtype=np.int64)
 
 
 @settings(max_examples=60, deadline=None)

@@ -17,30 +17,10 @@ import numpy as np
 from scix_core.recommend.stages.base import Tier1State
 
 
-def cut_tree(children: np.ndarray, n: int, k: int) -> np.ndarray:
-    """Labels 0..k-1 from the first n − k merges of an agglomerative tree (labels by first member): one cut
-    by the definition, the reference :func:`cuts` is tested against."""
-    parent = list(range(2 * n))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for step, (a, b) in enumerate(children[: n - k]):
-        node = n + step
-        parent[find(int(a))] = node
-        parent[find(int(b))] = node
-    roots = [find(i) for i in range(n)]
-    first: dict[int, int] = {}
-    return np.array([first.setdefault(r, len(first)) for r in roots], dtype=np.int64)
-
-
 def cuts(children: np.ndarray, n: int, ks: range) -> dict[int, np.ndarray]:
-    """Every cut in ``ks`` at once — for each k the labels :func:`cut_tree` gives — from one pass down the
-    tree: in the tree's leaf order every node's members are contiguous, so undoing the last merges one at a
-    time splits a range of that order in two."""
+    """Every cut in ``ks`` at once — for each k the labels of applying the first n − k merges, numbered by
+    first member — from one pass down the tree: in the tree's leaf order every node's members are
+    contiguous, so undoing the last merges one at a time splits a range of that order in two."""
     size = np.ones(2 * n - 1, dtype=np.int64)
     for step, (a, b) in enumerate(children[: n - 1]):
         size[n + step] = size[a] + size[b]
@@ -55,7 +35,7 @@ def cuts(children: np.ndarray, n: int, ks: range) -> dict[int, np.ndarray]:
     nodes = [2 * n - 2]
     for k in range(2, max(ks, default=1) + 1):
         a, b = children[n - k]  # undo merge n - k: its node splits into the two it joined
-        nodes.remove(n + n - k)
+        nodes.remove(2 * n - k)
         nodes += [int(a), int(b)]
         if k in ks:
             by_place = np.empty(n, dtype=np.int64)
