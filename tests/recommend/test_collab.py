@@ -142,7 +142,23 @@ def test_ease_with_rows_changed_equals_a_refit():
         np.testing.assert_allclose(
             changed.scores(np.array(rows))[:4], refit.scores(np.array(rows)), rtol=1e-4, atol=1e-5
         )
-    assert changed._p.flags.f_contiguous and full.with_rows_changed([(np.array([0]), np.array([0]))]) is full
+    # no second n × n array: the full fit's P with a rank-4 correction
+    assert changed._p is full._p and changed._w.shape == (5, 4) and changed._v.shape == (4, 5)
+    twice = changed.with_rows_changed([(np.array([0, 1]), np.array([1]))])  # u0 {0, 1} truncated to {1}
+    libs[0] = [1]
+    x_tt = csr_matrix(
+        (
+            np.ones(7, np.float32),
+            ([u for u, ln in enumerate(libs) for _ in ln], [i for ln in libs for i in ln]),
+        ),
+        shape=(5, 5),
+    )
+    again = Ease(lam=2.0).fit(x_tt[:, :4])
+    for rows in ([0], [1, 3], [2]):
+        np.testing.assert_allclose(
+            twice.scores(np.array(rows))[:4], again.scores(np.array(rows)), rtol=1e-4, atol=1e-5
+        )
+    assert twice._w.shape == (5, 6) and full.with_rows_changed([(np.array([0]), np.array([0]))]) is full
     assert full.with_rows_changed([(np.array([0]), np.array([0, 5]))]) is None  # item 5 was never fitted
 
 

@@ -112,6 +112,9 @@ class Ease:
     _diag: np.ndarray | None = field(default=None, repr=False)
     _items: np.ndarray | None = field(default=None, repr=False)  # the saved items, B's rows and columns
     _n: int = 0
+    # P − W V: a low-rank correction of a shared P (:meth:`with_rows_changed`); None: P as it is
+    _w: np.ndarray | None = field(default=None, repr=False)
+    _v: np.ndarray | None = field(default=None, repr=False)
     stale_share: float | None = field(default=None, compare=False)
     # set by a fit loaded stale or from the cache: the saves it was fitted on and how long that fit took
     fitted_saves: int | None = field(default=None, compare=False)
@@ -227,9 +230,12 @@ class Ease:
     def with_rows_changed(self, changes) -> Ease:
         """This fit as if each ``(old, new)`` user's saved catalogue rows had been ``new`` instead of
         ``old``, by the Woodbury identity — (G + λI + U C Uᵀ)⁻¹ = P − PU (C + UᵀPU)⁻¹ UᵀP with the old
-        rows as columns of U signed −1 and the new ones +1 — so r changed users cost about n² · 4r
-        flops instead of a refit's n³ (the per-tier tables truncate a sample of libraries). Refits
-        instead (None) when a new row is outside the fitted items or 2r passes n / 4."""
+        rows as columns of U signed −1 and the new ones +1. The result shares this fit's P and keeps the
+        correction as its two factors W = PU (n × 2r) and V = (C + UᵀPU)⁻¹ UᵀP (2r × n): r changed users
+        cost about n² · 2r flops and n · 4r floats, never a second n × n array (1.2 GB at 17k items, whose
+        first touch alone took 20 s on a VM that hands memory back to its host; the per-tier tables
+        truncate a sample of libraries three times). Refits instead (None) when a new row is outside the
+        fitted items or 2r passes n / 4."""
         cols, signs = [], []
         for old, new in changes:
             if set(np.asarray(old).tolist()) == set(np.asarray(new).tolist()):
@@ -245,27 +251,32 @@ class Ease:
             return self
         if 4 * len(cols) > len(self._items) > 2000:  # a refit is cheaper (a small one is cheap either way)
             return None
-        w = np.stack([self._p[:, at].sum(axis=1, dtype=np.float64) for at in cols], axis=1)
+        w = np.stack([self._column_sum(at, np.float64) for at in cols], axis=1)
         k = np.diag(signs) + np.stack([w[at].sum(axis=0) for at in cols])
         try:
-            update = np.linalg.solve(k, w.T).astype(np.float32)
+            v = np.linalg.solve(k, w.T).astype(np.float32)
         except np.linalg.LinAlgError:
             return None
-        out = replace(self, cache_dir=None)
-        out._items, out._n = self._items, self._n
-        p = np.array(self._p, dtype=np.float32, order="F")  # a private copy: the fit may be shared
         w = w.astype(np.float32)
-        for lo in range(0, p.shape[1], 2048):  # in column blocks: no second n × n temporary
-            p[:, lo : lo + 2048] -= w @ update[:, lo : lo + 2048]
-        out._p = p
-        out._diag = np.ascontiguousarray(np.diagonal(out._p), dtype=np.float32)
+        if self._w is not None:  # a corrected fit corrected again: the factors stack
+            w, v = np.hstack([self._w, w]), np.vstack([self._v, v])
+        out = replace(self, cache_dir=None, _w=w, _v=v)
+        out._items, out._n, out._p = self._items, self._n, self._p
+        out._diag = (np.diagonal(self._p) - np.einsum("ir,ri->i", w, v)).astype(np.float32)
         return out
+
+    def _column_sum(self, at: np.ndarray, dtype=np.float32) -> np.ndarray:
+        """Σ of the (corrected) P's columns ``at``."""
+        total = self._p[:, at].sum(axis=1, dtype=dtype)
+        if self._w is not None:
+            total -= (self._w @ self._v[:, at].sum(axis=1)).astype(dtype)
+        return total
 
     def scores(self, rows: np.ndarray) -> np.ndarray:
         out = np.zeros(self._n, np.float32)
         at, _ = self._located(rows)  # rows nobody saved score nothing
         if len(at):
-            part = -self._p[:, at].sum(axis=1, dtype=np.float32) / self._diag
+            part = -self._column_sum(at) / self._diag
             part[at] += 1.0  # B's zero diagonal: a saved item's own column does not count for it
             out[self._items] = part
         return out
