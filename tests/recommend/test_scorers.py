@@ -146,8 +146,8 @@ def test_train_scorer_on_real_libraries_writes_model_manifest_and_audit(
 
     monkeypatch.setenv("SCIX_HOME", str(citeulike_home.home))
     monkeypatch.setenv("SCIX_DATA_DIR", str(citeulike_home.data_dir))
-    # the fixture's co-saves (RP3beta alone): the default ensemble's EASE and iALS fits cost 90 s here, and
-    # the offline-evaluation test trains this scorer on them
+    # trained on the co-saves it is served with below, the fixture's (RP3beta alone): the default ensemble's
+    # EASE and iALS fits cost 90 s here; the offline-evaluation test and notebook 06 run the defaults
     settings = tmp_path / "scix.toml"
     settings.write_text('[recommend]\ncollab = "rp3beta"\ntier_collab = ""\n')
     monkeypatch.setenv("SCIX_CONFIG", str(settings))
