@@ -18,13 +18,17 @@ from scix_core.recommend.community import collab_model
 # users × items: u0 {0,1}, u1 {0,1,2}, u2 {1,2}, u3 {3,4}, u4 {0,3}
 # savers per item n = (3, 3, 2, 2, 1); saves per user = (2, 3, 2, 2, 2)
 LIBS = [[0, 1], [0, 1, 2], [1, 2], [3, 4], [0, 3]]
-X = csr_matrix(
-    (
-        np.ones(11, dtype=np.float32),
-        ([u for u, ln in enumerate(LIBS) for _ in ln], [i for ln in LIBS for i in ln]),
-    ),
-    shape=(5, 5),
-)
+
+
+def saves(libs: list[list[int]]) -> csr_matrix:
+    """The binary users × 5 items matrix of ``libs``."""
+    users = [u for u, ln in enumerate(libs) for _ in ln]
+    return csr_matrix(
+        (np.ones(len(users), np.float32), (users, [i for ln in libs for i in ln])), shape=(len(libs), 5)
+    )
+
+
+X = saves(LIBS)
 TEXTS = ["dark matter halo", "dark matter", "protein folding", "matter of protein", "galaxy"]
 
 
@@ -126,13 +130,7 @@ def test_a_stale_start_loads_the_newest_fit_of_the_same_lambda_and_says_so(tmp_p
 def test_ease_with_rows_changed_equals_a_refit():
     # u1 {0, 1, 2} truncated to {0}, u3 {3, 4} to {3}: the Woodbury update of the full fit = a refit
     libs = [[0, 1], [0], [1, 2], [3], [0, 3]]
-    x_t = csr_matrix(
-        (
-            np.ones(8, np.float32),
-            ([u for u, ln in enumerate(libs) for _ in ln], [i for ln in libs for i in ln]),
-        ),
-        shape=(5, 5),
-    )
+    x_t = saves(libs)
     full = Ease(lam=2.0).fit(X)
     changed = full.with_rows_changed(
         [(np.array([0, 1, 2]), np.array([0])), (np.array([3, 4]), np.array([3]))]
@@ -145,15 +143,7 @@ def test_ease_with_rows_changed_equals_a_refit():
     # no second n × n array: the full fit's P with a rank-4 correction
     assert changed._p is full._p and changed._w.shape == (5, 4) and changed._v.shape == (4, 5)
     twice = changed.with_rows_changed([(np.array([0, 1]), np.array([1]))])  # u0 {0, 1} truncated to {1}
-    libs[0] = [1]
-    x_tt = csr_matrix(
-        (
-            np.ones(7, np.float32),
-            ([u for u, ln in enumerate(libs) for _ in ln], [i for ln in libs for i in ln]),
-        ),
-        shape=(5, 5),
-    )
-    again = Ease(lam=2.0).fit(x_tt[:, :4])
+    again = Ease(lam=2.0).fit(saves([[1], *libs[1:]])[:, :4])
     for rows in ([0], [1, 3], [2]):
         np.testing.assert_allclose(
             twice.scores(np.array(rows))[:4], again.scores(np.array(rows)), rtol=1e-4, atol=1e-5
