@@ -130,9 +130,3 @@ class InteractionError(ScixError):
     """An interaction or user record is malformed: bad kind, timestamp, user id or category."""
 
     code = "invalid_interaction"
-
-
-class MetricMismatchError(ScixError):
-    """Two independent metric implementations disagree: a figure would be wrong, so none is reported."""
-
-    code = "metric_mismatch"

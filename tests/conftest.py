@@ -118,16 +118,22 @@ def scifact(tmp_path_factory, data_dir, encoder):
 
 
 @pytest.fixture(scope="session")
-def citeulike_home(tmp_path_factory, data_dir, encoder):
-    """Real citeulike-a (16,980 titles, MiniLM vectors in qdrant-edge) with every library imported; and the
-    same vectors in qdrant-client local mode (exact reference) for the congruence test."""
-    from scix_core.ingest import ingest
-    from scix_core.recommend import Recommender
-    from scix_core.recommend.library import import_libraries
-
+def citeulike_index(tmp_path_factory, data_dir, encoder):
+    """Real citeulike-a (16,980 papers, MiniLM vectors in qdrant-edge) as index ``cul``; its config."""
     cfg = load_config().replace(home=_home(tmp_path_factory, "citeulike-home"), data_dir=data_dir)
     with _corpus_lock(tmp_path_factory, "citeulike-a"):
         ingest(data_dir / "citeulike-a", "cul", config=cfg, progress=False, encoder=encoder)
+    return cfg
+
+
+@pytest.fixture(scope="session")
+def citeulike_home(citeulike_index, data_dir, encoder):
+    """:func:`citeulike_index` with every library imported; and the same vectors in qdrant-client local mode
+    (exact reference) for the congruence test."""
+    from scix_core.recommend import Recommender
+    from scix_core.recommend.library import import_libraries
+
+    cfg = citeulike_index
     ingest(
         data_dir / "citeulike-a",
         "cul-client",
@@ -144,40 +150,40 @@ def citeulike_home(tmp_path_factory, data_dir, encoder):
     return cfg.replace(**{"recommend.collab": "rp3beta", "recommend.tier_collab": ""})
 
 
-@pytest.fixture(scope="session")
-def notebook_home(tmp_path_factory, scifact, citeulike_home, data_dir) -> Path:
-    """Real SciFact and CiteULike-a under their default names in a workspace this test process never opens
-    (the ingests run in their own processes too), so the notebooks' kernels (nbmake, JupyterLab) own the
-    vector shards. Vectors come from the run's shared embedding cache the session fixtures filled: nothing is
-    encoded twice."""
+def _notebook_home(tmp_path_factory, data_dir: Path, dataset: str) -> Path:
+    """Real ``dataset`` under its default name in a workspace this test process never opens (the ingest
+    runs in its own process too), so the notebooks' kernels (nbmake, JupyterLab) own the vector shards.
+    Vectors come from the run's shared embedding cache a session fixture filled: nothing is encoded twice."""
     import subprocess
     import sys
 
-    home = _shared_caches(tmp_path_factory, tmp_path_factory.mktemp("notebook-home"))
+    home = _shared_caches(tmp_path_factory, tmp_path_factory.mktemp(f"notebook-{dataset}"))
     env = {**os.environ, "SCIX_HOME": str(home), "SCIX_DATA_DIR": str(data_dir)}
     env.pop("SCIX_CONFIG", None)
-    for dataset in ("scifact", "citeulike-a"):
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "scix_core",
-                "ingest",
-                "--dataset",
-                dataset,
-                "--index",
-                dataset,
-                "--quiet",
-            ],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-        assert "embeddings: 0 encoded" in done.stdout, done.stdout[-2000:]
+    done = subprocess.run(
+        [sys.executable, "-m", "scix_core", "ingest", "--dataset", dataset, "--index", dataset, "--quiet"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "embeddings: 0 encoded" in done.stdout, done.stdout[-2000:]
     return home
+
+
+@pytest.fixture(scope="session")
+def scifact_notebook_home(tmp_path_factory, scifact, data_dir) -> Path:
+    """SciFact as ``scifact`` for notebooks 01-05 and the browser tests (:func:`_notebook_home`)."""
+    return _notebook_home(tmp_path_factory, data_dir, "scifact")
+
+
+@pytest.fixture(scope="session")
+def citeulike_notebook_home(tmp_path_factory, citeulike_index, data_dir) -> Path:
+    """CiteULike-a as ``citeulike-a`` (its libraries the community) for notebook 06
+    (:func:`_notebook_home`)."""
+    return _notebook_home(tmp_path_factory, data_dir, "citeulike-a")
 
 
 # -- the hand-checkable corpus (tests/corpus.py) in real indexes, once per session

@@ -8,7 +8,7 @@ source has real timestamps — at least one; the rest are replayed as saves
 into a private user-state database (never the workspace's); the held-out
 papers are the relevant set, and training saves can never be hits (every run
 excludes them). Per user and run: recall@10, nDCG@10 and hit-rate@10
-(ranx), intra-list diversity (mean pairwise cosine distance of the
+(trec_eval), intra-list diversity (mean pairwise cosine distance of the
 recommended papers), and coverage of the user's interest clusters (the Ward
 clusters of the training saves, Tier 1's rule; a recommended paper covers
 the cluster whose centroid it is nearest to); per run, catalogue coverage.
@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import tempfile
 import time
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +44,7 @@ import numpy as np
 from scix_core.config import Config, load_config
 from scix_core.errors import ConfigError
 from scix_core.evaluate import rec_runs
-from scix_core.evaluate.metrics import means, ranx_api
+from scix_core.evaluate.metrics import means, trec_values
 from scix_core.evaluate.significance import PERMUTATIONS, compare, gate, holm
 from scix_core.recommend import Recommender, UserState
 from scix_core.recommend.library import library_saves, library_times, replay_many
@@ -84,31 +83,14 @@ def check_cutoffs(cutoffs: Sequence[int]) -> tuple[int, ...]:
 def ranking_metrics(
     recommended: Mapping[str, Sequence[str]], splits: Sequence[UserSplit], cutoffs: Sequence[int] = CUTOFFS
 ) -> dict[str, dict[str, float]]:
-    """recall, nDCG and hit rate at each cutoff per user through ranx (binary relevance = held out)."""
-
-    Qrels, Run, evaluate = ranx_api()
+    """recall, nDCG and hit rate at each cutoff per user through trec_eval (binary relevance = held out)."""
     depth = max(cutoffs)
-    qrels = Qrels({s.user: {p: 1 for p in s.test} for s in splits})
-    run = Run(
-        {
-            s.user: {p: float(depth - r) for r, p in enumerate(recommended.get(s.user, [])[:depth])}
-            or {"__none__": 0.0}
-            for s in splits
-        }
-    )
-    names = {
-        f"{m}@{k}": f"{theirs}@{k}"
-        for k in cutoffs
-        for m, theirs in (("recall", "recall"), ("ndcg", "ndcg"), ("hit", "hit_rate"))
+    qrels = {s.user: dict.fromkeys(s.test, 1) for s in splits}
+    run = {
+        s.user: {p: float(depth - r) for r, p in enumerate(recommended.get(s.user, [])[:depth])}
+        for s in splits
     }
-    with warnings.catch_warnings():  # numba's uint64 -> int64 cast notice inside ranx's hit_rate
-        warnings.simplefilter("ignore")
-        values = evaluate(qrels, run, list(names.values()), return_mean=False, make_comparable=True)
-    order = list(qrels.keys())
-    return {
-        ours: {u: float(v) for u, v in zip(order, np.asarray(values[theirs]))}
-        for ours, theirs in names.items()
-    }
+    return trec_values(qrels, run, [f"{m}@{k}" for k in cutoffs for m in ("recall", "ndcg", "hit")])
 
 
 def diversity(vectors: np.ndarray) -> float:

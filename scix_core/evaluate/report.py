@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from scix_core.evaluate.metrics import METRICS
 from scix_core.evaluate.significance import Comparison, GateDecision
 from scix_core.types import Ranking
@@ -157,18 +159,30 @@ def saved_key(path: Path | str) -> str | None:
         return None
 
 
+def _strictly_decreasing(scores: Mapping[str, float]) -> dict[str, float]:
+    """Each score in single precision, at most the one just below the score before it: trec_eval (through
+    pytrec_eval) tells scores apart only in single precision, and orders a tie by paper id, not by rank."""
+    out, last = {}, np.float32(np.inf)
+    for paper, score in scores.items():
+        last = min(np.float32(score), np.nextafter(last, np.float32(-np.inf)))
+        out[paper] = float(last)
+    return out
+
+
 def write_trec_runs(rankings: Mapping[str, Mapping[str, Ranking]], folder: Path | str) -> list[Path]:
     """Every run as a TREC run file ``FOLDER/RUN.trec`` (``qid Q0 paper rank score run``), for trec_eval, ranx
-    or a fusion tried later without searching again."""
+    or a fusion tried later without searching again. trec_eval orders by score and a tie by paper id, not by
+    rank: a score tied with the one above is written a single-precision step below it, so the file scores
+    exactly what the report says."""
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for run, per_query in rankings.items():
         lines = [
-            f"{q} Q0 {paper} {rank} {score:.6f} {run}"
+            f"{q} Q0 {paper} {rank} {score:.9g} {run}"
             for q, ranking in per_query.items()
-            for rank, (paper, score) in enumerate(ranking.scores().items(), 1)
+            for rank, (paper, score) in enumerate(_strictly_decreasing(ranking.scores()).items(), 1)
         ]
         path = folder / f"{run}.trec"
         write_text_atomic(path, "".join(line + "\n" for line in lines))

@@ -59,7 +59,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def lab(notebook_home, data_dir, tmp_path):
+def lab(scifact_notebook_home, data_dir, tmp_path):
     assert Path(CHROMIUM).exists(), (
         f"{CHROMIUM} missing: `make test` installs Debian's chromium (scripts/browser.sh)"
     )
@@ -74,7 +74,7 @@ def lab(notebook_home, data_dir, tmp_path):
     port, token = _free_port(), secrets.token_hex(16)
     env = {
         **os.environ,
-        "SCIX_HOME": str(notebook_home),
+        "SCIX_HOME": str(scifact_notebook_home),
         "SCIX_DATA_DIR": str(data_dir),
         "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "settings"),
         "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
