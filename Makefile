@@ -8,6 +8,11 @@ DATASET ?= scifact
 INDEX ?= scifact
 # pytest-xdist workers of `make test`: the real-corpus tests share one (tests/conftest.py), the rest the other
 TEST_WORKERS ?= 2
+# each test worker's share of the cores for the native thread pools (OpenBLAS, OpenMP: torch, LightGBM; ONNX
+# Runtime), as `scix serve` gives its workers: pools as wide as the machine in both workers spin on each
+# other's cores (encoding beside a busy core: 2 threads 10% faster than 1, the other core's work 25% slower)
+TEST_THREADS := $(shell n=$$(nproc); t=$$(( n / $(TEST_WORKERS) )); echo $$(( t > 0 ? t : 1 )))
+POOLS := OMP_NUM_THREADS OPENBLAS_NUM_THREADS MKL_NUM_THREADS SCIX_ONNX_THREADS
 
 .PHONY: env run test lint check bench bench-search bench-scale bench-kills clean-env
 
@@ -27,7 +32,7 @@ run: env
 test: env
 	scripts/browser.sh install
 	@dsn=$$(scripts/postgres.sh start) && \
-	SCIX_PG_DSN=$$dsn $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25 $(PYTEST_ARGS); \
+	SCIX_PG_DSN=$$dsn $(foreach p,$(POOLS),$(p)=$${$(p):-$(TEST_THREADS)}) $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25 $(PYTEST_ARGS); \
 	status=$$?; \
 	scripts/postgres.sh stop; exit $$status
 
