@@ -60,11 +60,11 @@ def trec_values(
         if name not in _MEASURES or not k.isdigit():
             raise ValueError(f"unknown metric {metric!r}: one of {', '.join(_MEASURES)} @ a cutoff")
         if name == "mrr":
-            groups.setdefault(int(k), {})[ir_measures.RR] = metric
+            groups.setdefault(int(k), {})[_MEASURES[name]] = metric
         else:
             groups.setdefault(None, {})[_MEASURES[name] @ int(k)] = metric
     # trec_eval skips a query with no retrieved paper: an empty ranking is one non-relevant placeholder
-    run = {q: dict(run.get(q) or {"__no_result__": 0.0}) for q in qrels}
+    run = {q: run.get(q) or {"__no_result__": 0.0} for q in qrels}
     out = {metric: dict.fromkeys(sorted(qrels), 0.0) for metric in metrics}
     for cut, measures in groups.items():
         ranked = (

@@ -175,10 +175,7 @@ def test_runs_dir_holds_the_runs_that_were_scored(on_fixture, tmp_path):
     for name in ("lexical", "hybrid", "convex_minmax"):
         lines = (runs / f"{name}.trec").read_text().splitlines()
         assert lines and all(len(line.split()) == 6 and line.split()[5] == name for line in lines)
-        run = {}
-        for line in lines:
-            qid, _, paper, _, score, _ = line.split()
-            run.setdefault(qid, {})[paper] = float(score)
+        run = pytrec_eval.parse_run(lines)
         per = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(run)
         ndcg = sum(per[q]["ndcg_cut_10"] if q in per else 0.0 for q in qrels) / len(qrels)
         assert ndcg == pytest.approx(doc["runs"][name]["ndcg@10"], abs=1e-6)
