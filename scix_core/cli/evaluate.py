@@ -266,6 +266,12 @@ def _eval_recs_args(p: argparse.ArgumentParser) -> None:
         "the community those users join (default 1000; 0: every evaluated user)",
     )
     p.add_argument("--permutations", type=int, default=10_000)
+    p.add_argument(
+        "--workers",
+        type=int,
+        help="processes: 2 runs the peers, Tiers 3 and 2 and the per-tier lists beside the Tier-1 runs "
+        "(default: 2 on a machine with two or more cores; 1: one process)",
+    )
     p.add_argument("--json", dest="json_path", type=Path, help="write the report (per-user values included)")
     p.add_argument("--quiet", action="store_true")
 
@@ -304,6 +310,7 @@ def eval_recs_cmd(args: argparse.Namespace) -> int:
         train_size=args.train_size,
         cutoffs=cutoffs,
         scorer_trainer=in_run_scorer,
+        workers=args.workers,
     )
     report.print(console)
     if args.json_path:

@@ -33,6 +33,7 @@ Tier 1's co-saves and the collaborative peers learn from.
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -45,18 +46,23 @@ from scix_core.config import Config, load_config
 from scix_core.errors import ConfigError
 from scix_core.evaluate import rec_runs
 from scix_core.evaluate.metrics import means, trec_values
+from scix_core.evaluate.rec_lists import (
+    LANE_RUNS,
+    PeerJob,
+    one_thread_here,
+    replay,
+    run_job,
+    run_lists,
+    start,
+)
 from scix_core.evaluate.significance import PERMUTATIONS, compare, gate, holm
 from scix_core.recommend import Recommender, UserState
-from scix_core.recommend.library import library_saves, library_times, replay_many
-from scix_core.recommend.profile import unit
-from scix_core.recommend.scorers.heuristic import HeuristicScorer
+from scix_core.recommend.library import library_saves, library_times
 from scix_core.recommend.splits import UserSplit, sample, split_libraries
-from scix_core.recommend.stages.cluster import ward_labels
 from scix_core.workspace import write_json_atomic
 
 K = 10
 CUTOFFS = (K,)
-TRUNCATIONS = (1, 3, 5, None)
 
 
 def metric_names(cutoffs: Sequence[int] = CUTOFFS) -> tuple[str, ...]:
@@ -219,27 +225,6 @@ class RecEvalReport:
             )
 
 
-def _replay(
-    rec,
-    train: Mapping[str, Sequence[str]],
-    splits: Sequence[UserSplit],
-    truncate: int | None = None,
-    evaluated: bool | None = None,
-) -> None:
-    """Users' training saves (the evaluated users' truncated to ``truncate``): the community the co-save
-    signal and the collaborative peers see. ``evaluated`` True / False: only the evaluated users / only the
-    others (None: everyone)."""
-    chosen = {s.user for s in splits}
-    replay_many(
-        rec,
-        (
-            (user, papers[:truncate] if truncate and user in chosen else papers, None)
-            for user, papers in train.items()
-            if evaluated is None or (user in chosen) == evaluated
-        ),
-    )
-
-
 def _score(
     rec,
     recommended: dict[str, list[str]],
@@ -256,85 +241,6 @@ def _score(
         s.user: cluster_coverage(vectors[s.user], centroids[s.user]) for s in splits
     }
     return values
-
-
-def _centroids(rec, ctx, tier1=None) -> np.ndarray:
-    """The user's interest clusters (Tier 1's Ward rule on the training saves), as unit centroids;
-    ``tier1``: the user's Tier-1 state when its stages ran, whose labels are these (not computed twice)."""
-    cfg = rec.config.recommend
-    if tier1 is not None and len(tier1.saved_vectors) >= cfg.tier1_min_saves:
-        vecs, labels = tier1.saved_vectors, tier1.labels
-    else:
-        vecs = rec.side.vectors.get(rec.side.rows(ctx.saved))
-        labels = (
-            ward_labels(vecs, cfg.max_clusters, cfg.min_silhouette)[0]
-            if len(vecs) >= cfg.tier1_min_saves
-            else np.zeros(len(vecs), dtype=np.int64)
-        )
-    return np.stack([unit(vecs[labels == k].mean(axis=0)) for k in range(int(labels.max()) + 1)])
-
-
-def _scorers(rec, lgbm_scorer=None) -> dict[str, object]:
-    from dataclasses import replace
-
-    cfg = rec.config.recommend
-    scorers = {
-        "default": rec.scorer,
-        "cosine": HeuristicScorer(cfg, use_profiles=False),
-        "profile": HeuristicScorer(cfg, use_profiles=True),
-        "content": HeuristicScorer(replace(cfg, weight_cosave=0.0)),
-    }
-    if lgbm_scorer is not None:
-        scorers["lgbm"] = lgbm_scorer
-    return scorers
-
-
-def _run_all(
-    rec,
-    runs: Sequence[str],
-    splits: Sequence[UserSplit],
-    peers: rec_runs.Peers,
-    seconds: dict[str, float],
-    progress: bool,
-    lgbm_scorer=None,
-    depth: int = K,
-) -> tuple[dict[str, dict[str, list[str]]], dict[str, np.ndarray]]:
-    from tqdm.auto import tqdm
-
-    family = rec_runs.Tier1Family(rec, depth, _scorers(rec, lgbm_scorer))
-    tier1 = [r for r in runs if r in rec_runs.TIER1 or r in rec_runs.VARIANTS]
-    out: dict[str, dict[str, list[str]]] = {r: {} for r in runs}
-    centroids = {}
-
-    def timed(name: str, fn, *args):
-        t = time.perf_counter()
-        value = fn(*args)
-        seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - t
-        return value
-
-    cfg = rec.config.recommend
-    default = cfg.heuristic if cfg.scorer == "heuristic" else None  # that variant is the default scorer
-    for s in tqdm(splits, desc="users", unit="user", disable=not progress, leave=False):
-        ctx = rec.context(s.user)
-        ranked, finished, base = {}, {}, None
-        if tier1:
-            base = timed("tier1 candidates (stages 1-6b)", family.candidates, ctx)
-        centroids[s.user] = timed("interest clusters (coverage)", _centroids, rec, ctx, base)
-        for run in runs:
-            if run in tier1:
-                v = rec_runs.variant(run, default)
-                if v not in ranked:
-                    ranked[v] = timed(f"tier1 scoring ({v})", family.ranked, base, v)
-                key = (v, rec_runs.finish_key(run))
-                if key not in finished:
-                    finished[key] = timed(run, family.finish, ranked[v], run)
-                ids = finished[key]
-            elif run in rec_runs.TIERS:
-                ids = timed(run, rec_runs.forced_tier(rec, run), ctx, depth)
-            else:
-                ids = timed(run, peers.recommend, run, ctx, depth)
-            out[run][s.user] = ids
-    return out, centroids
 
 
 def _timed_scorer(trainer: Callable, rec, train, splits, seconds: dict[str, float]):
@@ -361,9 +267,12 @@ def evaluate_recs(
     train_size: int | None = None,
     cutoffs: Sequence[int] = CUTOFFS,
     scorer_trainer: Callable | None = None,
+    workers: int | None = None,
 ) -> RecEvalReport:
     """``scorer_trainer``: how the ``tier1-lgbm`` run gets its LightGBM scorer — training belongs to the
-    room above (:func:`scix_core.train.scorer.in_run_scorer`; the command line and the notebook pass it)."""
+    room above (:func:`scix_core.train.scorer.in_run_scorer`; the command line and the notebook pass it).
+    ``workers``: processes (None: two where the machine has two cores; :mod:`scix_core.evaluate.rec_lists`
+    says what the second runs — more than two run as two)."""
 
     cfg = config or load_config()
     cutoffs = check_cutoffs(cutoffs)
@@ -414,33 +323,62 @@ def evaluate_recs(
         # every per-tier run (with every user truncated there would be none: at one save nobody co-saves)
         truncated = sample(splits, per_tier_users, seed) if per_tier else splits
         t = time.perf_counter()
-        _replay(rec, train, truncated, evaluated=False)
-        others = rec.state.snapshot(Path(tmp) / "others.sqlite") if per_tier else None
-        _replay(rec, train, truncated, evaluated=True)
+        replay(rec, train, truncated, evaluated=False)
+        others = Path(tmp) / "others.sqlite"
+        if per_tier:
+            rec.state.snapshot(others)
+        replay(rec, train, truncated, evaluated=True)
         seconds["replay (training saves into the private state)"] = time.perf_counter() - t
         t = time.perf_counter()
         rec.warm()
         seconds["community (co-save model fit)"] = time.perf_counter() - t
-        peers = rec_runs.Peers(
-            rec,
+        peer_runs = ("content-knn", *[r for r in runs if r in rec_runs.COLLAB]) if per_tier else ()
+        job = PeerJob(
+            index,
+            cfg,
+            Path(tmp) / "peers.sqlite",
+            others if per_tier else None,
+            Path(tmp),
             train,
-            seed=seed,
-            evaluated=[s.user for s in splits],
-            k=cutoffs[0],
-            cache_dir=cfg.home / "cache" / "rec-tuning" / index,
+            tuple(splits),
+            tuple(truncated),
+            tuple(dict.fromkeys([r for r in runs if r in LANE_RUNS] + list(peer_runs))),
+            peer_runs,
+            seed,
+            cutoffs[0],
+            depth,
+            cfg.home / "cache" / "rec-tuning" / index,
+            cfg.home / "cache" / "collab",
         )
-        for name in [r for r in runs if r in rec_runs.COLLAB]:
+        parallel = _workers(workers) > 1
+        if parallel:
+            rec.state.snapshot(job.state)
+            pool, future = start(job)
+        mine = [r for r in runs if r not in LANE_RUNS]
+        try:
+            with one_thread_here(parallel):
+                lgbm_scorer, lgbm_audit = (
+                    _timed_scorer(scorer_trainer, rec, train, splits, seconds)
+                    if rec_runs.LGBM in runs
+                    else (None, None)
+                )
+                recommended, centroids = run_lists(
+                    rec, mine, splits, None, seconds, progress, lgbm_scorer, depth
+                )
             t = time.perf_counter()
-            peers.model(name)  # tuned on the training saves, then fitted
-            seconds[f"{name} tuning + fit"] = (
-                seconds.get(f"{name} tuning + fit", 0.0) + time.perf_counter() - t
+            lane = future.result() if parallel else None
+            alone = lane.unreadable if lane is not None else ""
+            if lane is None or alone:  # one process, or the second could not read the vectors: the job here
+                lane = run_job(job, rec)
+            seconds["waiting for the peers process" if parallel and not alone else "peers (this process)"] = (
+                time.perf_counter() - t
             )
-        lgbm_scorer, lgbm_audit = (
-            _timed_scorer(scorer_trainer, rec, train, splits, seconds)
-            if rec_runs.LGBM in runs
-            else (None, None)
-        )
-        recommended, centroids = _run_all(rec, runs, splits, peers, seconds, progress, lgbm_scorer, depth)
+        finally:
+            if parallel:
+                pool.shutdown(cancel_futures=True)
+        seconds.update(lane.seconds)
+        recommended.update({r: lane.lists[r] for r in runs if r in LANE_RUNS})
+        recommended = {r: recommended[r] for r in runs}
         t = time.perf_counter()
         per_user = {run: _score(rec, recommended[run], splits, centroids, cutoffs) for run in runs}
         seconds["metrics"] = time.perf_counter() - t
@@ -449,22 +387,12 @@ def evaluate_recs(
             for run in runs
         }
         tiers: dict = {}
-        t = time.perf_counter()
         if per_tier:
-            tiers = _per_tier(
-                rec,
-                cfg,
-                others,
-                train,
-                truncated,
-                peers,
-                centroids,
-                Path(tmp),
-                cutoffs,
-                ("content-knn", *[r for r in runs if r in rec_runs.COLLAB]),
-                permutations,
+            t = time.perf_counter()
+            tiers = _per_tier_tables(
+                rec, lane.per_tier, truncated, centroids, cutoffs, peer_runs, permutations
             )
-            seconds["per-tier tables"] = time.perf_counter() - t
+            seconds["per-tier tables (metrics)"] = time.perf_counter() - t
     comparisons, gates = (), {}
     t = time.perf_counter()
     if baseline:
@@ -501,7 +429,9 @@ def evaluate_recs(
         "lgbm_audit": lgbm_audit,
         "split": "latest per user (real times)" if real_times else "seeded random per user",
         "users_eligible": len(eligible),
-        "tuned": {n: t.to_dict() for n, t in peers.tuned.items()},
+        "tuned": {n: t.to_dict() for n, t in lane.tuned.items()},
+        "processes": 2 if parallel and not alone else 1,
+        "one_process_because": alone,
         "collab": rec.community.model_label,
         "collab_failure": rec.community.failure,
         "scorer": cfg.recommend.scorer,
@@ -522,65 +452,27 @@ def evaluate_recs(
     )
 
 
-def _per_tier(
-    main,
-    cfg: Config,
-    others: UserState,
-    train,
-    splits,
-    peers,
-    centroids,
-    tmp: Path,
+def _workers(workers: int | None) -> int:
+    if workers is not None and workers < 1:
+        raise ConfigError(f"--workers must be 1 or more, not {workers}")
+    return min(2, workers if workers is not None else (os.cpu_count() or 1))
+
+
+def _per_tier_tables(
+    rec,
+    lists: dict,
+    splits: Sequence[UserSplit],
+    centroids: dict[str, np.ndarray],
     cutoffs: Sequence[int],
-    peer_runs: Sequence[str] = ("content-knn",),
+    peer_runs: Sequence[str],
     permutations: int = PERMUTATIONS,
 ) -> dict:
-    """The default cascade and the peers with each evaluated user's training saves truncated to 1, 3, 5,
-    all. Everything is refitted on the truncated saves — a model that kept the user's full row would
-    offer their own truncated-away saves back: the peers (with the parameters tuned on the full saves),
-    the cascade's RP3beta part, and its EASE part by the exact low-rank update of the full fit (a refit
-    where that is not cheaper)."""
-
+    """Each truncation's lists (:func:`~scix_core.evaluate.rec_lists.per_tier_lists`) scored, and the cascade
+    tested against each peer on the first cutoff's recall and on coverage, Holm over each table."""
     out = {}
-    depth = max(cutoffs)
-    chosen = {s.user for s in splits}
-    cat = main.side.catalog
-    for trunc in TRUNCATIONS:
-        name = str(trunc) if trunc else "all"
-        if trunc is None:
-            rec, fitted = main, peers
-        else:
-            rec = Recommender(
-                main.index,
-                cfg,
-                persist_clusters=False,
-                state=others.snapshot(tmp / f"trunc-{name}.sqlite"),
-                build_community=False,
-            )
-            rows = main.side.rows
-            changes = [
-                (
-                    rows(p for p in train[u] if p in cat.row),
-                    rows(p for p in train[u][:trunc] if p in cat.row),
-                )
-                for u in chosen
-            ]
-            rec.community.start_from(main.community, changes)
-            _replay(rec, train, splits, trunc, evaluated=True)
-            fitted = peers.refitted(
-                rec, {u: p[:trunc] if u in chosen else p for u, p in train.items()}, changes
-            )
-        lists: dict[str, dict[str, list[str]]] = {run: {} for run in ("cascade", *peer_runs)}
-        ran: dict[int, int] = {}
-        for s in splits:
-            result = rec.recommend(s.user, depth, log=False)
-            ran[result.tier] = ran.get(result.tier, 0) + 1
-            lists["cascade"][s.user] = [i.paper_id for i in result.items if not i.exploration][:depth]
-            ctx = rec.context(s.user)
-            for peer in peer_runs:
-                lists[peer][s.user] = fitted.recommend(peer, ctx, depth)
-        values = {run: _score(rec, ids, splits, centroids, cutoffs) for run, ids in lists.items()}
-        tested = (f"recall@{cutoffs[0]}", "cluster_coverage")
+    tested = (f"recall@{cutoffs[0]}", "cluster_coverage")
+    for name, (made, ran) in lists.items():
+        values = {run: _score(rec, ids, splits, centroids, cutoffs) for run, ids in made.items()}
         out[name] = {
             "tiers": {f"tier{t}": n for t, n in sorted(ran.items())},
             "runs": {run: means(v) for run, v in values.items()},

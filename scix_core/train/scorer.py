@@ -168,9 +168,10 @@ def train_scorer(
     example_users: Sequence[str] | None = None,
     max_users: int | None = 1000,
     objective: str = OBJECTIVE,
+    threads: int = 2,
 ) -> dict:
     """Train, audit and save ``model.txt`` + ``manifest.json`` (default ``models/scorers/INDEX``); returns the
-    manifest."""
+    manifest. ``threads``: LightGBM's (its model depends on them even when deterministic)."""
     import lightgbm
 
     t = time.perf_counter()
@@ -197,7 +198,7 @@ def train_scorer(
         "seed": seed,
         "deterministic": True,
         "verbose": -1,
-        "num_threads": 2,
+        "num_threads": threads,
     }
     data = lightgbm.Dataset(
         values,
@@ -241,8 +242,10 @@ def train_scorer(
 def in_run_scorer(rec, train: Mapping[str, Sequence[str]], users: Sequence[str]):
     """A LightGBM scorer trained inside ``scix eval-recs`` (its ``tier1-lgbm`` run): every user's training
     saves are the community, the evaluated ``users``' inner hold-outs the labels (no evaluation label
-    leaks); returns the scorer and its feature audit."""
+    leaks); returns the scorer and its feature audit. On one thread: the evaluation's second process has the
+    other core (OpenMP threads that share a core with it only spin), and the model is then the same with one
+    process or two."""
     with tempfile.TemporaryDirectory(prefix="scix-eval-lgbm-") as tmp:
-        manifest = train_scorer(rec, train, out=Path(tmp), seed=7, example_users=list(users))
+        manifest = train_scorer(rec, train, out=Path(tmp), seed=7, example_users=list(users), threads=1)
         scorer = LightGBMScorer.load(Path(tmp) / "model.txt")
     return scorer, manifest["audit"]

@@ -384,3 +384,27 @@ def test_per_tier_peers_are_refitted_on_the_truncated_saves_with_their_tuned_par
         np.testing.assert_allclose(
             updated.model("ease").scores(saved), again.model("ease").scores(saved), atol=1e-4
         )
+
+
+@pytest.mark.model
+def test_two_processes_make_the_lists_one_process_makes(home):
+    from scix_core.cli.main import main
+    from tests.conftest import FIXTURES
+
+    assert main(["ingest", "--path", str(FIXTURES / "citeulike"), "--index", "cu", "--quiet"]) == 0
+    runs = ("tier3", "tier2", "tier1", "tier1-quota", "content-knn", "most-popular", "rp3beta", "ease")
+    kw = dict(min_saves=2, holdout=0.3, runs=runs, permutations=100, progress=False, per_tier_users=None)
+    one = evaluate_recs("cu", workers=1, **kw)
+    two = evaluate_recs("cu", workers=2, **kw)
+    assert (
+        one.setup["processes"] == 1 and two.setup["processes"] == 2 and not two.setup["one_process_because"]
+    )
+    # the peers, Tier 3 and the per-tier lists come from the second process: every figure the same
+    assert two.per_user == one.per_user and two.per_tier == one.per_tier
+    assert set(two.setup["tuned"]) == {"rp3beta", "ease"} and two.setup["tuned"]["ease"]["cached"]
+    for peer, tuned in one.setup["tuned"].items():  # the second run read the first's tuning from the cache
+        assert {**two.setup["tuned"][peer], "cached": False} == {**tuned, "cached": False}
+    assert "peers process" in two.seconds and "peers process" not in one.seconds
+    assert set(two.per_tier) == {"1", "3", "5", "all"} and two.n_users == 2
+    with pytest.raises(ConfigError, match="--workers"):
+        evaluate_recs("cu", workers=0, **kw)

@@ -18,7 +18,7 @@ loses its slot.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import sparse
@@ -108,10 +108,20 @@ def mmr(
     return picked
 
 
-def tier1_picks(state: Tier1State, pool, k: int, lam: float) -> tuple[list[int], np.ndarray, int | None]:
-    """Stage 9's pick over ``pool`` (what the evaluation's Tier-1 runs and λ sweeps finish with too): MMR at
-    ``lam`` with the clusters' quota bonus and the neighbourhood's cover gain. (Picks, each cluster's
-    slot target, how many users who saved the same papers were read — None when the gain is off.)"""
+@dataclass(frozen=True)
+class PickInputs:
+    """What stage 9's pick reads besides λ: the pool's vectors, each candidate's cluster group and each
+    group's slot target, the neighbourhood's cover (None when the gain is off) and how many neighbours were
+    read (None when it is off). The same for every λ: the evaluation's λ sweep reads them once."""
+
+    vectors: np.ndarray
+    groups: np.ndarray
+    targets: np.ndarray
+    cover: tuple[np.ndarray, np.ndarray] | None
+    neighbours: int | None
+
+
+def pick_inputs(state: Tier1State, pool, k: int) -> PickInputs:
     cfg = state.side.config
     vecs = state.side.vectors.get([c.row for c in pool])
     groups, targets = slot_targets(state, pool, k)
@@ -120,19 +130,31 @@ def tier1_picks(state: Tier1State, pool, k: int, lam: float) -> tuple[list[int],
         hood = neighbourhood(cos.libraries, state.saved_rows, state.side.interests, state.side.vectors, cfg)
         cover = hood.cover(vecs, [c.row for c in pool]) if hood is not None else None
         neighbours = hood.users if hood is not None else 0
+    return PickInputs(vecs, groups, targets, cover, neighbours)
+
+
+def tier1_picks(
+    state: Tier1State, pool, k: int, lam: float, inputs: PickInputs | None = None
+) -> tuple[list[int], np.ndarray, int | None]:
+    """Stage 9's pick over ``pool`` (what the evaluation's Tier-1 runs and λ sweeps finish with too): MMR at
+    ``lam`` with the clusters' quota bonus and the neighbourhood's cover gain. (Picks, each cluster's
+    slot target, how many users who saved the same papers were read — None when the gain is off.)
+    ``inputs``: :func:`pick_inputs` of the same state, pool and ``k`` when already read."""
+    cfg = state.side.config
+    got = inputs if inputs is not None else pick_inputs(state, pool, k)
     picks = mmr(
         np.array([c.score for c in pool]),
-        vecs,
+        got.vectors,
         k,
         lam,
-        groups,
-        targets,
+        got.groups,
+        got.targets,
         cfg.mmr_quota_bonus,
         cfg.mmr_quota_shape,
-        cover,
+        got.cover,
         cfg.tier1_neighbour_cover,
     )
-    return picks, targets, neighbours
+    return picks, got.targets, got.neighbours
 
 
 class Mmr:
