@@ -270,7 +270,7 @@ def _eval_recs_args(p: argparse.ArgumentParser) -> None:
         "--workers",
         type=int,
         help="processes: 2 runs the peers, Tiers 3 and 2 and the per-tier lists beside the Tier-1 runs "
-        "(default: 2 on a machine with two or more cores; 1: one process)",
+        "(default: 2 where this process may use two or more cores, OMP_NUM_THREADS counting; 1: one process)",
     )
     p.add_argument("--json", dest="json_path", type=Path, help="write the report (per-user values included)")
     p.add_argument("--quiet", action="store_true")

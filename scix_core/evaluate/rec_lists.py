@@ -289,6 +289,14 @@ def start(job: PeerJob) -> tuple[ProcessPoolExecutor, Future]:
     return pool, pool.submit(run_job, job)
 
 
+def stop(pool: ProcessPoolExecutor) -> None:
+    """End the second process now (the first failed or was interrupted): without this the pool's shutdown
+    would wait for the job to finish. (The executor's own process table: Python 3.14's
+    ``terminate_workers`` is this.)"""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.terminate()
+
+
 def one_thread_here(parallel: bool):
     """This process's BLAS and OpenMP pools on one thread while the second process runs (its threads would
     only contend for the other core)."""

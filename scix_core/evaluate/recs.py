@@ -54,6 +54,7 @@ from scix_core.evaluate.rec_lists import (
     run_job,
     run_lists,
     start,
+    stop,
 )
 from scix_core.evaluate.significance import PERMUTATIONS, compare, gate, holm
 from scix_core.recommend import Recommender, UserState
@@ -271,8 +272,8 @@ def evaluate_recs(
 ) -> RecEvalReport:
     """``scorer_trainer``: how the ``tier1-lgbm`` run gets its LightGBM scorer — training belongs to the
     room above (:func:`scix_core.train.scorer.in_run_scorer`; the command line and the notebook pass it).
-    ``workers``: processes (None: two where the machine has two cores; :mod:`scix_core.evaluate.rec_lists`
-    says what the second runs — more than two run as two)."""
+    ``workers``: processes (None: two where this process may use two cores — :func:`_workers`;
+    :mod:`scix_core.evaluate.rec_lists` says what the second runs — more than two run as two)."""
 
     cfg = config or load_config()
     cutoffs = check_cutoffs(cutoffs)
@@ -373,6 +374,10 @@ def evaluate_recs(
             seconds["waiting for the peers process" if parallel and not alone else "peers (this process)"] = (
                 time.perf_counter() - t
             )
+        except BaseException:
+            if parallel:  # this process failed or was interrupted: the second's work is of no use now
+                stop(pool)
+            raise
         finally:
             if parallel:
                 pool.shutdown(cancel_futures=True)
@@ -453,9 +458,15 @@ def evaluate_recs(
 
 
 def _workers(workers: int | None) -> int:
+    """Processes to run (at most two); None: as many as the cores this process may use — its CPU affinity,
+    and ``OMP_NUM_THREADS`` when set (``make test`` gives each of its pytest workers one core's worth)."""
     if workers is not None and workers < 1:
         raise ConfigError(f"--workers must be 1 or more, not {workers}")
-    return min(2, workers if workers is not None else (os.cpu_count() or 1))
+    if workers is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        budget = os.environ.get("OMP_NUM_THREADS", "")
+        workers = min(cores, int(budget)) if budget.isdigit() and int(budget) > 0 else cores
+    return min(2, workers)
 
 
 def _per_tier_tables(

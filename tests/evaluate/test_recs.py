@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 
 import numpy as np
 import pytest
@@ -387,14 +388,15 @@ def test_per_tier_peers_are_refitted_on_the_truncated_saves_with_their_tuned_par
 
 
 @pytest.mark.model
-def test_two_processes_make_the_lists_one_process_makes(home):
+def test_two_processes_make_the_lists_one_process_makes(home, monkeypatch):
     from scix_core.cli.main import main
     from tests.conftest import FIXTURES
 
     assert main(["ingest", "--path", str(FIXTURES / "citeulike"), "--index", "cu", "--quiet"]) == 0
     runs = ("tier3", "tier2", "tier1", "tier1-quota", "content-knn", "most-popular", "rp3beta", "ease")
     kw = dict(min_saves=2, holdout=0.3, runs=runs, permutations=100, progress=False, per_tier_users=None)
-    one = evaluate_recs("cu", workers=1, **kw)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # a one-core budget (each make test worker's): one process
+    one = evaluate_recs("cu", **kw)
     two = evaluate_recs("cu", workers=2, **kw)
     assert (
         one.setup["processes"] == 1 and two.setup["processes"] == 2 and not two.setup["one_process_because"]
@@ -408,3 +410,13 @@ def test_two_processes_make_the_lists_one_process_makes(home):
     assert set(two.per_tier) == {"1", "3", "5", "all"} and two.n_users == 2
     with pytest.raises(ConfigError, match="--workers"):
         evaluate_recs("cu", workers=0, **kw)
+
+    def failing_trainer(rec, train, users):
+        raise RuntimeError("the scorer could not be trained")
+
+    # this process fails while the second works: the error comes through and no process is left behind
+    with pytest.raises(RuntimeError, match="could not be trained"):
+        evaluate_recs(
+            "cu", workers=2, **{**kw, "runs": (*runs, "tier1-lgbm")}, scorer_trainer=failing_trainer
+        )
+    assert not multiprocessing.active_children()
