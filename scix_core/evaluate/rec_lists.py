@@ -42,9 +42,8 @@ from scix_core.recommend.splits import UserSplit
 from scix_core.recommend.stages.cluster import ward_labels
 
 TRUNCATIONS = (1, 3, 5, None)
-LANE_RUNS = frozenset(
-    (*rec_runs.PEERS, "tier3", "tier2")
-)  # the second process's runs (Tiers 3 and 2 share caches)
+# the second process's runs (Tiers 3 and 2 share the neighbours' interest cache); the rest run in the first
+LANE_RUNS = frozenset((*rec_runs.PEERS, "tier3", "tier2"))
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 Lists = dict[str, dict[str, list[str]]]  # run -> user -> paper ids
@@ -171,7 +170,7 @@ class PeerJob:
     k: int
     depth: int
     cache_dir: Path  # the peers' tuning cache
-    fit_cache: Path | None = None  # where EASE and iALS keep their final fits (the community's fit cache)
+    fit_cache: Path | None = None  # where EASE and iALS keep their final fits (Recommender.fit_cache)
 
 
 @dataclass(frozen=True)

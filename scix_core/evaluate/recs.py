@@ -349,7 +349,7 @@ def evaluate_recs(
             cutoffs[0],
             depth,
             cfg.home / "cache" / "rec-tuning" / index,
-            cfg.home / "cache" / "collab",
+            rec.fit_cache,
         )
         parallel = _workers(workers) > 1
         if parallel:

@@ -107,6 +107,9 @@ class Recommender:
         self.side = self._side()
         r = cfg.recommend
         tier_collab = r.tier_collab if r.community_tiers else ""  # no tier blends co-saves: fit none for them
+        self.fit_cache = (
+            cfg.home / "cache" / "collab"
+        )  # EASE's and iALS's fits on disk (the evaluation's too)
         self.community = Community(
             self.state,
             index,
@@ -116,7 +119,7 @@ class Recommender:
                 r.collab_alpha,
                 r.collab_beta,
                 r.collab_ease_lambda,
-                cfg.home / "cache" / "collab",
+                self.fit_cache,
             ),
             (lambda: library_pairs(self.build_dir)) if build_community else None,
             refresh_s=r.community_refresh_s or 0.0,
