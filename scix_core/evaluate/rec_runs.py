@@ -279,7 +279,7 @@ class Peers:
         if name not in self._models:
             if name in COLLAB:
                 model = self._build(name, self.tune(name).params)
-                if self.fit_cache is not None and "cache_dir" in getattr(model, "__dataclass_fields__", {}):
+                if self.fit_cache is not None and hasattr(model, "cache_dir"):
                     # the final fit (EASE: 50 s on an AVX2 machine; iALS) kept on disk like the community's: a
                     # function of the training saves and the parameters only, reused by a second run of the
                     # same split and by the evaluation's second process

@@ -325,8 +325,8 @@ def evaluate_recs(
         truncated = sample(splits, per_tier_users, seed) if per_tier else splits
         t = time.perf_counter()
         replay(rec, train, truncated, evaluated=False)
-        others = Path(tmp) / "others.sqlite"
-        if per_tier:
+        others = Path(tmp) / "others.sqlite" if per_tier else None
+        if others is not None:
             rec.state.snapshot(others)
         replay(rec, train, truncated, evaluated=True)
         seconds["replay (training saves into the private state)"] = time.perf_counter() - t
@@ -338,7 +338,7 @@ def evaluate_recs(
             index,
             cfg,
             Path(tmp) / "peers.sqlite",
-            others if per_tier else None,
+            others,
             Path(tmp),
             train,
             tuple(splits),

@@ -107,9 +107,8 @@ class Recommender:
         self.side = self._side()
         r = cfg.recommend
         tier_collab = r.tier_collab if r.community_tiers else ""  # no tier blends co-saves: fit none for them
-        self.fit_cache = (
-            cfg.home / "cache" / "collab"
-        )  # EASE's and iALS's fits on disk (the evaluation's too)
+        # EASE's and iALS's fits on disk (the evaluation's too)
+        self.fit_cache = cfg.home / "cache" / "collab"
         self.community = Community(
             self.state,
             index,
