@@ -3,9 +3,12 @@
     python -m scix_core.bench.serve --index citeulike-a [--clients 16] [--seconds 120] [--workers N]
         [--state-dsn DSN] [--rate R] [--trace requests.csv]
 
-Starts ``scix serve`` in a process of its own (a fresh port on 127.0.0.1), waits for ``/healthz``, and
-runs ``--clients`` threads for ``--seconds``: 80% searches (titles of the index's papers as queries,
-hybrid), 15% recommendations, 5% saves, each client its own user (created first). It prints requests/s
+Starts ``scix serve`` in a process of its own (a fresh port on 127.0.0.1), waits for ``/healthz`` and
+then until no worker is refitting a co-save part in the background (a workspace whose newest cached fit is
+of other saves — an offline evaluation's, say — has every worker refit it first, minutes beside the
+requests; the wait is printed), and runs ``--clients`` threads for ``--seconds``: 80% searches (titles
+of the index's papers as queries, hybrid), 15% recommendations, 5% saves, each client its own user (created
+first; its HTTP client made before the clock starts). It prints requests/s
 and p50/p95/p99 latency per endpoint and every error by status (the API's typed 503s apart). Then, with
 ``--kill`` (default on), it SIGKILLs one worker (``--workers``, default the cores; with one worker the
 server, which it restarts) a third of the way through a second, shorter phase while the clients keep
@@ -134,6 +137,21 @@ class Server:
                 time.sleep(0.1)
         raise RuntimeError(f"scix serve did not answer within {timeout:.0f} s")
 
+    def settle(self, timeout: float = 900.0) -> float:
+        """Wait until no worker is refitting a co-save part in the background (a worker that started from
+        a stale cached fit refits it beside the requests: minutes of a child process, then the new fit read
+        in): ``2 × workers`` answers of ``/healthz`` in a row without one. Seconds waited."""
+        t, quiet = time.perf_counter(), 0
+        while quiet < 2 * self.workers:
+            if time.perf_counter() - t > timeout:
+                raise RuntimeError(f"the workers were still refitting after {timeout:.0f} s")
+            checks = httpx.get(f"{self.url}/healthz", timeout=30).json()["checks"]
+            rec = next(c for c in checks if c["name"] == "recommender")
+            busy = bool((rec.get("community") or {}).get("refitting"))
+            quiet = 0 if busy else quiet + 1
+            time.sleep(1.0 if busy else 0.05)
+        return time.perf_counter() - t
+
     def worker_pids(self) -> list[int]:
         """The worker processes of a ``--workers N`` server (its children), [] for one process."""
         if self.workers == 1 or not self.proc:
@@ -189,7 +207,7 @@ def queries_and_papers(index: str, cfg, n: int = 2000, seed: int = 0) -> tuple[l
 
 
 def client(
-    server: Server,
+    http: httpx.Client,
     user: str,
     titles,
     papers,
@@ -199,11 +217,11 @@ def client(
     cap: int,
     interval: float | None = None,
 ):
-    """One client's requests until ``stop``: back to back, or (``interval``) at Poisson arrivals of that mean
-    gap, each timed from when it was due."""
+    """One client's requests on ``http`` until ``stop``: back to back, or (``interval``) at Poisson arrivals
+    of that mean gap, each timed from when it was due."""
     rng = random.Random(seed)
     due = time.perf_counter() + (rng.expovariate(1 / interval) if interval else 0.0)
-    with httpx.Client(base_url=server.url, timeout=30) as http:
+    with http:
         while not stop.is_set() and tally.requests < cap:
             kind = rng.choices([k for k, _ in MIX], [w for _, w in MIX])[0]
             if interval:
@@ -259,11 +277,14 @@ def phase(
     """``rate``: requests a second over all clients (open loop); None: each client back to back."""
     tally, stop = Tally(), threading.Event()
     interval = len(users) / rate if rate else None
+    # each client's HTTP client is made before the clock starts: making one takes 20-40 ms of the bench's
+    # interpreter (its TLS context), and 16 made at once had put ~0.25 s on every first request
+    https = [httpx.Client(base_url=server.url, timeout=30) for _ in users]
     threads = [
         threading.Thread(
-            target=client, args=(server, u, titles, papers, tally, stop, i, cap, interval), daemon=True
+            target=client, args=(h, u, titles, papers, tally, stop, i, cap, interval), daemon=True
         )
-        for i, u in enumerate(users)
+        for i, (u, h) in enumerate(zip(users, https))
     ]
     t0 = time.perf_counter()
     for th in threads:
@@ -376,6 +397,11 @@ def main(argv: list[str] | None = None) -> dict:
     out: dict = {"server_log": str(log), "rate": args.rate}
     try:
         out["startup_s"] = server.start(timeout=900)  # a first start fits the community's co-save model
+        out["settle_s"] = server.settle()
+        console.print(
+            f"server up after {out['startup_s']:.1f} s; background refits done {out['settle_s']:.1f} s later",
+            highlight=False,
+        )
         stamp = int(time.time())
         users = [f"bench-{stamp}-{i}" for i in range(args.clients)]
         with httpx.Client(base_url=server.url, timeout=30) as http:

@@ -288,6 +288,7 @@ class Community:
         self._fitted = None
         self._savers = np.zeros(len(catalog), dtype=np.int64)
         self._background: threading.Thread | None = None
+        self._refit_parts: tuple[str, ...] = ()
         self.failure = ""  # why the last fit left the community without a signal (or a part stale)
 
     @property
@@ -295,6 +296,12 @@ class Community:
         """What scores co-saves now, e.g. ``rp3beta+ease`` (a part that could not be fitted is missing)."""
         model = self._fitted or self.model
         return getattr(model, "label", model.name)
+
+    @property
+    def refitting(self) -> tuple[str, ...]:
+        """The parts a background refit is fitting now (() when none is running)."""
+        thread = self._background
+        return self._refit_parts if thread is not None and thread.is_alive() else ()
 
     @property
     def saves(self) -> int:
@@ -370,6 +377,7 @@ class Community:
             if p.model.name in slow and self._matrix.nnz >= (1 + REFIT_GROWTH) * p.saves
         )
         if due and not (self._background and self._background.is_alive()):
+            self._refit_parts = due
             self._background = threading.Thread(
                 target=self._refit_in_background, args=(self._fitted, self._matrix, due), daemon=True
             )

@@ -304,6 +304,7 @@ class Recommender:
                 "scoring_with": self.community.model_label,
                 "saves": self.community.saves,
                 "failure": self.community.failure or None,
+                "refitting": list(self.community.refitting),  # in the background, the stale fit scoring
             },
         }
 

@@ -10,18 +10,22 @@ recommendation served (the LightGBM scorer's training data).
 Every write is one ``BEGIN IMMEDIATE`` transaction with ``synchronous=FULL``:
 a call returns only after its rows are committed, concurrent writers (threads
 or processes) queue on SQLite's lock instead of losing rows, and an error
-leaves nothing half-written — except the served log (``rec_log``), whose rows commit with
-``synchronous=NORMAL``: a killed process loses none of them (the WAL has them), a crash of the machine may
-lose the last few — what was shown, never what a user did — and a recommendation does not wait for the
-disk. The schema carries a version number; opening a database written by a newer version is refused
-rather than guessed at.
+leaves nothing half-written — except what is derived from the interactions or only records what was
+shown: the served log (``rec_log``), the EWMA profiles and the persisted cluster medoids commit with
+``synchronous=NORMAL``. A killed process loses none of them (the WAL has them); a crash of the machine may
+lose the last few — never what a user did: a lost profile is recomputed from the interactions at the
+next request (it names the saves it was made of), lost medoids leave the cluster ids matched against the
+set before — and a recommendation does not wait for the disk. The schema carries a version number;
+opening a database written by a newer version is refused rather than guessed at.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import sqlite3
+import threading
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -154,8 +158,9 @@ ProfileUpdate = Callable[[dict[str, Profile], list[Event]], Sequence[Profile]]
 
 
 class UserState:
-    """The store. Cheap to construct; every call opens its own short-lived connection (thread- and
-    fork-safe)."""
+    """The store. Cheap to construct; each thread of a process keeps one connection (opened on its first
+    call, opened again in a forked child or after a database error): a server's recommendation makes about
+    six calls, and opening and closing a WAL connection for each cost ~0.7 ms apiece (docs/results.md)."""
 
     #: every user of an index with interaction counts per kind, in creation order
     USERS_SQL = """SELECT u.user_id, u.categories, u.created,
@@ -215,8 +220,7 @@ class UserState:
                 target.close()
         return UserState(path)
 
-    @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
+    def _open(self) -> sqlite3.Connection:
         try:
             conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
         except sqlite3.Error as exc:
@@ -225,17 +229,32 @@ class UserState:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
             conn.execute("PRAGMA foreign_keys=ON")
-            yield conn
-        finally:
+        except BaseException:
             conn.close()
+            raise
+        return conn
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection; a database error drops it (the next call opens a new one)."""
+        local = self.__dict__.setdefault("_threads", threading.local())
+        conn = getattr(local, "conn", None)
+        if conn is None or local.pid != os.getpid():
+            conn = local.conn = self._open()
+            local.pid = os.getpid()
+        try:
+            yield conn
+        except sqlite3.DatabaseError:
+            local.conn = None
+            conn.close()
+            raise
 
     @contextmanager
     def _write(self, durable: bool = True) -> Iterator[sqlite3.Connection]:
         """One immediate transaction: committed on exit, rolled back on any exception. Not ``durable``:
-        the commit does not wait for the disk (the served log)."""
+        the commit does not wait for the disk (the served log, profiles, medoids)."""
         with self._connect() as conn:
-            if not durable:
-                conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn
@@ -443,7 +462,7 @@ class UserState:
         )
 
     def replace_profiles(self, index: str, user_id: str, profiles: Sequence[Profile]) -> None:
-        with self._write() as conn:
+        with self._write(durable=False) as conn:  # recomputable from the interactions: see the module's doc
             conn.execute("DELETE FROM profiles WHERE index_name=? AND user_id=?", (index, user_id))
             self._write_profiles(conn, index, user_id, profiles)
 
@@ -466,9 +485,9 @@ class UserState:
         self, index: str, user_id: str, clusters: Sequence[StoredCluster], next_id: int
     ) -> None:
         """Swap the whole medoid set in one transaction: readers see the old set or the new one, never a
-        mix."""
+        mix. Not waiting for the disk (the module's doc)."""
         now = utc_text(parse_time(None))
-        with self._write() as conn:
+        with self._write(durable=False) as conn:
             conn.execute("DELETE FROM clusters WHERE index_name=? AND user_id=?", (index, user_id))
             conn.executemany(
                 "INSERT INTO clusters VALUES (?,?,?,?,?,?,?)",

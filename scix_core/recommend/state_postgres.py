@@ -164,7 +164,8 @@ class PostgresUserState(UserState):
     @contextmanager
     def _write(self, durable: bool = True) -> Iterator[_Conn]:
         """One transaction behind the store's advisory lock: committed on exit, rolled back on any
-        exception. Not ``durable`` (the served log): committed without waiting for the WAL flush
+        exception. Not ``durable`` (the served log, profiles,
+        medoids): committed without waiting for the WAL flush
         (``synchronous_commit off``: a server crash may lose the last few such rows, never corrupt)."""
         with self._connect() as conn, conn.conn.transaction():
             if not durable:

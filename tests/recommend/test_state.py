@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 
 import numpy as np
 import psycopg
@@ -213,6 +214,33 @@ def test_postgres_connections_are_kept_between_calls_and_replaced_when_the_serve
     with store._connect() as conn:  # an error inside a call leaves the kept connection usable
         with pytest.raises(psycopg.errors.UndefinedTable):
             conn.execute("SELECT * FROM nowhere")
+    assert store.user("idx", "ann").user_id == "ann"
+
+
+def test_sqlite_connections_are_kept_per_thread_and_each_write_says_how_durable_it_is(tmp_path):
+    store = UserState(tmp_path / "users.sqlite")
+    store.upsert_user("idx", "ann", [])
+    with store._connect() as a, store._connect() as b:
+        assert a is b  # one connection a thread, kept between calls
+    store.log("idx", "ann", 0, "tier0", [])  # the served log: synchronous=NORMAL ...
+    with store._write() as conn:  # ... and the next durable write on the same connection waits for the disk
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+
+    def saves(worker: int) -> None:
+        for i in range(25):
+            store.record("idx", "ann", f"p{worker}-{i}", "save", T0 + dt.timedelta(seconds=i))
+
+    threads = [threading.Thread(target=saves, args=(w,)) for w in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(store.events("idx", "ann")) == 200  # eight threads, eight connections, nothing lost
+    with pytest.raises(sqlite3.OperationalError):  # a database error drops the thread's connection ...
+        with store._connect() as conn:
+            conn.execute("SELECT * FROM nowhere")
+    with store._connect() as fresh:  # ... and the next call opens one
+        assert fresh is not conn
     assert store.user("idx", "ann").user_id == "ann"
 
 
