@@ -250,9 +250,13 @@ class UserState:
             raise
 
     @contextmanager
-    def _write(self, durable: bool = True) -> Iterator[sqlite3.Connection]:
+    def _write(
+        self, durable: bool = True, user: tuple[str, str] | None = None
+    ) -> Iterator[sqlite3.Connection]:
         """One immediate transaction: committed on exit, rolled back on any exception. Not ``durable``:
-        the commit does not wait for the disk (the served log, profiles, medoids)."""
+        the commit does not wait for the disk (the served log, profiles, medoids). ``user`` (index, user):
+        the write touches only that user's derived rows (PostgreSQL then locks only that user; SQLite has
+        one writer at a time anyway)."""
         with self._connect() as conn:
             conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
             conn.execute("BEGIN IMMEDIATE")
@@ -462,7 +466,7 @@ class UserState:
         )
 
     def replace_profiles(self, index: str, user_id: str, profiles: Sequence[Profile]) -> None:
-        with self._write(durable=False) as conn:  # recomputable from the interactions: see the module's doc
+        with self._write(durable=False, user=(index, user_id)) as conn:  # recomputable: the module's doc
             conn.execute("DELETE FROM profiles WHERE index_name=? AND user_id=?", (index, user_id))
             self._write_profiles(conn, index, user_id, profiles)
 
@@ -487,7 +491,7 @@ class UserState:
         """Swap the whole medoid set in one transaction: readers see the old set or the new one, never a
         mix. Not waiting for the disk (the module's doc)."""
         now = utc_text(parse_time(None))
-        with self._write(durable=False) as conn:
+        with self._write(durable=False, user=(index, user_id)) as conn:
             conn.execute("DELETE FROM clusters WHERE index_name=? AND user_id=?", (index, user_id))
             conn.executemany(
                 "INSERT INTO clusters VALUES (?,?,?,?,?,?,?)",
@@ -506,7 +510,7 @@ class UserState:
     # ----------------------------------------------------------------------------------
     def log(self, index: str, user_id: str, tier: int, scorer: str, items: list[dict]) -> None:
         """One row of the served log — committed without waiting for the disk (see the module's doc)."""
-        with self._write(durable=False) as conn:
+        with self._write(durable=False, user=(index, user_id)) as conn:
             conn.execute(
                 "INSERT INTO rec_log (index_name, user_id, tier, scorer, items, at) VALUES (?,?,?,?,?,?)",
                 (index, user_id, tier, scorer, json.dumps(items), utc_text(parse_time(None))),

@@ -25,9 +25,12 @@ from scix_core.errors import BackendUnavailableError, ConfigError
 from scix_core.recommend.state import TABLES, UserState
 
 SCHEMA_NAME = "scix_state"
-#: the advisory lock every write transaction takes (one store per database)
+#: the advisory lock every write of interactions and users takes (one store per database); a user's derived
+#: rows (served log, profiles, medoids) take the two-key lock (WRITE_LOCK, hash of index and user) instead
 WRITE_LOCK = 0x5C1C5
-IDLE_CONNECTIONS = 8  # open connections a store keeps between calls (per process)
+#: open connections a store keeps between calls (per process): as many as a server worker's thread pool
+#: runs handlers at once (anyio's 40), so a burst of requests never opens and closes a connection per call
+IDLE_CONNECTIONS = 40
 
 PG_SCHEMA = """
 CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
@@ -162,15 +165,21 @@ class PostgresUserState(UserState):
         conn.close()
 
     @contextmanager
-    def _write(self, durable: bool = True) -> Iterator[_Conn]:
+    def _write(self, durable: bool = True, user: tuple[str, str] | None = None) -> Iterator[_Conn]:
         """One transaction behind the store's advisory lock: committed on exit, rolled back on any
-        exception. Not ``durable`` (the served log, profiles,
-        medoids): committed without waiting for the WAL flush
-        (``synchronous_commit off``: a server crash may lose the last few such rows, never corrupt)."""
+        exception. Not ``durable`` (the served log, profiles, medoids): committed without waiting for the
+        WAL flush (``synchronous_commit off``: a server crash may lose the last few such rows, never
+        corrupt). ``user`` (index, user): a write of that user's derived rows takes a lock of that user
+        only — the store-wide lock keeps interaction ids committed in the order they were handed out,
+        which these rows need not, so a served recommendation's writes do not queue behind every other
+        worker's writes."""
         with self._connect() as conn, conn.conn.transaction():
             if not durable:
                 conn.execute("SET LOCAL synchronous_commit TO OFF")
-            conn.execute("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK,))
+            if user is None:
+                conn.execute("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK,))
+            else:  # the two-key lock space: never the store-wide lock's
+                conn.execute("SELECT pg_advisory_xact_lock(?, hashtext(?))", (WRITE_LOCK, "\x1f".join(user)))
             yield conn
 
     def snapshot(self, path: Path) -> UserState:

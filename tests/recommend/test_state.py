@@ -16,12 +16,12 @@ import pytest
 
 from scix_core.errors import BackendUnavailableError, InteractionError, UnknownUserError
 from scix_core.recommend.state import Profile, StoredCluster, UserState
-from scix_core.recommend.state_postgres import PostgresUserState
+from scix_core.recommend.state_postgres import WRITE_LOCK, PostgresUserState
 
 T0 = dt.datetime(2024, 3, 1, 12, 0, tzinfo=dt.UTC)
 OPEN = (
     "from scix_core.recommend.state import UserState\n"
-    "from scix_core.recommend.state_postgres import PostgresUserState\n"
+    "from scix_core.recommend.state_postgres import WRITE_LOCK, PostgresUserState\n"
     "def open_store(spec):\n"
     "    return PostgresUserState(spec) if spec.startswith('postgresql') else UserState(spec)\n"
 )
@@ -242,6 +242,32 @@ def test_sqlite_connections_are_kept_per_thread_and_each_write_says_how_durable_
     with store._connect() as fresh:  # ... and the next call opens one
         assert fresh is not conn
     assert store.user("idx", "ann").user_id == "ann"
+
+
+def test_a_users_derived_rows_do_not_wait_for_the_store_wide_write_lock(postgresql):
+    info = postgresql.info
+    dsn = f"postgresql://{info.user}@{info.host}:{info.port}/{info.dbname}"
+    store = PostgresUserState(dsn)
+    store.upsert_user("idx", "ann", [])
+    medoid = StoredCluster(0, "p1", np.ones(4, dtype=np.float32), 3)
+    with psycopg.connect(dsn, autocommit=True) as other, other.transaction():
+        other.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))  # another worker mid-write
+        served = threading.Thread(
+            target=lambda: (
+                store.log("idx", "ann", 1, "heuristic", []),
+                store.replace_clusters("idx", "ann", [medoid], 1),
+            )
+        )
+        served.start()
+        served.join(timeout=20)
+        assert not served.is_alive()  # the served log and the medoids were written meanwhile
+        saving = threading.Thread(target=store.record, args=("idx", "ann", "p1", "save", T0))
+        saving.start()
+        saving.join(timeout=1)
+        assert saving.is_alive()  # an interaction waits: ids are committed in the order handed out
+    saving.join(timeout=20)
+    assert [e.paper_id for e in store.events("idx", "ann")] == ["p1"]
+    assert store.clusters("idx", "ann")[0][0].medoid_paper == "p1" and len(store.served("idx")) == 1
 
 
 def test_an_unreachable_postgres_is_a_typed_error_without_the_password():
