@@ -171,6 +171,7 @@ class UserState:
                  WHERE u.index_name=? GROUP BY u.user_id ORDER BY u.rowid"""
 
     def __init__(self, path: Path):
+        self._threads = threading.local()  # each thread's connection (:meth:`_connect`)
         self.path = Path(path)
         self.location = str(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -237,7 +238,7 @@ class UserState:
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
         """This thread's connection; a database error drops it (the next call opens a new one)."""
-        local = self.__dict__.setdefault("_threads", threading.local())
+        local = self._threads
         conn = getattr(local, "conn", None)
         if conn is None or local.pid != os.getpid():
             conn = local.conn = self._open()

@@ -21,7 +21,7 @@ from scix_core.recommend.state_postgres import WRITE_LOCK, PostgresUserState
 T0 = dt.datetime(2024, 3, 1, 12, 0, tzinfo=dt.UTC)
 OPEN = (
     "from scix_core.recommend.state import UserState\n"
-    "from scix_core.recommend.state_postgres import WRITE_LOCK, PostgresUserState\n"
+    "from scix_core.recommend.state_postgres import PostgresUserState\n"
     "def open_store(spec):\n"
     "    return PostgresUserState(spec) if spec.startswith('postgresql') else UserState(spec)\n"
 )
