@@ -244,6 +244,7 @@ def test_sqlite_connections_are_kept_per_thread_and_each_write_says_how_durable_
     assert store.user("idx", "ann").user_id == "ann"
 
 
+@pytest.mark.postgres
 def test_a_users_derived_rows_do_not_wait_for_the_store_wide_write_lock(postgresql):
     info = postgresql.info
     dsn = f"postgresql://{info.user}@{info.host}:{info.port}/{info.dbname}"
