@@ -32,7 +32,12 @@ def spec(request, tmp_path) -> str:
     """Where a store lives: a SQLite file, or a fresh PostgreSQL database (the test command's server)."""
     if request.param == "sqlite":
         return str(tmp_path / "users.sqlite")
-    info = request.getfixturevalue("postgresql").info
+    return dsn_of(request.getfixturevalue("postgresql"))
+
+
+def dsn_of(postgresql) -> str:
+    """The DSN of the test command's PostgreSQL database a ``postgresql`` fixture gives."""
+    info = postgresql.info
     return f"postgresql://{info.user}@{info.host}:{info.port}/{info.dbname}"
 
 
@@ -187,8 +192,7 @@ def test_a_file_that_is_not_a_database_is_a_typed_error_and_left_alone(tmp_path)
 
 @pytest.mark.postgres
 def test_a_newer_schema_is_refused_on_postgres(postgresql):
-    info = postgresql.info
-    dsn = f"postgresql://{info.user}@{info.host}:{info.port}/{info.dbname}"
+    dsn = dsn_of(postgresql)
     PostgresUserState(dsn)
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("UPDATE scix_state.schema_version SET version = 99")
@@ -198,8 +202,7 @@ def test_a_newer_schema_is_refused_on_postgres(postgresql):
 
 @pytest.mark.postgres
 def test_postgres_connections_are_kept_between_calls_and_replaced_when_the_server_dropped_them(postgresql):
-    info = postgresql.info
-    dsn = f"postgresql://{info.user}@{info.host}:{info.port}/{info.dbname}"
+    dsn = dsn_of(postgresql)
     store = PostgresUserState(dsn)
     store.upsert_user("idx", "ann", [])
     pids = set()
@@ -246,8 +249,7 @@ def test_sqlite_connections_are_kept_per_thread_and_each_write_says_how_durable_
 
 @pytest.mark.postgres
 def test_a_users_derived_rows_do_not_wait_for_the_store_wide_write_lock(postgresql):
-    info = postgresql.info
-    dsn = f"postgresql://{info.user}@{info.host}:{info.port}/{info.dbname}"
+    dsn = dsn_of(postgresql)
     store = PostgresUserState(dsn)
     store.upsert_user("idx", "ann", [])
     medoid = StoredCluster(0, "p1", np.ones(4, dtype=np.float32), 3)
@@ -298,8 +300,7 @@ def test_migrate_copies_everything_keeps_ids_and_refuses_a_full_target(tmp_path,
     source.record("idx", "bob", "p9", "dismiss", T0)
     source.replace_clusters("idx", "ada", [StoredCluster(2, "p1", vec, 3)], 3)
     source.log("idx", "ada", 1, "heuristic", [{"paper_id": "p7"}])
-    info = postgresql.info
-    dsn = f"postgresql://{info.user}@{info.host}:{info.port}/{info.dbname}"
+    dsn = dsn_of(postgresql)
     target = open_state(load_config().replace(**{"postgres.state_dsn": dsn}))
     assert isinstance(target, PostgresUserState)
     counts = migrate(source, target)
@@ -332,8 +333,7 @@ def test_users_migrate_command(tmp_path, postgresql, monkeypatch, capsys):
     monkeypatch.delenv("SCIX_STATE_DSN", raising=False)
     assert main(["users", "migrate", "--to", "postgres"]) == 2  # no target named
     assert "SCIX_STATE_DSN" in capsys.readouterr().err
-    info = postgresql.info
-    dsn = f"postgresql://{info.user}@{info.host}:{info.port}/{info.dbname}"
+    dsn = dsn_of(postgresql)
     assert main(["users", "migrate", "--to", "postgres", "--dsn", dsn]) == 0
     assert "users 1, interactions 1" in capsys.readouterr().out
     assert [e.paper_id for e in PostgresUserState(dsn).events("idx", "ada")] == ["p1"]
