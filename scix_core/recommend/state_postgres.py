@@ -15,6 +15,7 @@ PostgreSQL one (ids kept) and checks every table's count (``scix users migrate -
 from __future__ import annotations
 
 import os
+import select
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -135,7 +136,9 @@ class PostgresUserState(UserState):
 
     def _idle_connection(self):
         """An open connection of an earlier call that still answers, or None. (Opening one took ~4 ms, a
-        query on an open one 0.07: a recommendation makes about six calls.)"""
+        query on an open one 0.07: a recommendation makes about six calls.) A kept connection is asked
+        ``SELECT 1`` only when its socket has something to read while idle — what a server that dropped it
+        (a restart, ``pg_terminate_backend``) leaves there — so a live one costs no round trip."""
         import psycopg
 
         with self._idle_lock:
@@ -144,11 +147,12 @@ class PostgresUserState(UserState):
             idle, self._idle = self._idle, []
         while idle:
             conn = idle.pop()
-            try:
-                conn.execute("SELECT 1")  # the server may have restarted meanwhile
-            except psycopg.Error:
-                conn.close()
-                continue
+            if _has_input(conn):
+                try:
+                    conn.execute("SELECT 1")  # the server may have restarted meanwhile
+                except psycopg.Error:
+                    conn.close()
+                    continue
             with self._idle_lock:
                 self._idle.extend(idle)
             return conn
@@ -174,12 +178,16 @@ class PostgresUserState(UserState):
         which these rows need not, so a served recommendation's writes do not queue behind every other
         worker's writes."""
         with self._connect() as conn, conn.conn.transaction():
+            # one statement: the lock and, for this transaction only, a commit that does not wait
+            lock = (
+                "SELECT pg_advisory_xact_lock(?)"
+                if user is None
+                else "SELECT pg_advisory_xact_lock(?, hashtext(?))"
+            )
             if not durable:
-                conn.execute("SET LOCAL synchronous_commit TO OFF")
-            if user is None:
-                conn.execute("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK,))
-            else:  # the two-key lock space: never the store-wide lock's
-                conn.execute("SELECT pg_advisory_xact_lock(?, hashtext(?))", (WRITE_LOCK, "\x1f".join(user)))
+                lock += ", set_config('synchronous_commit', 'off', true)"
+            # the two-key lock space (a user's derived rows) is never the store-wide lock's
+            conn.execute(lock, (WRITE_LOCK,) if user is None else (WRITE_LOCK, "\x1f".join(user)))
             yield conn
 
     def snapshot(self, path: Path) -> UserState:
@@ -188,6 +196,17 @@ class PostgresUserState(UserState):
     def last_interaction(self) -> int:
         with self._connect() as conn:
             return int(conn.execute("SELECT coalesce(max(id), 0) FROM interactions").fetchone()[0])
+
+
+def _has_input(conn) -> bool:
+    """Whether an idle connection's socket is readable (or no longer open): bytes from the server, or its
+    end of the connection closed."""
+    if conn.closed or conn.broken:
+        return True
+    try:
+        return bool(select.select([conn.fileno()], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True
 
 
 def open_state(config: Config) -> UserState:

@@ -66,6 +66,8 @@ class Services:
         self.searcher = Searcher(index, config)
         self.recommender = Recommender(index, config)
         self.metrics = Metrics()
+        if self.searcher.encoder is not None:
+            self.metrics.query_encoder(self.searcher.encoder.query_batches)
         self.started = time.time()
         self._lock = threading.Lock()
         self.last_rerank: dict = {}

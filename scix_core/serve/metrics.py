@@ -1,9 +1,13 @@
 """Prometheus metrics of one server, in a registry of its own: requests and latency per endpoint, search
-stage latency, typed backend errors."""
+stage latency, typed backend errors, and how many queries the query encoder's calls encoded (concurrent
+searches share a call: ``scix_core.embeddings.batching``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily
 
 #: seconds; from sub-millisecond stages to slow first loads
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -38,6 +42,10 @@ class Metrics:
             "scix_backend_errors", "typed backend errors answered with 503", ["code"], registry=self.registry
         )
 
+    def query_encoder(self, read: Callable[[], tuple[int, int]]) -> None:
+        """Report the query encoder's (calls, texts encoded) as read at each scrape."""
+        self.registry.register(_QueryEncoder(read))
+
     def request(self, endpoint: str, status: int, seconds: float) -> None:
         self._requests.labels(endpoint, str(status)).inc()
         self._latency.labels(endpoint).observe(seconds)
@@ -52,3 +60,15 @@ class Metrics:
 
     def render(self) -> str:
         return generate_latest(self.registry).decode()
+
+
+class _QueryEncoder:
+    def __init__(self, read: Callable[[], tuple[int, int]]):
+        self.read = read
+
+    def collect(self):
+        calls, texts = self.read()
+        yield CounterMetricFamily(
+            "scix_query_encoder_calls", "calls of the query encoder (concurrent queries share one)", calls
+        )
+        yield CounterMetricFamily("scix_query_encoder_texts", "queries the query encoder encoded", texts)

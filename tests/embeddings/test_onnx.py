@@ -249,6 +249,11 @@ def test_openvino_queries_from_many_threads(ov_encoders):
     with ThreadPoolExecutor(4) as pool:
         together = list(pool.map(lambda q: enc.model.encode([q])[0], queries))
     assert all(np.allclose(a, b, atol=1e-6) for a, b in zip(alone, together))
+    # a searcher's queries go through the batcher: from 8 threads at once, batched, the same vectors
+    with ThreadPoolExecutor(8) as pool:
+        batched = list(pool.map(enc.encode_query, queries))
+    assert all(np.allclose(a, b, atol=1e-5) for a, b in zip(alone, batched))
+    assert enc._queries.texts == len(queries) and enc._queries.batches <= len(queries)
 
 
 def test_calibration_passages_are_fixed_and_span_abstract_lengths():

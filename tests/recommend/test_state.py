@@ -338,3 +338,20 @@ def test_users_migrate_command(tmp_path, postgresql, monkeypatch, capsys):
     assert "users 1, interactions 1" in capsys.readouterr().out
     assert [e.paper_id for e in PostgresUserState(dsn).events("idx", "ada")] == ["p1"]
     assert main(["users", "migrate", "--to", "postgres", "--dsn", dsn]) == 2  # a full target is refused
+
+
+@pytest.mark.postgres
+def test_postgres_durability_is_per_write_and_a_live_kept_connection_costs_no_round_trip(postgresql):
+    store = PostgresUserState(dsn_of(postgresql))
+    store.upsert_user("idx", "ann", [])
+    with store._write(durable=False, user=("idx", "ann")) as conn:  # the served log's kind of write
+        assert conn.execute("SHOW synchronous_commit").fetchone()[0] == "off"
+    with store._write() as conn:  # the next write on the same kept connection waits for the WAL again
+        assert conn.execute("SHOW synchronous_commit").fetchone()[0] == "on"
+    with store._connect() as conn:
+        conn.execute("SELECT 'the last statement'")
+        pid = conn.conn.info.backend_pid
+    with store._connect() as conn, psycopg.connect(dsn_of(postgresql), autocommit=True) as admin:
+        assert conn.conn.info.backend_pid == pid  # kept, and not pinged on the way out of the pool:
+        last = admin.execute("SELECT query FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()[0]
+        assert last == "SELECT 'the last statement'"

@@ -134,7 +134,7 @@ def test_health_reranker_health_and_metrics(client):
     assert {c["name"] for c in health.json()["checks"]} == {"lexical", "dense", "recommender", "user_state"}
     reranker = client.get("/healthz/reranker").json()
     assert reranker["configured"] == "off" and reranker["scoring_with"] is None
-    client.get("/search", params={"q": "zeta function primes"})
+    client.get("/search", params={"q": "zeta function primes, metered"})
     client.post("/api/users", content=b"{" * (MAX_BODY_BYTES + 1))
     client.get("/no/such/endpoint")
     text = client.get("/metrics").text
@@ -144,6 +144,10 @@ def test_health_reranker_health_and_metrics(client):
     assert 'scix_requests_total{endpoint="unmatched",status="404"}' in text
     assert 'scix_search_stage_seconds_count{stage="total"}' in text
     assert "scix_request_seconds_bucket" in text
+    counts = {
+        line.split()[0]: float(line.split()[1]) for line in text.splitlines() if line.startswith("scix_query")
+    }  # the query encoder's calls and the queries they held (this search's at least)
+    assert 1 <= counts["scix_query_encoder_calls_total"] <= counts["scix_query_encoder_texts_total"]
     assert client.get("/openapi.json").json()["paths"].keys() >= {
         "/search",
         "/api/recommendations",
