@@ -228,9 +228,8 @@ class Recommender:
     def context(self, user: str) -> UserContext:
         """The user's interactions and profiles; stale profiles (another model, missed saves) are
         recomputed."""
-        record = self.state.user(self.index, check_user_id(user))
-        events = self.state.events(self.index, user)
-        ctx = UserContext.build(record, events, self.state.profiles(self.index, user))
+        record, events, profiles = self.state.reading(self.index, check_user_id(user))
+        ctx = UserContext.build(record, events, profiles)
         if ctx.saved and self.side.vectors is not None and not profiles_current(self.side, ctx):
             profiles = compute_profiles(self.side, events)
             self.state.replace_profiles(self.index, user, profiles)

@@ -157,6 +157,31 @@ class StoredCluster:
 ProfileUpdate = Callable[[dict[str, Profile], list[Event]], Sequence[Profile]]
 
 
+USER_SQL = "SELECT user_id, categories, created FROM users WHERE index_name=? AND user_id=?"
+EVENTS_SQL = (
+    "SELECT id, paper_id, kind, at, synthetic FROM interactions WHERE index_name=? AND user_id=? "
+    "ORDER BY at, id"
+)
+PROFILES_SQL = "SELECT kind, model, vector, saves, last_at FROM profiles WHERE index_name=? AND user_id=?"
+
+
+def _user(row, index: str, user_id: str) -> User:
+    if row is None:
+        raise UnknownUserError(
+            f"no user {user_id!r} for index {index!r}; "
+            f"create one with `scix users create --index {index} --user {user_id} --categories ...`"
+        )
+    return User(row[0], tuple(json.loads(row[1])), row[2])
+
+
+def _events(rows) -> list[Event]:
+    return [Event(r[0], r[1], r[2], dt.datetime.fromisoformat(r[3]), bool(r[4])) for r in rows]
+
+
+def _profiles(rows) -> dict[str, Profile]:
+    return {r[0]: Profile(r[0], r[1], from_blob(r[2]), r[3], r[4]) for r in rows}
+
+
 class UserState:
     """The store. Cheap to construct; each thread of a process keeps one connection (opened on its first
     call, opened again in a forked child or after a database error): a server's recommendation makes about
@@ -293,16 +318,24 @@ class UserState:
 
     def user(self, index: str, user_id: str) -> User:
         with self._connect() as conn:
-            row = conn.execute(
-                "SELECT user_id, categories, created FROM users WHERE index_name=? AND user_id=?",
-                (index, user_id),
-            ).fetchone()
-        if row is None:
-            raise UnknownUserError(
-                f"no user {user_id!r} for index {index!r}; "
-                f"create one with `scix users create --index {index} --user {user_id} --categories ...`"
-            )
-        return User(row[0], tuple(json.loads(row[1])), row[2])
+            return _user(conn.execute(USER_SQL, (index, user_id)).fetchone(), index, user_id)
+
+    def reading(self, index: str, user_id: str) -> tuple[User, list[Event], dict[str, Profile]]:
+        """The user, their interactions (as :meth:`events`) and their profiles, read on one connection —
+        on PostgreSQL in one round trip (a pipeline): what every recommendation reads first."""
+        with self._connect() as conn:
+            with self._together(conn):
+                cursors = [
+                    conn.execute(sql, (index, user_id)) for sql in (USER_SQL, EVENTS_SQL, PROFILES_SQL)
+                ]
+            user = _user(cursors[0].fetchone(), index, user_id)
+            return user, _events(cursors[1].fetchall()), _profiles(cursors[2].fetchall())
+
+    @contextmanager
+    def _together(self, conn) -> Iterator[None]:
+        """Statements sent inside are sent together where the backend can (SQLite: one process, nothing to
+        batch)."""
+        yield
 
     def users(self, index: str) -> list[dict]:
         """Every user of an index with interaction counts per kind, in creation order."""
@@ -329,16 +362,10 @@ class UserState:
     # --------------------------------------------------------------------------------------------
     def events(self, index: str, user_id: str, conn: sqlite3.Connection | None = None) -> list[Event]:
         """A user's interactions in time order (ties: insertion order)."""
-        sql = (
-            "SELECT id, paper_id, kind, at, synthetic FROM interactions "
-            "WHERE index_name=? AND user_id=? ORDER BY at, id"
-        )
         if conn is None:
             with self._connect() as own:
-                rows = own.execute(sql, (index, user_id)).fetchall()
-        else:
-            rows = conn.execute(sql, (index, user_id)).fetchall()
-        return [Event(r[0], r[1], r[2], dt.datetime.fromisoformat(r[3]), bool(r[4])) for r in rows]
+                return _events(own.execute(EVENTS_SQL, (index, user_id)).fetchall())
+        return _events(conn.execute(EVENTS_SQL, (index, user_id)).fetchall())
 
     def record(
         self,
@@ -444,11 +471,7 @@ class UserState:
     # ------------------------------------------------------------------------------------------------
     @staticmethod
     def _profiles(conn: sqlite3.Connection, index: str, user_id: str) -> dict[str, Profile]:
-        rows = conn.execute(
-            "SELECT kind, model, vector, saves, last_at FROM profiles WHERE index_name=? AND user_id=?",
-            (index, user_id),
-        ).fetchall()
-        return {r[0]: Profile(r[0], r[1], from_blob(r[2]), r[3], r[4]) for r in rows}
+        return _profiles(conn.execute(PROFILES_SQL, (index, user_id)).fetchall())
 
     def profiles(self, index: str, user_id: str) -> dict[str, Profile]:
         with self._connect() as conn:
@@ -476,14 +499,16 @@ class UserState:
     def clusters(self, index: str, user_id: str) -> tuple[list[StoredCluster], int]:
         """The persisted medoids and the next unused cluster id."""
         with self._connect() as conn:
-            rows = conn.execute(
-                "SELECT cluster_id, medoid_paper, medoid, size FROM clusters "
-                "WHERE index_name=? AND user_id=? ORDER BY cluster_id",
-                (index, user_id),
-            ).fetchall()
-            nxt = conn.execute(
-                "SELECT next_id FROM cluster_counters WHERE index_name=? AND user_id=?", (index, user_id)
-            ).fetchone()
+            with self._together(conn):
+                medoids = conn.execute(
+                    "SELECT cluster_id, medoid_paper, medoid, size FROM clusters "
+                    "WHERE index_name=? AND user_id=? ORDER BY cluster_id",
+                    (index, user_id),
+                )
+                counter = conn.execute(
+                    "SELECT next_id FROM cluster_counters WHERE index_name=? AND user_id=?", (index, user_id)
+                )
+            rows, nxt = medoids.fetchall(), counter.fetchone()
         return [StoredCluster(r[0], r[1], from_blob(r[2]), r[3]) for r in rows], (nxt[0] if nxt else 0)
 
     def replace_clusters(

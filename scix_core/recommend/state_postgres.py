@@ -169,6 +169,12 @@ class PostgresUserState(UserState):
         conn.close()
 
     @contextmanager
+    def _together(self, conn: _Conn) -> Iterator[None]:
+        """psycopg's pipeline mode: the statements go out together, their results come back together."""
+        with conn.conn.pipeline():
+            yield
+
+    @contextmanager
     def _write(self, durable: bool = True, user: tuple[str, str] | None = None) -> Iterator[_Conn]:
         """One transaction behind the store's advisory lock: committed on exit, rolled back on any
         exception. Not ``durable`` (the served log, profiles, medoids): committed without waiting for the

@@ -355,3 +355,20 @@ def test_postgres_durability_is_per_write_and_a_live_kept_connection_costs_no_ro
         assert conn.conn.info.backend_pid == pid  # kept, and not pinged on the way out of the pool:
         last = admin.execute("SELECT query FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()[0]
         assert last == "SELECT 'the last statement'"
+
+
+def test_a_recommendations_first_reads_come_together_and_equal_the_single_reads(spec):
+    store = open_store(spec)
+    store.upsert_user("idx", "ann", ["cs.IR"])
+    store.record("idx", "ann", "p2", "save", T0 + dt.timedelta(hours=1))
+    store.record("idx", "ann", "p1", "dismiss", T0)
+    store.replace_profiles(
+        "idx", "ann", [Profile("long", "m", np.ones(3, dtype=np.float32), 1, T0.isoformat())]
+    )
+    user, events, profiles = store.reading("idx", "ann")
+    assert user == store.user("idx", "ann") and user.categories == ("cs.IR",)
+    assert events == store.events("idx", "ann") and [e.paper_id for e in events] == ["p1", "p2"]
+    assert profiles.keys() == {"long"} and profiles["long"].vector.tolist() == [1.0, 1.0, 1.0]
+    with pytest.raises(UnknownUserError, match="no user 'bob'"):
+        store.reading("idx", "bob")
+    assert store.reading("idx", "ann")[0] == user  # the store still answers after the error
