@@ -17,6 +17,7 @@ from __future__ import annotations
 import gc
 import hmac
 import os
+import sys
 import threading
 import time
 from contextlib import asynccontextmanager
@@ -44,6 +45,9 @@ TOKEN_ENV = "SCIX_API_TOKEN"
 #: ``recommend.community_refresh_s`` when the configuration leaves it unset: other users' saves join a
 #: server's co-save model within this many seconds (the asking user's own saves count at once)
 SERVE_COMMUNITY_REFRESH_S = 5.0
+#: seconds between the interpreter's requests that the thread holding its lock let another run (Python's
+#: default 0.005): short, so a request back from native code is not kept waiting behind another's Python
+SWITCH_INTERVAL_S = 0.0005
 
 
 class NewUser(BaseModel):
@@ -120,7 +124,13 @@ def create_app(index: str, config: Config | None = None) -> FastAPI:
         # no longer walks it while every request of the worker waits (42 ms each on citeulike-a); what of it
         # is dropped later is still freed by reference counting (only a cycle among it would stay)
         gc.freeze()
+        # a thread back from native code (the query encoder, a vector search, SQLite) waits for the
+        # interpreter lock until the thread holding it is asked to let go: every 5 ms by default, so a
+        # query's encoding took 14 ms beside a Tier-1 recommendation's Python instead of 3 (docs/results.md)
+        switch = sys.getswitchinterval()
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
         yield
+        sys.setswitchinterval(switch)
         services.close()
         close_readers()  # the process is ending: a worker's private shard copy goes now (vectors.replica)
 

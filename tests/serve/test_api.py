@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 from scix_core.config import load_config
 from scix_core.ingest import ingest
 from scix_core.search import Searcher
-from scix_core.serve.app import create_app
+from scix_core.serve.app import SWITCH_INTERVAL_S, create_app
 from scix_core.serve.front import MAX_BODY_BYTES
 from tests.corpus import CORPUS, PAPERS
 
@@ -153,6 +153,18 @@ def test_health_reranker_health_and_metrics(client):
         "/api/recommendations",
         "/metrics",
     }
+
+
+def test_a_served_app_hands_the_interpreter_lock_round_often_and_gives_the_old_interval_back(built):
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(0.004)  # whatever the process had: given back when the app stops
+    try:
+        with TestClient(create_app(built.index, built.config)) as c:
+            assert c.get("/healthz").status_code == 200
+            assert sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL_S) and SWITCH_INTERVAL_S < 0.004
+        assert sys.getswitchinterval() == pytest.approx(0.004)
+    finally:
+        sys.setswitchinterval(before)
 
 
 def test_a_missing_dense_lane_is_a_503_naming_it(tmp_path, encoder):
