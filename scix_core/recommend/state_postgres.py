@@ -209,8 +209,10 @@ def _has_input(conn) -> bool:
     end of the connection closed."""
     if conn.closed or conn.broken:
         return True
-    try:
-        return bool(select.select([conn.fileno()], [], [], 0)[0])
+    try:  # poll, not select: a busy process's descriptors may pass select's 1,024
+        poller = select.poll()
+        poller.register(conn.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR)
+        return bool(poller.poll(0))
     except (OSError, ValueError):
         return True
 
