@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import select
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,6 +33,8 @@ WRITE_LOCK = 0x5C1C5
 #: open connections a store keeps between calls (per process): as many as a server worker's thread pool
 #: runs handlers at once (anyio's 40), so a burst of requests never opens and closes a connection per call
 IDLE_CONNECTIONS = 40
+#: a kept connection idle this long is pinged before use even when nothing says it was dropped
+PING_IDLE_S = 1.0
 
 PG_SCHEMA = """
 CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
@@ -100,7 +103,8 @@ class PostgresUserState(UserState):
         if not schema.isidentifier():
             raise ConfigError(f"user-state schema {schema!r} must be a plain identifier")
         self.dsn, self.schema, self.timeout = dsn, schema, connect_timeout
-        self._idle: list = []  # open connections kept for the next calls (IDLE_CONNECTIONS at most)
+        # open connections kept for the next calls (IDLE_CONNECTIONS at most), each with when it was kept
+        self._idle: list[tuple[object, float]] = []
         self._idle_lock, self._pid = threading.Lock(), os.getpid()
         self.path = None
         self.location = f"{redact(dsn)} (schema {schema})"
@@ -137,8 +141,9 @@ class PostgresUserState(UserState):
     def _idle_connection(self):
         """An open connection of an earlier call that still answers, or None. (Opening one took ~4 ms, a
         query on an open one 0.07: a recommendation makes about six calls.) A kept connection is asked
-        ``SELECT 1`` only when its socket has something to read while idle — what a server that dropped it
-        (a restart, ``pg_terminate_backend``) leaves there — so a live one costs no round trip."""
+        ``SELECT 1`` only when its socket has something to read — what a server that dropped it (a restart,
+        ``pg_terminate_backend``) leaves there — or when it has been idle ``PING_IDLE_S`` or more (a
+        connection lost without a word, behind a firewall say): under load a live one costs no round trip."""
         import psycopg
 
         with self._idle_lock:
@@ -146,8 +151,8 @@ class PostgresUserState(UserState):
                 self._idle, self._pid = [], os.getpid()
             idle, self._idle = self._idle, []
         while idle:
-            conn = idle.pop()
-            if _has_input(conn):
+            conn, kept = idle.pop()
+            if _has_input(conn) or time.monotonic() - kept >= PING_IDLE_S:
                 try:
                     conn.execute("SELECT 1")  # the server may have restarted meanwhile
                 except psycopg.Error:
@@ -164,7 +169,7 @@ class PostgresUserState(UserState):
         if not conn.closed and not conn.broken and conn.info.transaction_status == TransactionStatus.IDLE:
             with self._idle_lock:
                 if len(self._idle) < IDLE_CONNECTIONS and self._pid == os.getpid():
-                    self._idle.append(conn)
+                    self._idle.append((conn, time.monotonic()))
                     return
         conn.close()
 

@@ -9,12 +9,14 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import numpy as np
 import psycopg
 import pytest
 
 from scix_core.errors import BackendUnavailableError, InteractionError, UnknownUserError
+from scix_core.recommend import state_postgres
 from scix_core.recommend.state import Profile, StoredCluster, UserState
 from scix_core.recommend.state_postgres import WRITE_LOCK, PostgresUserState
 
@@ -211,7 +213,12 @@ def test_postgres_connections_are_kept_between_calls_and_replaced_when_the_serve
             pids.add(conn.execute("SELECT pg_backend_pid()").fetchone()[0])
     assert len(pids) == 1  # one connection, kept
     with psycopg.connect(dsn, autocommit=True) as admin:  # the server drops it (a restart, an admin)
-        admin.execute("SELECT pg_terminate_backend(?)".replace("?", "%s"), (pids.pop(),))
+        pid = pids.pop()
+        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        deadline = time.monotonic() + 10
+        while admin.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone():
+            assert time.monotonic() < deadline  # gone: its goodbye is on the kept connection's socket
+            time.sleep(0.01)
     store.record("idx", "ann", "p1", "save", T0)  # answered on a new connection, no error
     assert [e.paper_id for e in store.events("idx", "ann")] == ["p1"]
     with store._connect() as conn:  # an error inside a call leaves the kept connection usable
@@ -355,6 +362,21 @@ def test_postgres_durability_is_per_write_and_a_live_kept_connection_costs_no_ro
         assert conn.conn.info.backend_pid == pid  # kept, and not pinged on the way out of the pool:
         last = admin.execute("SELECT query FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()[0]
         assert last == "SELECT 'the last statement'"
+
+
+@pytest.mark.postgres
+def test_a_kept_postgres_connection_idle_a_while_is_pinged_before_use(postgresql, monkeypatch):
+    store = PostgresUserState(dsn_of(postgresql))
+    monkeypatch.setattr(state_postgres, "PING_IDLE_S", 0.0)  # every kept connection has been idle long enough
+    with store._connect() as conn:
+        conn.execute("SELECT 'the last statement'")
+        pid = conn.conn.info.backend_pid
+    with store._connect() as conn, psycopg.connect(dsn_of(postgresql), autocommit=True) as admin:
+        assert conn.conn.info.backend_pid == pid
+        assert (
+            admin.execute("SELECT query FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()[0]
+            == "SELECT 1"
+        )
 
 
 def test_a_recommendations_first_reads_come_together_and_equal_the_single_reads(spec):
