@@ -165,7 +165,7 @@ EVENTS_SQL = (
 PROFILES_SQL = "SELECT kind, model, vector, saves, last_at FROM profiles WHERE index_name=? AND user_id=?"
 
 
-def _user(row, index: str, user_id: str) -> User:
+def _user_of(row, index: str, user_id: str) -> User:
     if row is None:
         raise UnknownUserError(
             f"no user {user_id!r} for index {index!r}; "
@@ -174,11 +174,11 @@ def _user(row, index: str, user_id: str) -> User:
     return User(row[0], tuple(json.loads(row[1])), row[2])
 
 
-def _events(rows) -> list[Event]:
+def _events_of(rows) -> list[Event]:
     return [Event(r[0], r[1], r[2], dt.datetime.fromisoformat(r[3]), bool(r[4])) for r in rows]
 
 
-def _profiles(rows) -> dict[str, Profile]:
+def _profiles_of(rows) -> dict[str, Profile]:
     return {r[0]: Profile(r[0], r[1], from_blob(r[2]), r[3], r[4]) for r in rows}
 
 
@@ -318,7 +318,7 @@ class UserState:
 
     def user(self, index: str, user_id: str) -> User:
         with self._connect() as conn:
-            return _user(conn.execute(USER_SQL, (index, user_id)).fetchone(), index, user_id)
+            return _user_of(conn.execute(USER_SQL, (index, user_id)).fetchone(), index, user_id)
 
     def reading(self, index: str, user_id: str) -> tuple[User, list[Event], dict[str, Profile]]:
         """The user, their interactions (as :meth:`events`) and their profiles, read on one connection —
@@ -328,8 +328,8 @@ class UserState:
                 cursors = [
                     conn.execute(sql, (index, user_id)) for sql in (USER_SQL, EVENTS_SQL, PROFILES_SQL)
                 ]
-            user = _user(cursors[0].fetchone(), index, user_id)
-            return user, _events(cursors[1].fetchall()), _profiles(cursors[2].fetchall())
+            user = _user_of(cursors[0].fetchone(), index, user_id)
+            return user, _events_of(cursors[1].fetchall()), _profiles_of(cursors[2].fetchall())
 
     @contextmanager
     def _together(self, conn) -> Iterator[None]:
@@ -364,8 +364,8 @@ class UserState:
         """A user's interactions in time order (ties: insertion order)."""
         if conn is None:
             with self._connect() as own:
-                return _events(own.execute(EVENTS_SQL, (index, user_id)).fetchall())
-        return _events(conn.execute(EVENTS_SQL, (index, user_id)).fetchall())
+                return _events_of(own.execute(EVENTS_SQL, (index, user_id)).fetchall())
+        return _events_of(conn.execute(EVENTS_SQL, (index, user_id)).fetchall())
 
     def record(
         self,
@@ -471,7 +471,7 @@ class UserState:
     # ------------------------------------------------------------------------------------------------
     @staticmethod
     def _profiles(conn: sqlite3.Connection, index: str, user_id: str) -> dict[str, Profile]:
-        return _profiles(conn.execute(PROFILES_SQL, (index, user_id)).fetchall())
+        return _profiles_of(conn.execute(PROFILES_SQL, (index, user_id)).fetchall())
 
     def profiles(self, index: str, user_id: str) -> dict[str, Profile]:
         with self._connect() as conn:
