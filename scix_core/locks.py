@@ -49,3 +49,17 @@ def try_exclusive(target: Path) -> Iterator[bool]:
             yield True
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def held(target: Path) -> bool:
+    """Whether some open file description holds ``target``'s lock now — another process's, or another
+    thread's of this one (a probe, taken and given back at once; False when its folder does not exist)."""
+    if not target.parent.is_dir():
+        return False
+    with open(lock_path(target), "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        return False

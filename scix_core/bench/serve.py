@@ -140,14 +140,17 @@ class Server:
     def settle(self, timeout: float = 900.0) -> float:
         """Wait until no worker is refitting a co-save part in the background (a worker that started from
         a stale cached fit refits it beside the requests: minutes of a child process, then the new fit read
-        in): ``2 × workers`` answers of ``/healthz`` in a row without one. Seconds waited."""
+        in): ``2 × workers`` answers of ``/healthz`` in a row without one. Any worker's answer says whether
+        one of them is refitting (``refit_elsewhere``): the front may hand every probe to a worker that
+        left the refit to another. Seconds waited."""
         t, quiet = time.perf_counter(), 0
         while quiet < 2 * self.workers:
             if time.perf_counter() - t > timeout:
                 raise RuntimeError(f"the workers were still refitting after {timeout:.0f} s")
             checks = httpx.get(f"{self.url}/healthz", timeout=30).json()["checks"]
             rec = next(c for c in checks if c["name"] == "recommender")
-            busy = bool((rec.get("community") or {}).get("refitting"))
+            community = rec.get("community") or {}
+            busy = bool(community.get("refitting") or community.get("refit_elsewhere"))
             quiet = 0 if busy else quiet + 1
             time.sleep(1.0 if busy else 0.05)
         return time.perf_counter() - t

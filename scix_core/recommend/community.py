@@ -65,7 +65,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from scix_core.errors import ConfigError, UnknownNameError
-from scix_core.locks import try_exclusive
+from scix_core.locks import held, try_exclusive
 from scix_core.recommend.catalog import Catalog
 from scix_core.recommend.collab import ItemScorer
 from scix_core.recommend.collab.ease import Ease
@@ -302,6 +302,18 @@ class Community:
         """The parts a background refit is fitting now (() when none is running)."""
         thread = self._background
         return self._refit_parts if thread is not None and thread.is_alive() else ()
+
+    @property
+    def refit_elsewhere(self) -> bool:
+        """Whether a background refit of this workspace's fit cache is running in any process (one worker
+        of a server refits for all; the others take its fit at a later refresh, and their own
+        :attr:`refitting` stays empty meanwhile)."""
+        folders = {
+            Path(m.cache_dir)
+            for m, _ in getattr(self.model, "parts", ())
+            if getattr(m, "cache_dir", None) is not None
+        }
+        return any(held(folder / "background-refit") for folder in folders)
 
     @property
     def saves(self) -> int:

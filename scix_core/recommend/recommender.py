@@ -304,6 +304,7 @@ class Recommender:
                 "saves": self.community.saves,
                 "failure": self.community.failure or None,
                 "refitting": list(self.community.refitting),  # in the background, the stale fit scoring
+                "refit_elsewhere": self.community.refit_elsewhere,  # by another worker, for all of them
             },
         }
 

@@ -265,11 +265,15 @@ def test_one_process_refits_at_a_time_and_the_others_take_its_fit_later(tmp_path
     state.import_library("idx", "e", ["p4", "p5"], T0, [])
     server = Community(state, "idx", catalog, model, refresh_s=5.0)
     rows = np.array([catalog.row["p4"]])
+    assert not server.refit_elsewhere
     with try_exclusive(tmp_path / "collab" / "background-refit") as mine:  # another worker is refitting
         assert mine
         assert server.cosaves(rows).scores[catalog.row["p5"]] == 0.0
         server.wait(30)
         assert len(list((tmp_path / "collab").glob("ease-*.npy"))) == 1  # this one left the refit to it
+        # ... and says a refit is running, though not its own (a server's /healthz, whichever worker answers)
+        assert server.refitting == () and server.refit_elsewhere
+    assert not server.refit_elsewhere
     state.import_library("idx", "f", ["p4", "p5"], T0, [])
     server.warm()  # the next refresh finds the refit still due and makes it
     server.wait(30)
