@@ -203,6 +203,10 @@ class RecommendConfig:
     # always count at once): None is 0 — every call sees every save — except under `scix serve`, where it is
     # SERVE_COMMUNITY_REFRESH_S (many users save; refitting per request would be the server's main cost)
     community_refresh_s: float | None = None
+    # a user's last list answers their next request within this many seconds when nothing it depends on
+    # changed (their interactions, the community's model): None is 0 — every call recomputes — except
+    # under `scix serve`, where it is SERVE_REUSE_S (recommend/reuse.py)
+    reuse_s: float | None = None
 
 
 @dataclass(frozen=True)

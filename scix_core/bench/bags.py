@@ -17,15 +17,13 @@ randomisation test of *once* against *repeated*.
 from __future__ import annotations
 
 import argparse
-import re
 import tempfile
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
 from scix_core.config import load_config
-from scix_core.data.citeulike import read_bags
+from scix_core.data.citeulike import make_bags, read_bags, write_lda_c
 from scix_core.data.formats import load_dataset, resolve_dataset
 from scix_core.embeddings.encoder import shared_encoder
 from scix_core.evaluate.gold import from_dir
@@ -33,28 +31,6 @@ from scix_core.evaluate.metrics import means, per_query
 from scix_core.evaluate.significance import compare, holm
 from scix_core.fusion import rrf
 from scix_core.types import Ranking
-
-WORD = re.compile(r"[a-z]{2,}")
-
-
-def make_bags(texts: list[str], vocabulary_size: int) -> tuple[list[str], list[Counter]]:
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-    tokens = [[w for w in WORD.findall(t.lower()) if w not in ENGLISH_STOP_WORDS] for t in texts]
-    df = Counter(w for doc in tokens for w in set(doc))
-    vocabulary = [w for w, n in df.most_common(vocabulary_size) if n >= 2]
-    keep = set(vocabulary)
-    return vocabulary, [Counter(w for w in doc if w in keep) for doc in tokens]
-
-
-def write_lda_c(folder: Path, vocabulary: list[str], bags: list[Counter]) -> None:
-    ids = {w: i for i, w in enumerate(vocabulary)}
-    (folder / "vocabulary.dat").write_text("\n".join(vocabulary) + "\n")
-    lines = [
-        " ".join([str(len(b))] + [f"{ids[w]}:{n}" for w, n in sorted(b.items(), key=lambda x: ids[x[0]])])
-        for b in bags
-    ]
-    (folder / "mult.dat").write_text("\n".join(lines) + "\n")
 
 
 def rankings(ids: list[str], scores: np.ndarray, queries: list[str], name: str) -> dict:

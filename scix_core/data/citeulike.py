@@ -25,6 +25,8 @@ The last line may lack a newline. The count prefix of each line is checked.
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from pathlib import Path
 
 from scix_core.data.dataset import Dataset, PaperCollector
@@ -32,7 +34,8 @@ from scix_core.data.textio import one_line, read_csv_rows, read_lines
 from scix_core.errors import DataFormatError, DataPathError
 from scix_core.types import CitationLink, Interaction, Paper
 
-_TITLE_FILES = ("citeutitles.txt", "titles.txt", "title.txt")
+TITLE_FILES = ("citeutitles.txt", "titles.txt", "title.txt")
+WORD = re.compile(r"[a-z]{2,}")
 
 
 def read_adjacency(path: Path) -> list[list[str]]:
@@ -49,6 +52,32 @@ def read_adjacency(path: Path) -> list[list[str]]:
             )
         rows.append(parts[1:])
     return rows
+
+
+def make_bags(texts: list[str], vocabulary_size: int) -> tuple[list[str], list[Counter]]:
+    """(vocabulary, one bag a text) the way the CiteULike release made its bags: lower-cased alphabetic
+    words, English stop words dropped, the ``vocabulary_size`` words in most texts kept (in two or more;
+    ties in word order, so the same texts give the same files in every run)."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS  # sklearn off the loader's import path
+
+    tokens = [[w for w in WORD.findall(t.lower()) if w not in ENGLISH_STOP_WORDS] for t in texts]
+    df = Counter(w for doc in tokens for w in set(doc))
+    # ties by the word: Counter.most_common keeps first-seen order, which a set's hash order made vary by run
+    ranked = sorted(df.items(), key=lambda wn: (-wn[1], wn[0]))[:vocabulary_size]
+    vocabulary = [w for w, n in ranked if n >= 2]
+    keep = set(vocabulary)
+    return vocabulary, [Counter(w for w in doc if w in keep) for doc in tokens]
+
+
+def write_lda_c(folder: Path, vocabulary: list[str], bags: list[Counter]) -> None:
+    """``folder/mult.dat`` (LDA-C: ``N word_id:count ...``, word ids ascending) and ``vocabulary.dat``."""
+    ids = {w: i for i, w in enumerate(vocabulary)}
+    (folder / "vocabulary.dat").write_text("\n".join(vocabulary) + "\n")
+    lines = [
+        " ".join([str(len(b))] + [f"{ids[w]}:{n}" for w, n in sorted(b.items(), key=lambda x: ids[x[0]])])
+        for b in bags
+    ]
+    (folder / "mult.dat").write_text("\n".join(lines) + "\n")
 
 
 def read_bags(path: Path, vocabulary: list[str], repeat: bool = False) -> list[str]:
@@ -117,7 +146,7 @@ def load_citeulike(path: Path) -> Dataset:
     users_file = path / "users.dat"
     if not users_file.exists():
         raise DataPathError(f"{path} is not a CiteULike folder: users.dat is missing")
-    title_file = next((path / n for n in _TITLE_FILES if (path / n).exists()), None)
+    title_file = next((path / n for n in TITLE_FILES if (path / n).exists()), None)
     titles = [line.strip() for _, line in read_lines(title_file)] if title_file else []
     tag_names = (
         [line.strip() for _, line in read_lines(path / "tags.dat")] if (path / "tags.dat").exists() else []

@@ -285,11 +285,29 @@ class Community:
         self._item_col: list[int] = []
         self._matrix = None
         self._libraries: Libraries | None = None
+        self.version = 0  # + 1 at every new fitted model (:meth:`current`)
         self._fitted = None
         self._savers = np.zeros(len(catalog), dtype=np.int64)
         self._background: threading.Thread | None = None
         self._refit_parts: tuple[str, ...] = ()
         self.failure = ""  # why the last fit left the community without a signal (or a part stale)
+
+    @property
+    def _fitted(self):
+        """The fitted co-save model now (None before the first fit, or when no part fits)."""
+        return self._fitted_model
+
+    @_fitted.setter
+    def _fitted(self, model) -> None:  # every new model (a refresh, a background refit adopted) a new version
+        self._fitted_model = model
+        self.version += 1
+
+    def current(self) -> int:
+        """The version of the co-save model a request made now would score with (new saves read first when
+        ``refresh_s`` has passed): what a list kept for reuse was made under (recommend/reuse.py)."""
+        with self._lock:
+            self._refresh(lazy=True)
+            return self.version
 
     @property
     def model_label(self) -> str:

@@ -27,6 +27,7 @@ from scix_core.recommend.pipeline import ClusterTier, warm_stages
 from scix_core.recommend.profile import ProfileTier, compute_profiles, profiles_current
 from scix_core.recommend.recommend_api import RecommendTier
 from scix_core.recommend.result import Recommendations
+from scix_core.recommend.reuse import REUSED, ServedLists
 from scix_core.recommend.scorers import load_scorer
 from scix_core.recommend.stages.mmr import QUOTA_SHAPES
 from scix_core.recommend.state import (
@@ -133,6 +134,8 @@ class Recommender:
         }
         self._papers = PaperStore(self.build_dir / "papers.sqlite")
         self._last_scorer: str | None = None
+        # a user's last list, answered again while nothing it depends on changed (``recommend.reuse_s``)
+        self.reused = ServedLists(r.reuse_s) if r.reuse_s else None
 
     def _side(self) -> IndexSide:
         catalog = shared_catalog(self.index, self.build_dir)
@@ -226,14 +229,20 @@ class Recommender:
         return self.state.record(self.index, user, paper_id, kind, when, update)
 
     def context(self, user: str) -> UserContext:
-        """The user's interactions and profiles; stale profiles (another model, missed saves) are
-        recomputed."""
+        """The user's interactions and profiles (stale profiles — another model, missed saves — are
+        recomputed) and their co-save scores."""
+        return self._with_cosaves(self._stored(user))
+
+    def _stored(self, user: str) -> UserContext:
         record, events, profiles = self.state.reading(self.index, check_user_id(user))
         ctx = UserContext.build(record, events, profiles)
         if ctx.saved and self.side.vectors is not None and not profiles_current(self.side, ctx):
             profiles = compute_profiles(self.side, events)
             self.state.replace_profiles(self.index, user, profiles)
             ctx = replace(ctx, profiles={p.kind: p for p in profiles})
+        return ctx
+
+    def _with_cosaves(self, ctx: UserContext) -> UserContext:
         if ctx.saved:
             known = [p for p in ctx.saved if p in self.side.catalog.row]
             ctx = replace(ctx, cosaves=self.community.cosaves(self.side.rows(known)))
@@ -248,7 +257,20 @@ class Recommender:
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
             raise ConfigError(f"limit must be an integer in 1..{MAX_LIMIT}, not {limit!r}")
         t = time.perf_counter()
-        ctx = self.context(user)
+        ctx = self._stored(user)
+        key = None
+        if self.reused is not None:  # the same limit, interactions and community: the list made last time
+            newest = max((e.id for e in ctx.events), default=-1)
+            key = (len(ctx.events), newest, self.community.current())
+            kept = self.reused.get(ctx.user_id, limit, key)
+            if kept is not None:
+                context_ms, total_ms = (time.perf_counter() - t) * 1000, (time.perf_counter() - t0) * 1000
+                result = replace(
+                    kept, notes=(*kept.notes, REUSED), timing_ms={"context": context_ms, "total": total_ms}
+                )
+                self._log(result, log)
+                return result
+        ctx = self._with_cosaves(ctx)
         context_ms = (time.perf_counter() - t) * 1000
         tier, why, run, _, tier_ms = select(self.tiers, cfg, self.side, ctx, limit, self.side.unavailable)
         titles = self._papers.titles(i.paper_id for i in run.items)
@@ -268,12 +290,20 @@ class Recommender:
             notes,
             {"context": context_ms, f"tier{tier}": tier_ms, "total": (time.perf_counter() - t0) * 1000},
         )
-        if cfg.log if log is None else log:
+        if key is not None:
+            self.reused.put(ctx.user_id, limit, key, result)
+        self._log(result, log)
+        return result
+
+    def _log(self, result: Recommendations, log: bool | None) -> None:
+        """The served list into the recommendation log (``recommend.log``; ``log`` overrides it)."""
+        if self.config.recommend.log if log is None else log:
+            items, tier = result.items, result.tier
             self.state.log(
                 self.index,
-                user,
+                result.user,
                 tier,
-                str(scorer.get("scoring_with") or f"tier{tier}"),
+                str(result.scorer.get("scoring_with") or f"tier{tier}"),
                 [
                     {
                         "paper_id": i.paper_id,
@@ -287,7 +317,6 @@ class Recommender:
                     for i in items
                 ],
             )
-        return result
 
     def health(self) -> dict:
         """Which scorer is configured, whether its model loaded, what would score, and the vector side."""

@@ -45,6 +45,9 @@ TOKEN_ENV = "SCIX_API_TOKEN"
 #: ``recommend.community_refresh_s`` when the configuration leaves it unset: other users' saves join a
 #: server's co-save model within this many seconds (the asking user's own saves count at once)
 SERVE_COMMUNITY_REFRESH_S = 5.0
+#: ``recommend.reuse_s`` when the configuration leaves it unset: a user asking again within this many
+#: seconds, with no new interaction and the same community model, gets the same list without recomputing it
+SERVE_REUSE_S = 30.0
 #: seconds between the interpreter's requests that the thread holding its lock let another run (Python's
 #: default 0.005): short, so a request back from native code is not kept waiting behind another's Python
 SWITCH_INTERVAL_S = 0.0005
@@ -72,6 +75,8 @@ class Services:
         self.metrics = Metrics()
         if self.searcher.encoder is not None:
             self.metrics.query_encoder(self.searcher.encoder.query_batches)
+        if self.recommender.reused is not None:
+            self.metrics.reused_lists(lambda: self.recommender.reused.reused)
         self.started = time.time()
         self._lock = threading.Lock()
         self.last_rerank: dict = {}
@@ -111,6 +116,8 @@ def create_app(index: str, config: Config | None = None) -> FastAPI:
     cfg = config or load_config()
     if cfg.recommend.community_refresh_s is None:
         cfg = cfg.replace(**{"recommend.community_refresh_s": SERVE_COMMUNITY_REFRESH_S})
+    if cfg.recommend.reuse_s is None:
+        cfg = cfg.replace(**{"recommend.reuse_s": SERVE_REUSE_S})
     services = Services(index, cfg)
 
     @asynccontextmanager

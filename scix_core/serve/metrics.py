@@ -1,6 +1,7 @@
 """Prometheus metrics of one server, in a registry of its own: requests and latency per endpoint, search
 stage latency, typed backend errors, and how many queries the query encoder's calls encoded (concurrent
-searches share a call: ``scix_core.embeddings.batching``)."""
+searches share a call: ``scix_core.embeddings.batching``), and how many recommendations were a user's
+kept list (``scix_core.recommend.reuse``)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,10 @@ class Metrics:
         """Report the query encoder's (calls, texts encoded) as read at each scrape."""
         self.registry.register(_QueryEncoder(read))
 
+    def reused_lists(self, read: Callable[[], int]) -> None:
+        """Report how many recommendations answered with a user's kept list, as read at each scrape."""
+        self.registry.register(_Reused(read))
+
     def request(self, endpoint: str, status: int, seconds: float) -> None:
         self._requests.labels(endpoint, str(status)).inc()
         self._latency.labels(endpoint).observe(seconds)
@@ -72,3 +77,15 @@ class _QueryEncoder:
             "scix_query_encoder_calls", "calls of the query encoder (concurrent queries share one)", calls
         )
         yield CounterMetricFamily("scix_query_encoder_texts", "queries the query encoder encoded", texts)
+
+
+class _Reused:
+    def __init__(self, read: Callable[[], int]):
+        self.read = read
+
+    def collect(self):
+        yield CounterMetricFamily(
+            "scix_recommendations_reused",
+            "recommendations answered with the user's last list (no interaction or community change since)",
+            self.read(),
+        )

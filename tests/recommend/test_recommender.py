@@ -9,6 +9,7 @@ import pytest
 from scix_core.errors import ConfigError, InteractionError, UnknownPaperError, UnknownUserError
 from scix_core.recommend import Recommender
 from scix_core.recommend.profile import ewma
+from scix_core.recommend.reuse import REUSED
 from tests.corpus import BY_ID
 
 pytestmark = pytest.mark.model
@@ -298,3 +299,32 @@ def test_a_failing_tier_hands_over_to_the_next_and_says_why(rec_indexes, user):
     result = rec.recommend(user)
     assert result.tier == 3 and "Tier 2 failed: backend_unavailable: cannot reach Qdrant" in result.reason
     assert result.items
+
+
+def test_a_list_is_reused_until_the_user_or_the_community_changes(rec_indexes, user):
+    cfg = rec_indexes.config.replace(**{"recommend.reuse_s": 30.0})
+    rec, other_worker = Recommender(rec_indexes.edge, cfg), Recommender(rec_indexes.edge, cfg)
+    rec.create_user(user, ["cs.LG"])
+    for paper in LEARNING:
+        rec.interact(user, paper, "save")
+    first = rec.recommend(user, limit=3)
+    again = rec.recommend(user, limit=3)
+    assert first.tier == 1 and REUSED not in first.notes and "tier1" in first.timing_ms
+    assert again.ids == first.ids and again.notes[-1] == REUSED and "tier1" not in again.timing_ms
+    assert len(rec.state.served(rec.index, user)) == 2  # served twice, logged twice
+    assert REUSED not in rec.recommend(user, limit=4).notes  # another limit: its own list
+    # the user's save through another worker (the same state): the next list is made anew, without it
+    top = first.ids[0]
+    other_worker.interact(user, top, "save")
+    after = rec.recommend(user, limit=3)
+    assert REUSED not in after.notes and top not in after.ids
+    # another user's save changes the community's model, and with it the list's key
+    version = rec.community.current()
+    other = f"{user}-other"
+    other_worker.create_user(other, [])
+    other_worker.interact(other, LEARNING[0], "save")
+    assert rec.community.current() > version
+    assert REUSED not in rec.recommend(user, limit=3).notes
+    # without recommend.reuse_s (the default outside a server) every call makes its list
+    plain = Recommender(rec_indexes.edge, rec_indexes.config)
+    assert plain.reused is None and REUSED not in plain.recommend(user, limit=3).notes

@@ -18,6 +18,7 @@ from fastapi.testclient import TestClient
 
 from scix_core.config import load_config
 from scix_core.ingest import ingest
+from scix_core.recommend.reuse import REUSED
 from scix_core.search import Searcher
 from scix_core.serve.app import SWITCH_INTERVAL_S, create_app
 from scix_core.serve.front import MAX_BODY_BYTES
@@ -86,6 +87,10 @@ def test_users_interactions_and_recommendations(client):
     assert doc["tier"] == 2 and doc["reason"]
     ids = [i["paper_id"] for i in doc["items"]]
     assert not {"p03", "p04", "p09"} & set(ids)  # saved papers never come back
+    # asked again with nothing changed: the same list, kept (a server's recommend.reuse_s), and counted
+    again = client.get("/api/recommendations", params={"user": user, "limit": 5}).json()
+    assert [i["paper_id"] for i in again["items"]] == ids and again["notes"][-1] == REUSED
+    assert "scix_recommendations_reused_total" in client.get("/metrics").text
 
 
 @pytest.mark.parametrize(
