@@ -259,9 +259,9 @@ class Recommender:
         t = time.perf_counter()
         ctx = self._stored(user)
         key = None
-        if self.reused is not None:  # the same limit, interactions and community: the list made last time
+        if self.reused is not None:  # the same limit, categories, interactions and community: the last list
             newest = max((e.id for e in ctx.events), default=-1)
-            key = (len(ctx.events), newest, self.community.current())
+            key = (ctx.user.categories, len(ctx.events), newest, self.community.current())
             kept = self.reused.get(ctx.user_id, limit, key)
             if kept is not None:
                 context_ms, total_ms = (time.perf_counter() - t) * 1000, (time.perf_counter() - t0) * 1000

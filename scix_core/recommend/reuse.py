@@ -3,11 +3,11 @@
 A recommendation is a function of the user's interactions (exploration is seeded by the user and their
 number of interactions), the community's co-save model, the configuration and, for trending and a
 dismissal's suppression, the clock. A server keeps each user's last list with the key it was made under —
-the limit, the user's interaction count and newest interaction id, the community's version — and answers a
-request with the same key within ``recommend.reuse_s`` seconds from it, skipping the tier's pipeline (a
-Tier-1 list at 50 saves: ~12 of its ~14 ms). A save, dismissal or view by any worker changes the user's
-key (it is read from the state each time); other users' saves change the community's version at its next
-refresh. The list is logged as served again either way.
+the limit, the user's onboarding categories (Tier 0's trending), interaction count and newest interaction
+id, the community's version — and answers a request with the same key within ``recommend.reuse_s``
+seconds from it, skipping the tier's pipeline (a Tier-1 list at 50 saves: ~12 of its ~14 ms). A save,
+dismissal or view by any worker changes the user's key (it is read from the state each time); other users'
+saves change the community's version at its next refresh. The list is logged as served again either way.
 """
 
 from __future__ import annotations

@@ -305,13 +305,16 @@ def test_a_list_is_reused_until_the_user_or_the_community_changes(rec_indexes, u
     cfg = rec_indexes.config.replace(**{"recommend.reuse_s": 30.0})
     rec, other_worker = Recommender(rec_indexes.edge, cfg), Recommender(rec_indexes.edge, cfg)
     rec.create_user(user, ["cs.LG"])
+    trending = rec.recommend(user, limit=3)
+    other_worker.create_user(user, ["astro-ph.GA"])  # new onboarding categories: Tier 0's list made anew
+    assert trending.tier == 0 and REUSED not in rec.recommend(user, limit=3).notes
     for paper in LEARNING:
         rec.interact(user, paper, "save")
     first = rec.recommend(user, limit=3)
     again = rec.recommend(user, limit=3)
     assert first.tier == 1 and REUSED not in first.notes and "tier1" in first.timing_ms
     assert again.ids == first.ids and again.notes[-1] == REUSED and "tier1" not in again.timing_ms
-    assert len(rec.state.served(rec.index, user)) == 2  # served twice, logged twice
+    assert len(rec.state.served(rec.index, user)) == 4  # two trending lists, then this one twice
     assert REUSED not in rec.recommend(user, limit=4).notes  # another limit: its own list
     # the user's save through another worker (the same state): the next list is made anew, without it
     top = first.ids[0]
