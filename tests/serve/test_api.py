@@ -257,6 +257,10 @@ def test_scix_serve_answers_over_http_from_two_workers(tmp_path, encoder):
                 assert hits.status_code == 200 and body["hits"] and not body["metadata"].get("dropped_lanes")
                 answered.add(http.get("/healthz").json()["worker"])
             assert http.head("/docs").status_code == 200  # no body: the front does not wait for one
+            # /metrics of both workers, summed by the front: all 40 searches, whichever worker took them
+            scrape = http.get("/metrics")
+            assert scrape.headers["x-scix-workers"] == "2"
+            assert 'scix_requests_total{endpoint="/search",status="200"} 40.0' in scrape.text
         assert answered == set(workers)
 
         # what the front refuses itself, typed like the API's own errors
