@@ -347,6 +347,14 @@ def write_trace(path: Path, phases: dict[str, dict | None]) -> None:
                 rows.writerow([name, kind, f"{due:.4f}", f"{seconds * 1000:.2f}", status])
 
 
+def reused(url: str) -> float:
+    """How many recommendations the server answered with a user's kept list (``/metrics``, every worker's
+    summed by the front); 0 when the server keeps none."""
+    text = httpx.get(f"{url}/metrics", timeout=30).text
+    line = next((x for x in text.splitlines() if x.startswith("scix_recommendations_reused_total ")), None)
+    return float(line.split()[1]) if line else 0.0
+
+
 def missing_saves(acknowledged, state: UserState, index: str) -> int:
     have = {}
     for user in {u for u, _ in acknowledged}:
@@ -418,6 +426,9 @@ def main(argv: list[str] | None = None) -> dict:
             run,
         )
         out["load"] = run
+        out["reused"] = reused(server.url)
+        asked = len(run["tally"].latency["recommend"])
+        console.print(f"kept lists answered {out['reused']:.0f} of {asked} recommendations", highlight=False)
         acknowledged = list(run["tally"].acknowledged)
         if args.kill:
             window = args.kill_window or max(10.0, args.seconds / 4)

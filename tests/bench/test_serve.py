@@ -28,6 +28,8 @@ def test_load_then_a_kill_loses_no_acknowledged_save(served):
     load = out["load"]["tally"]
     assert len(load.latency["search"]) > 10 and load.latency["recommend"], dict(load.errors)
     assert not load.errors, dict(load.errors)  # nothing fails under load
+    # a user asking again before their next save gets their kept list: counted by /metrics, every worker's
+    assert 0 < out["reused"] < len(load.latency["recommend"])
     killed = out["kill"]["tally"]
     # during the kill the front answers for the dead worker: reads elsewhere, writes with a typed 503
     assert all(serve.typed_503(k) for k in killed.errors), killed.errors
