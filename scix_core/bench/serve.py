@@ -350,9 +350,10 @@ def write_trace(path: Path, phases: dict[str, dict | None]) -> None:
 def reused(url: str) -> float:
     """How many recommendations the server answered with a user's kept list (``/metrics``, every worker's
     summed by the front); 0 when the server keeps none."""
-    text = httpx.get(f"{url}/metrics", timeout=30).text
-    line = next((x for x in text.splitlines() if x.startswith("scix_recommendations_reused_total ")), None)
-    return float(line.split()[1]) if line else 0.0
+    from prometheus_client.parser import text_string_to_metric_families  # the serve extra, as the server
+
+    families = text_string_to_metric_families(httpx.get(f"{url}/metrics", timeout=30).text)
+    return next((f.samples[0].value for f in families if f.name == "scix_recommendations_reused"), 0.0)
 
 
 def missing_saves(acknowledged, state: UserState, index: str) -> int:

@@ -45,11 +45,22 @@ class Metrics:
 
     def query_encoder(self, read: Callable[[], tuple[int, int]]) -> None:
         """Report the query encoder's (calls, texts encoded) as read at each scrape."""
-        self.registry.register(_QueryEncoder(read))
+        self.registry.register(
+            _ReadAtScrape(
+                read,
+                (
+                    ("scix_query_encoder_calls", "calls of the query encoder (concurrent queries share one)"),
+                    ("scix_query_encoder_texts", "queries the query encoder encoded"),
+                ),
+            )
+        )
 
     def reused_lists(self, read: Callable[[], int]) -> None:
         """Report how many recommendations answered with a user's kept list, as read at each scrape."""
-        self.registry.register(_Reused(read))
+        help_ = (
+            "recommendations answered with the user's last list (no interaction or community change since)"
+        )
+        self.registry.register(_ReadAtScrape(lambda: (read(),), (("scix_recommendations_reused", help_),)))
 
     def request(self, endpoint: str, status: int, seconds: float) -> None:
         self._requests.labels(endpoint, str(status)).inc()
@@ -67,25 +78,13 @@ class Metrics:
         return generate_latest(self.registry).decode()
 
 
-class _QueryEncoder:
-    def __init__(self, read: Callable[[], tuple[int, int]]):
-        self.read = read
+class _ReadAtScrape:
+    """Counters kept elsewhere (``read()``: their values, in the order of ``families``' (name, help) pairs),
+    read when the registry is scraped."""
+
+    def __init__(self, read: Callable[[], tuple], families: tuple[tuple[str, str], ...]):
+        self.read, self.families = read, families
 
     def collect(self):
-        calls, texts = self.read()
-        yield CounterMetricFamily(
-            "scix_query_encoder_calls", "calls of the query encoder (concurrent queries share one)", calls
-        )
-        yield CounterMetricFamily("scix_query_encoder_texts", "queries the query encoder encoded", texts)
-
-
-class _Reused:
-    def __init__(self, read: Callable[[], int]):
-        self.read = read
-
-    def collect(self):
-        yield CounterMetricFamily(
-            "scix_recommendations_reused",
-            "recommendations answered with the user's last list (no interaction or community change since)",
-            self.read(),
-        )
+        for (name, help_), value in zip(self.families, self.read()):
+            yield CounterMetricFamily(name, help_, value)
