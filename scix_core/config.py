@@ -172,6 +172,11 @@ class RecommendConfig:
     # MMR λ 0.7, covered more of the user's later interests at one save at the same recall; in Tier 1 it
     # helped one sample and cost the other (docs/results.md)
     tier_collab: str = "rp3beta+ease+ials"
+    # "validated": each co-save part's weight chosen per index on a validation split of the community's saves
+    # — Tiers 3 and 2 over tier_collab's parts at one and at three saves, Tier 1 over every part with whole
+    # libraries — taken only where it beats the configured weights significantly (recommend/collab/weights.py,
+    # docs/results.md); "equal": tier_collab's parts 1 each, Tier 1 collab's parts 1 each
+    tier_weights: str = "validated"
     collab_alpha: float = 0.8
     collab_beta: float = 0.4
     collab_ease_lambda: float = 50.0

@@ -224,6 +224,20 @@ class RecEvalReport:
                 ),
                 highlight=False,
             )
+        chosen = self.setup.get("tier_weights") or {}
+        for label, who in (("1", "Tier 3, one save"), ("3", "Tier 2, three saves"), ("all", "Tier 1")):
+            c = chosen.get(label)
+            if c and "taken" in c:
+                console.print(
+                    f"co-save weights, {who}: {c['taken']} (validation recall@10 on training saves, "
+                    f"{c['users']} users: configured {c['configured']} {c['configured_recall']:.4f}, best "
+                    f"{c['best']} {c['best_recall']:.4f}, p {c['p']:.3f})",
+                    highlight=False,
+                )
+            elif c:
+                console.print(f"co-save weights, {who}: as configured — {c['reason']}", highlight=False)
+        if chosen.get("reason"):
+            console.print(f"co-save weights: as configured — {chosen['reason']}", highlight=False)
 
 
 def _score(
@@ -439,6 +453,7 @@ def evaluate_recs(
         "one_process_because": alone,
         "collab": rec.community.model_label,
         "collab_failure": rec.community.failure,
+        "tier_weights": rec.community.weights_chosen,
         "scorer": cfg.recommend.scorer,
         "mmr_lambda": cfg.recommend.mmr_lambda,
         "per_tier_users": len(truncated) if per_tier else 0,

@@ -4,7 +4,8 @@ Per run: recall, nDCG and hit rate at every cutoff, diversity, cluster
 and catalogue coverage, Δ recall at the first cutoff against the baseline
 with Holm-adjusted p and the gate; the per-tier tables (training saves
 truncated to 1, 3, 5, all); the MMR λ sweep as a recall-versus-diversity
-curve; each tuned peer's chosen setting and validation table; the LightGBM
+curve; each tuned peer's chosen setting and validation table; the co-save
+weights chosen for the cascade's tiers on the same kind of split; the LightGBM
 feature audit. From a saved ``--json`` report, or evaluated now on a sample
 of users (either protocol: hold-out share, or ``train_size`` saves a user).
 
@@ -156,6 +157,30 @@ def render_rec_eval(report: dict) -> Rendered:
                     for peer, t in tuned.items()
                 ],
                 "scix-rec-tuned",
+            )
+        )
+    chosen = setup.get("tier_weights") or {}
+    asked = [(label, chosen[label]) for label in ("1", "3", "all") if isinstance(chosen.get(label), dict)]
+    if asked:
+        parts.append(
+            heading("Co-save weights chosen on a validation split of the training saves (recall@10)")
+        )
+        parts.append(
+            table(
+                [
+                    {
+                        "kept saves": label,
+                        "taken": json.dumps(c.get("taken"), sort_keys=True),
+                        "configured": json.dumps(c.get("configured"), sort_keys=True),
+                        "configured recall": c.get("configured_recall"),
+                        "best": json.dumps(c.get("best"), sort_keys=True),
+                        "best recall": c.get("best_recall"),
+                        "p": c.get("p"),
+                        "why not": c.get("reason", ""),
+                    }
+                    for label, c in asked
+                ],
+                "scix-rec-weights",
             )
         )
     audit = setup.get("lgbm_audit")

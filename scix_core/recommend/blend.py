@@ -15,7 +15,8 @@ papers form one pool, scored
 the similarity is the tier's own: best cosine to a saved paper for Tier
 3, cosine to the long-term profile for Tier 2, computed locally for the
 co-saved papers too; cosave in [0, 1], by ``recommend.tier_collab``:
-:attr:`CoSaves.for_tiers`); the best ``limit`` are returned,
+:attr:`CoSaves.for_tiers`, its parts weighted as chosen for the index on a validation split —
+``recommend.tier_weights``, the facts' ``cosave_weights``); the best ``limit`` are returned,
 each with both features — picked by MMR (``tier_mmr_lambda``; ``tier2_mmr_lambda`` in Tier 2) with a quota
 bonus (``tier3_quota_bonus``; ``tier2_quota_bonus`` in Tier 2; shaped as
 ``mmr_quota_shape``) for the pool's own interests (:func:`pool_targets`):
@@ -112,7 +113,10 @@ def tier_items(
         )
         for rank, b in enumerate(blended, start=1)
     )
-    return items, {"community": True, "co_saved": sum(1 for i in items if i.source == "co-saved"), **pool}
+    facts = {"community": True, "co_saved": sum(1 for i in items if i.source == "co-saved"), **pool}
+    if ctx.cosaves.tier_weights is not None:  # the co-save parts' weights chosen for this index
+        facts["cosave_weights"] = ctx.cosaves.tier_weights
+    return items, facts
 
 
 def pool_targets(

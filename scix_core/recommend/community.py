@@ -31,7 +31,9 @@ inside the cascade on CiteULike-a (docs/results.md). Tiers 3 and 2 score with
 recall at three saves on both tuning samples, and covered more at one save,
 but helped Tier 1 on one sample and cost it on the other); the community
 fits the parts of both once (:func:`joined`) and :meth:`Community.cosaves`
-sums each set (:attr:`CoSaves.scores`, :attr:`CoSaves.for_tiers`). Scores are divided by
+sums each set (:attr:`CoSaves.scores`, :attr:`CoSaves.for_tiers`; the tiers' sum weighted per library
+size as :meth:`Community.tier_weights` chose on a validation split of the saves,
+``recommend.tier_weights``). Scores are divided by
 the user's best, so every user's lie in [0, 1]; the user's own saved papers
 never score (they are excluded downstream anyway). ``savers`` (n_c) is the
 paper's popularity in the index's community.
@@ -51,6 +53,7 @@ content-only.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import multiprocessing
 import os
 import signal
@@ -65,14 +68,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from scix_core.errors import ConfigError, UnknownNameError
-from scix_core.locks import held, try_exclusive
+from scix_core.locks import exclusive, held, try_exclusive
 from scix_core.recommend.catalog import Catalog
 from scix_core.recommend.collab import ItemScorer
 from scix_core.recommend.collab.ease import Ease
 from scix_core.recommend.collab.ensemble import Ensemble, summed
 from scix_core.recommend.collab.ials import Ials
 from scix_core.recommend.collab.walk import CosineWalk, RP3Beta
+from scix_core.recommend.collab.weights import PROCEDURE, TierWeights, choose, questions
 from scix_core.recommend.state import UserState
+from scix_core.workspace import read_json, write_json_atomic
 
 if TYPE_CHECKING:
     from scipy.sparse import csr_matrix
@@ -123,6 +128,7 @@ class CoSaves:
     libraries: Libraries | None = None  # the community's libraries these scores came from
     # the same by ``recommend.tier_collab`` (Tiers 3 and 2), computed when first asked; None: ``scores``
     tier_scores: Callable[[], np.ndarray] | None = None
+    tier_weights: dict[str, float] | None = None  # each tier part's weight in that sum (None: equal)
     kept: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -152,6 +158,7 @@ COLLAB = ("rp3beta", "cosine", "ease", "ials")  # the parts; "+" joins them into
 DEFAULT_COLLAB = "rp3beta+ease"
 INLINE_FIT_S = 0.25  # a part whose last fit took longer is refitted in the background, not in a request
 REFIT_GROWTH = 0.01  # ... once the saves have grown by this share since its fit
+KEEP_WEIGHTS = 8  # tier-weight choices kept in the fit cache
 
 
 def collab_model(
@@ -266,6 +273,8 @@ class Community:
         refresh_s: float = 0.0,
         parts: frozenset[str] | None = None,
         tier_parts: frozenset[str] | None = None,
+        weigh_tiers: bool = False,
+        weights_cache: Path | None = None,
     ):
         self.state, self.index, self.catalog = state, index, catalog
         # which of an ensemble's parts score for Tier 1 and for Tiers 3 and 2 (None: all of them)
@@ -291,6 +300,10 @@ class Community:
         self._background: threading.Thread | None = None
         self._refit_parts: tuple[str, ...] = ()
         self.failure = ""  # why the last fit left the community without a signal (or a part stale)
+        # the tier parts' weights chosen on a validation split of the saves (collab/weights.py), once
+        self.weigh_tiers, self.weights_cache = weigh_tiers, weights_cache
+        self._weights: TierWeights | None = None
+        self._weights_lock = threading.Lock()
 
     @property
     def _fitted(self):
@@ -448,10 +461,79 @@ class Community:
             fitted = replace(fitted, fitted=tuple(parts))
         with self._lock:
             self._fitted = fitted
+        if self.weigh_tiers and other.weigh_tiers:  # the weights of the community this one varies
+            self._weights = other.tier_weights()
 
     def warm(self) -> None:
         with self._lock:
             self._refresh()
+        if self.weigh_tiers:
+            self.tier_weights()
+
+    @property
+    def weights_chosen(self) -> dict | None:
+        """What the tier weights' choice saw and took (None before it was made, or with equal weights)."""
+        weights = self._weights
+        return None if weights is None or not self.weigh_tiers else weights.facts
+
+    def tier_weights(self) -> TierWeights:
+        """The weights of the tiers' co-save parts (``recommend.tier_weights``), chosen at the first ask on
+        the saves of then (:func:`scix_core.recommend.collab.weights.choose`) and kept: in the fit cache
+        under a hash of those saves, so the same community — a second evaluation of a split — reads them
+        back; a server (``refresh_s`` > 0) takes the newest kept choice of the index's parts and catalogue,
+        as it takes a stale EASE fit, and chooses only when there is none."""
+        with self._weights_lock:
+            if self._weights is not None:
+                return self._weights
+            with self._lock:
+                self._refresh(lazy=True)
+                matrix, model = self._matrix, self.model
+            if not self.weigh_tiers or not isinstance(model, Ensemble) or matrix is None:
+                self._weights = TierWeights(facts={"reason": "equal weights (recommend.tier_weights)"})
+                return self._weights
+            self._weights = self._kept_weights(model, matrix)
+            return self._weights
+
+    def _kept_weights(self, model: Ensemble, matrix) -> TierWeights:
+        order = [m.name for m, _ in model.parts]
+        mine = tuple(n for n in order if self.parts is None or n in self.parts)
+        tiers = tuple(n for n in order if self.tier_parts is None or n in self.tier_parts)
+        asked = questions(mine, tiers)
+        names = set(mine) | set(tiers)
+        sign = {
+            "index": self.index,
+            "items": len(self.catalog),
+            "questions": repr(asked),
+            "procedure": repr(PROCEDURE),
+            "parts": [[m.name, repr(sorted(_params(m).items()))] for m, _ in model.parts if m.name in names],
+        }
+        if self.weights_cache is None:
+            return choose(model, matrix, asked)
+        digest = hashlib.sha1(repr(sign).encode())
+        digest.update(matrix.indptr.tobytes())
+        digest.update(matrix.indices.tobytes())
+        folder = Path(self.weights_cache)
+        path = folder / f"tier-weights-{digest.hexdigest()[:16]}.json"
+        with exclusive(folder / "tier-weights"):
+            kept = [path] if path.exists() else []
+            if self.refresh_s > 0 and not kept:  # a server: the newest choice for these parts
+                kept = sorted(folder.glob("tier-weights-*.json"), key=lambda p: p.stat().st_mtime)[::-1]
+            for candidate in kept:
+                try:
+                    note = read_json(candidate)
+                except (OSError, ValueError):
+                    continue
+                if note.get("sign") == sign:
+                    by_size = tuple((s, tuple((n, float(w)) for n, w in ws)) for s, ws in note["by_size"])
+                    return TierWeights(by_size, {**note["facts"], "kept": candidate.name})
+            weights = choose(model, matrix, asked)
+            by_size = [[s, [list(nw) for nw in ws]] for s, ws in weights.by_size]
+            write_json_atomic(path, {"sign": sign, "by_size": by_size, "facts": weights.facts})
+            for old in sorted(folder.glob("tier-weights-*.json"), key=lambda p: p.stat().st_mtime)[
+                :-KEEP_WEIGHTS
+            ]:
+                old.unlink(missing_ok=True)
+            return weights
 
     def fitted_like(self, model, matrix) -> object | None:
         """The community's fitted part with ``model``'s parameters when it was fitted on the same saves as
@@ -499,23 +581,29 @@ class Community:
             self._snapshot()
         if not len(saved_rows) or model is None or matrix is None or not matrix.nnz:
             return None
-        tiers = None
+        tiers, weights = None, None
         if isinstance(model, Ensemble):
-            each = model.normalised(saved_rows, self.parts)
-            scores, label = summed(each), "+".join(each)
+            chosen = self.tier_weights() if self.weigh_tiers else TierWeights()
+            mine = chosen.for_tier1()  # Tier 1's parts as chosen for the index (None: its own, equal)
+            names = self.parts if mine is None else [n for n, w in mine.items() if w > 0]
+            each = model.normalised(saved_rows, names)
+            scores = summed(each, None, mine)
+            label = "+".join(n if mine is None or mine[n] == 1 else f"{n}:{mine[n]:g}" for n in each)
             if self.tier_parts != self.parts:
 
                 def tiers() -> np.ndarray:
                     more = model.normalised(saved_rows, [n for n in self.tier_parts if n not in each])
-                    out = _scaled(summed({**each, **more}, self.tier_parts), saved_rows)
+                    out = _scaled(summed({**each, **more}, self.tier_parts, weights), saved_rows)
                     return np.zeros(len(self.catalog), dtype=np.float32) if out is None else out
+
+                weights = chosen.for_saves(len(saved_rows))
 
         else:
             scores, label = model.scores(saved_rows), model.name
         scores = _scaled(scores, saved_rows)
         if scores is None:
             return None
-        return CoSaves(scores, savers, label, self._libraries, tiers)
+        return CoSaves(scores, savers, label, self._libraries, tiers, weights if tiers else None)
 
 
 def _scaled(scores: np.ndarray | None, saved_rows: np.ndarray) -> np.ndarray | None:

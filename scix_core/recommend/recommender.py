@@ -45,6 +45,8 @@ from scix_core.vectors import open_reader, release_reader
 from scix_core.vectors.local import shared_local
 from scix_core.workspace import Workspace, read_json
 
+TIER_WEIGHTS = ("validated", "equal")  # recommend.tier_weights
+
 MAX_LIMIT = 1000
 
 
@@ -79,6 +81,8 @@ def _check_config(cfg) -> None:
     if r.tier_collab:
         collab_model(r.tier_collab)
     joined(r.collab, r.tier_collab)
+    if r.tier_weights not in TIER_WEIGHTS:
+        raise UnknownNameError("recommend.tier_weights", r.tier_weights, TIER_WEIGHTS)
     if r.mmr_quota_shape not in QUOTA_SHAPES:
         raise UnknownNameError("recommend.mmr_quota_shape", r.mmr_quota_shape, QUOTA_SHAPES)
 
@@ -125,6 +129,8 @@ class Recommender:
             refresh_s=r.community_refresh_s or 0.0,
             parts=part_names(r.collab),
             tier_parts=part_names(tier_collab or r.collab),
+            weigh_tiers=r.tier_weights == "validated",
+            weights_cache=self.fit_cache,
         )
         self.tiers = {
             0: TrendingTier(),

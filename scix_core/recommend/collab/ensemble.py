@@ -98,10 +98,15 @@ class Ensemble:
         return summed(self.normalised(rows))
 
 
-def summed(parts: dict[str, np.ndarray], names=None) -> np.ndarray | None:
-    """The sum of the ``parts`` named in ``names`` (all when None); None when none of them is there."""
+def summed(
+    parts: dict[str, np.ndarray], names=None, weights: dict[str, float] | None = None
+) -> np.ndarray | None:
+    """The sum of the ``parts`` named in ``names`` (all when None), each times its ``weights`` entry (1 when
+    none is given); None when none of them is there."""
     total = None
     for name, part in parts.items():
         if names is None or name in names:
+            if weights is not None:
+                part = part * np.float32(weights.get(name, 1.0))
             total = part.copy() if total is None else total + part
     return total

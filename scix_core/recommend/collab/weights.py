@@ -1,0 +1,196 @@
+"""The weights of the co-save parts, chosen per index on a validation split of its own saves.
+
+Each tier sums its co-save parts (RP3beta, EASE^R, iALS), each divided by
+the user's best score: Tiers 3 and 2 those of ``recommend.tier_collab``,
+Tier 1 those of ``recommend.collab``. Which part predicts best depends on the
+community: on CiteULike-a RP3beta's walk, EASE and iALS are close; on a
+sparser bag-of-words set made from it (``python -m scix_core.data.thin``)
+iALS alone beat the equal sum at three saves by a seventh, and Tier 1's
+RP3beta + EASE by a tenth with whole libraries (docs/results.md). So the
+weights are chosen per index, the way the peers' hyperparameters are, for
+three questions — one save (Tier 3), three saves (Tier 2), a whole library
+(Tier 1, which may then take a part only the tiers had):
+
+1. up to ``USERS`` users with at least ``MIN_SAVES`` saves (seeded; as many
+   as the peers' validation split in ``scix eval-recs``) each set aside a
+   fifth of their saves (at least one) and keep a seeded one or three of the
+   rest, or all of it — the community the parts are then fitted on holds the
+   kept saves only, as a user with that many saves would show them (the
+   per-tier tables' protocol);
+2. the parts are fitted on that matrix (no disk cache: a validation fit
+   never displaces the community's own), each validation user's parts scored
+   from their kept saves, and recall@10 of the set-aside saves computed for
+   every point of a small grid of weights;
+3. the best point replaces the configured weights (equal for the tiers;
+   Tier 1's own parts at 1, the others at 0) only when it beats them
+   significantly — a one-sided paired t-test over the validation users at
+   ``ALPHA``: the best of a grid flatters itself, and a raw gain of a few
+   percent did not carry into the cascade, where content similarity and MMR
+   share the ranking.
+
+A community too small for ``MIN_USERS`` validation users keeps the configured
+weights, and says so. The choice depends only on the saves it is given: the
+offline evaluation gives it the training saves, so held-out saves never
+reach it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+import zlib
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from scipy.sparse import csr_matrix
+
+from scix_core.errors import ConfigError, MissingExtraError
+from scix_core.recommend.collab.ensemble import Ensemble
+
+USERS = 1000  # validation users per question, at most
+MIN_USERS = 50  # fewer: the configured weights
+MIN_SAVES = 5  # a validation user's saves, at least (eval-recs' min_saves)
+HOLDOUT = 0.2
+LEVELS = (0.0, 0.5, 1.0)  # each part's weight on the grid (the best part's is 1)
+ALPHA = 0.05  # a one-sided paired t-test's level
+K = 10
+# what a kept choice was made by: a change here makes every kept choice stale (Community.tier_weights)
+PROCEDURE = (USERS, MIN_USERS, MIN_SAVES, HOLDOUT, LEVELS, ALPHA, K)
+
+
+@dataclass(frozen=True)
+class Question:
+    """Which weights to choose: for validation users keeping ``size`` saves (None: all but the set-aside
+    ones), over the parts ``names``, against the ``configured`` weights."""
+
+    label: str  # "1", "3", "all"
+    size: int | None
+    names: tuple[str, ...]
+    configured: tuple[float, ...]
+
+
+def questions(parts: tuple[str, ...], tier_parts: tuple[str, ...]) -> tuple[Question, ...]:
+    """Tier 3's (one save) and Tier 2's (three) over ``tier_parts`` against equal weights; Tier 1's (a whole
+    library) over every part against its own ``parts`` at 1."""
+    every = tuple(dict.fromkeys((*parts, *tier_parts)))
+    equal = tuple(1.0 for _ in tier_parts)
+    return (
+        Question("1", 1, tier_parts, equal),
+        Question("3", 3, tier_parts, equal),
+        Question("all", None, every, tuple(1.0 if n in parts else 0.0 for n in every)),
+    )
+
+
+@dataclass(frozen=True)
+class TierWeights:
+    """Per question, each part's weight in that co-save sum, and what the choice saw."""
+
+    by_size: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
+    facts: dict = field(default_factory=dict, compare=False)
+
+    def for_saves(self, n: int) -> dict[str, float] | None:
+        """Tiers 3 and 2's weights for a user with ``n`` saves: those of the largest size ≤ n (the smallest's
+        below it); None (equal weights) when nothing was chosen."""
+        chosen = None
+        for label, weights in self.by_size:
+            if label.isdigit() and (chosen is None or int(label) <= n):
+                chosen = dict(weights)
+        return chosen
+
+    def for_tier1(self) -> dict[str, float] | None:
+        """Tier 1's weights over every part (None: its own parts, equal)."""
+        return next((dict(w) for label, w in self.by_size if label == "all"), None)
+
+
+def grid(names: tuple[str, ...], first: tuple[float, ...] | None = None) -> list[tuple[float, ...]]:
+    """Every weight vector over ``LEVELS`` with a best part at 1, ``first`` (equal weights when None)
+    first."""
+    points = [w for w in itertools.product(LEVELS, repeat=len(names)) if max(w) == 1.0]
+    first = first or tuple(1.0 for _ in names)
+    return [first, *sorted(p for p in points if p != first)]
+
+
+def _validation(by_user: csr_matrix, size: int | None, users: np.ndarray, seed: int):
+    """(user row, kept catalogue rows, set-aside rows) for each of ``users``, seeded per user."""
+    out = []
+    for u in users:
+        rows = by_user.indices[by_user.indptr[u] : by_user.indptr[u + 1]]
+        rng = np.random.default_rng([seed, size or 0, int(u)])
+        order = rng.permutation(rows)
+        held = max(1, int(round(HOLDOUT * len(rows))))
+        kept = order[held:] if size is None else order[held : held + size]
+        out.append((int(u), np.sort(kept), order[:held]))
+    return out
+
+
+def _unfitted(model: Ensemble, names: tuple[str, ...]) -> Ensemble:
+    """The ensemble's parts named in ``names``, fitted without a disk cache or a stale start."""
+    parts = []
+    for part, weight in model.parts:
+        if part.name not in names:
+            continue
+        changes = {k: None for k in ("cache_dir", "stale_share") if hasattr(part, k)}
+        parts.append((replace(part, **changes), weight))
+    return Ensemble(tuple(parts))
+
+
+def choose(model: Ensemble, by_user: csr_matrix, asked: tuple[Question, ...], seed: int = 0) -> TierWeights:
+    """The part weights for this community's saves (``by_user``: users × catalogue rows), per question."""
+    present = {p.name for p, _ in model.parts}
+    asked = tuple(q for q in asked if len(q.names) >= 2 and set(q.names) <= present)
+    if not asked:
+        return TierWeights(facts={"reason": "one part: nothing to weigh"})
+    eligible = np.flatnonzero(np.diff(by_user.indptr) >= MIN_SAVES)
+    eligible = np.random.default_rng([seed, zlib.crc32(b"tier-weights")]).permutation(eligible)
+    take = min(USERS, len(eligible))
+    if take < MIN_USERS:
+        return TierWeights(facts={"reason": f"{len(eligible)} users with {MIN_SAVES}+ saves: too few"})
+    by_size, facts = [], {}
+    for q in asked:
+        t = time.perf_counter()
+        plan = _validation(by_user, q.size, eligible[:take], seed)
+        matrix = by_user.tolil(copy=True)
+        for u, kept, _ in plan:
+            matrix.rows[u], matrix.data[u] = kept.tolist(), [1.0] * len(kept)
+        try:
+            fitted = _unfitted(model, q.names).fit(matrix.tocsr())
+        except (ConfigError, MissingExtraError) as exc:
+            facts[q.label] = {"reason": str(exc)}
+            continue
+        if fitted.dropped:  # a part that could not be fitted: the configured weights stay
+            facts[q.label] = {"reason": "; ".join(fitted.dropped)}
+            continue
+        points = np.array(grid(q.names, q.configured), dtype=np.float32)
+        recall = np.zeros((len(plan), len(points)))
+        for i, (_, kept, held) in enumerate(plan):
+            each = fitted.normalised(kept)
+            scores = points @ np.stack([each[n] for n in q.names])  # grid points × catalogue rows
+            scores[:, kept] = -1.0  # never a kept save
+            top = np.argpartition(-scores, K, axis=1)[:, :K]
+            recall[i] = np.isin(top, held).sum(axis=1) / len(held)
+        mean = recall.mean(axis=0)
+        best = int(np.argmax(mean))
+        diff = recall[:, best] - recall[:, 0]
+        se = float(diff.std(ddof=1) / np.sqrt(len(diff)))
+        if not best:
+            p = 1.0
+        elif np.ptp(diff) == 0:  # every user gained alike: no spread for a t-test (scipy warns)
+            p = 0.0 if diff[0] > 0 else 1.0
+        else:
+            from scipy.stats import ttest_rel  # scipy.stats loads scipy.optimize: kept off the cold path
+
+            p = float(ttest_rel(recall[:, best], recall[:, 0], alternative="greater").pvalue)
+        taken = best if p < ALPHA else 0
+        by_size.append((q.label, tuple(zip(q.names, points[taken].tolist()))))
+        facts[q.label] = {
+            "users": len(plan),
+            "configured": dict(zip(q.names, q.configured)),
+            "configured_recall": round(float(mean[0]), 4),
+            "best": dict(zip(q.names, points[best].tolist())),
+            "best_recall": round(float(mean[best]), 4),
+            "se": round(se, 4),
+            "p": round(p, 4),
+            "taken": dict(zip(q.names, points[taken].tolist())),
+            "seconds": round(time.perf_counter() - t, 1),
+        }
+    return TierWeights(tuple(by_size), facts)

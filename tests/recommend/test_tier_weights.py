@@ -1,0 +1,160 @@
+"""The tiers' co-save weights chosen on a validation split of the community's own saves."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.sparse import csr_matrix
+
+from scix_core.recommend import UserState
+from scix_core.recommend.catalog import Catalog
+from scix_core.recommend.collab.ensemble import Ensemble
+from scix_core.recommend.collab.walk import RP3Beta
+from scix_core.recommend.collab.weights import MIN_USERS, Question, TierWeights, choose, grid, questions
+from scix_core.recommend.community import Community
+
+BLOCKS, PER_BLOCK = 4, 12  # papers in topical blocks; a user saves within one block
+
+
+@dataclass
+class Elsewhere:
+    """A useless part: it scores the papers of the next block over, the saves it was fitted on recorded."""
+
+    name = "elsewhere"
+    seen: list = field(default_factory=list, compare=False)
+
+    def fit(self, matrix):
+        self.seen.append(matrix.copy())
+        return self
+
+    def scores(self, rows):
+        out = np.zeros(BLOCKS * PER_BLOCK, dtype=np.float32)
+        block = (int(rows[0]) // PER_BLOCK + 1) % BLOCKS
+        out[block * PER_BLOCK : (block + 1) * PER_BLOCK] = 1.0
+        return out
+
+
+@dataclass
+class SameWalk(RP3Beta):
+    name = "walk2"  # RP3beta again under another name: a part that adds nothing
+
+
+def _libraries(users: int, seed: int = 3) -> csr_matrix:
+    rng = np.random.default_rng(seed)
+    rows, cols = [], []
+    for u in range(users):
+        block = u % BLOCKS
+        for c in rng.choice(PER_BLOCK, size=8, replace=False):
+            rows.append(u)
+            cols.append(block * PER_BLOCK + int(c))
+    return csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)), shape=(users, BLOCKS * PER_BLOCK))
+
+
+def test_the_grid_the_questions_and_which_weights_a_library_takes():
+    assert grid(("a", "b")) == [(1.0, 1.0), (0.0, 1.0), (0.5, 1.0), (1.0, 0.0), (1.0, 0.5)]  # equal first
+    assert grid(("a", "b"), (1.0, 0.0))[:2] == [(1.0, 0.0), (0.0, 1.0)]  # the configured weights first
+    one, three, whole = questions(("rp3beta", "ease"), ("rp3beta", "ease", "ials"))
+    assert (one.size, three.size, whole.size) == (1, 3, None) and one.configured == (1.0, 1.0, 1.0)
+    assert whole.names == ("rp3beta", "ease", "ials") and whole.configured == (1.0, 1.0, 0.0)
+    chosen = TierWeights(
+        (("1", (("a", 1.0), ("b", 0.0))), ("3", (("a", 0.5), ("b", 1.0))), ("all", (("a", 0.0), ("b", 1.0))))
+    )
+    assert chosen.for_saves(1) == chosen.for_saves(2) == {"a": 1.0, "b": 0.0}
+    assert chosen.for_saves(3) == chosen.for_saves(40) == {"a": 0.5, "b": 1.0}
+    assert chosen.for_tier1() == {"a": 0.0, "b": 1.0}
+    assert TierWeights().for_saves(2) is None and TierWeights().for_tier1() is None  # as configured
+
+
+def test_a_part_that_predicts_nothing_is_weighted_out_on_the_saves_alone():
+    x = _libraries(400)
+    spy = Elsewhere()
+    asked = questions(("rp3beta",), ("rp3beta", "elsewhere"))
+    weights = choose(Ensemble(((RP3Beta(), 1.0), (spy, 1.0))), x, asked, seed=1)
+    assert weights.for_tier1() == {"rp3beta": 1.0, "elsewhere": 0.0}  # as configured: nothing beats it
+    assert weights.facts["all"]["p"] == 1.0
+    for size in (1, 3):
+        assert weights.for_saves(size) == {"rp3beta": 1.0, "elsewhere": 0.0}, weights.facts
+        facts = weights.facts[str(size)]
+        assert (
+            facts["users"] >= MIN_USERS
+            and facts["best_recall"] > facts["configured_recall"]
+            and facts["p"] < 0.05
+        )
+    # the validation users' rows in what the parts were fitted on: their kept saves only (one or three of
+    # their own), never the ones set aside
+    assert len(spy.seen) == 3  # one fit per question
+    for size, fitted in zip((1, 3, 6), spy.seen):  # (8 saves: 2 set aside, 6 kept)
+        changed = [u for u in range(x.shape[0]) if fitted[u].nnz != x[u].nnz]
+        label = "all" if size == 6 else str(size)
+        assert len(changed) == weights.facts[label]["users"]
+        for u in changed:
+            mine, theirs = set(fitted[u].indices), set(x[u].indices)
+            assert len(mine) == size and mine < theirs
+    # the same saves, the same choice
+    assert choose(Ensemble(((RP3Beta(), 1.0), (Elsewhere(), 1.0))), x, asked, 1) == weights
+    # Tier 1 configured with the useless part alone takes the walk instead
+    wrong = choose(
+        Ensemble(((RP3Beta(), 1.0), (Elsewhere(), 1.0))),
+        x,
+        (Question("all", None, ("rp3beta", "elsewhere"), (0.0, 1.0)),),
+        1,
+    )
+    assert wrong.for_tier1() == {"rp3beta": 1.0, "elsewhere": 0.0} and wrong.facts["all"]["p"] < 0.05
+
+
+def test_equal_weights_stay_unless_another_point_is_clearly_better():
+    x = _libraries(400)
+    both = ("rp3beta", "walk2")
+    weights = choose(Ensemble(((RP3Beta(), 1.0), (SameWalk(), 1.0))), x, questions(both, both), seed=1)
+    assert (
+        weights.for_saves(1) == weights.for_saves(3) == weights.for_tier1() == {"rp3beta": 1.0, "walk2": 1.0}
+    )
+    asked = questions(("rp3beta",), ("rp3beta", "elsewhere"))
+    few = choose(Ensemble(((RP3Beta(), 1.0), (Elsewhere(), 1.0))), _libraries(40), asked)
+    assert few.by_size == () and "too few" in few.facts["reason"] and few.for_saves(1) is None
+
+
+def _community(tmp_path, name: str, x: csr_matrix, cache) -> Community:
+    ids = tuple(f"p{i}" for i in range(x.shape[1]))
+    catalog = Catalog(
+        "idx",
+        ids,
+        {p: i for i, p in enumerate(ids)},
+        ((),) * len(ids),
+        "none",
+        np.full(len(ids), -1, dtype=np.int32),
+        np.zeros(len(ids), dtype=np.int64),
+    )
+    state = UserState(tmp_path / f"{name}.sqlite")
+    t0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+    for u in range(x.shape[0]):
+        state.import_library("idx", f"u{u}", [ids[i] for i in x[u].indices], t0, [])
+    model = Ensemble(((RP3Beta(), 1.0), (Elsewhere(), 1.0)))
+    return Community(
+        state,
+        "idx",
+        catalog,
+        model,
+        parts=frozenset({"rp3beta"}),
+        tier_parts=frozenset({"rp3beta", "elsewhere"}),
+        weigh_tiers=True,
+        weights_cache=cache,
+    )
+
+
+def test_a_community_weighs_its_tier_parts_and_keeps_the_choice(tmp_path):
+    x = _libraries(300)
+    community = _community(tmp_path, "one", x, tmp_path / "cache")
+    rows = np.array([0])
+    cos = community.cosaves(rows)
+    assert cos.tier_weights == {"rp3beta": 1.0, "elsewhere": 0.0}
+    each = community._fitted.normalised(rows)
+    np.testing.assert_allclose(cos.for_tiers, each["rp3beta"] / each["rp3beta"].max(), rtol=1e-5)
+    np.testing.assert_allclose(cos.scores, cos.for_tiers, rtol=1e-5)  # Tier 1: its own part, as configured
+    assert cos.model == "rp3beta"
+    assert community.weights_chosen["3"]["taken"] == {"rp3beta": 1.0, "elsewhere": 0.0}
+    again = _community(tmp_path, "two", x, tmp_path / "cache")  # the same saves: the kept choice is read
+    assert again.tier_weights().facts["kept"].startswith("tier-weights-")
+    assert again.tier_weights().by_size == community.tier_weights().by_size
