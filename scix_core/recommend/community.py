@@ -500,8 +500,7 @@ class Community:
         tiers = tuple(n for n in order if self.tier_parts is None or n in self.tier_parts)
         asked = questions(mine, tiers)
         names = set(mine) | set(tiers)
-        sign = {
-            "index": self.index,
+        sign = {  # what the choice depends on besides the saves (not the index's name: indexes share it)
             "items": len(self.catalog),
             "questions": repr(asked),
             "procedure": repr(PROCEDURE),
@@ -509,26 +508,29 @@ class Community:
         }
         if self.weights_cache is None:
             return choose(model, matrix, asked)
+        saves = matrix.sorted_indices()  # the same saves hash alike, whatever order they arrived in
         digest = hashlib.sha1(repr(sign).encode())
-        digest.update(matrix.indptr.tobytes())
-        digest.update(matrix.indices.tobytes())
+        digest.update(saves.indptr.tobytes())
+        digest.update(saves.indices.tobytes())
         folder = Path(self.weights_cache)
         path = folder / f"tier-weights-{digest.hexdigest()[:16]}.json"
         with exclusive(folder / "tier-weights"):
             kept = [path] if path.exists() else []
-            if self.refresh_s > 0 and not kept:  # a server: the newest choice for these parts
+            stale = self.refresh_s > 0 and not kept
+            if stale:  # a server: the newest choice of this index for these parts
                 kept = sorted(folder.glob("tier-weights-*.json"), key=lambda p: p.stat().st_mtime)[::-1]
             for candidate in kept:
                 try:
                     note = read_json(candidate)
                 except (OSError, ValueError):
                     continue
-                if note.get("sign") == sign:
+                if note.get("sign") == sign and (not stale or note.get("index") == self.index):
                     by_size = tuple((s, tuple((n, float(w)) for n, w in ws)) for s, ws in note["by_size"])
                     return TierWeights(by_size, {**note["facts"], "kept": candidate.name})
             weights = choose(model, matrix, asked)
             by_size = [[s, [list(nw) for nw in ws]] for s, ws in weights.by_size]
-            write_json_atomic(path, {"sign": sign, "by_size": by_size, "facts": weights.facts})
+            note = {"sign": sign, "index": self.index, "by_size": by_size, "facts": weights.facts}
+            write_json_atomic(path, note)
             for old in sorted(folder.glob("tier-weights-*.json"), key=lambda p: p.stat().st_mtime)[
                 :-KEEP_WEIGHTS
             ]:

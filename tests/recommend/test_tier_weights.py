@@ -116,10 +116,12 @@ def test_equal_weights_stay_unless_another_point_is_clearly_better():
     assert few.by_size == () and "too few" in few.facts["reason"] and few.for_saves(1) is None
 
 
-def _community(tmp_path, name: str, x: csr_matrix, cache) -> Community:
+def _community(
+    tmp_path, name: str, x: csr_matrix, cache, index: str = "idx", refresh_s: float = 0.0
+) -> Community:
     ids = tuple(f"p{i}" for i in range(x.shape[1]))
     catalog = Catalog(
-        "idx",
+        index,
         ids,
         {p: i for i, p in enumerate(ids)},
         ((),) * len(ids),
@@ -130,13 +132,14 @@ def _community(tmp_path, name: str, x: csr_matrix, cache) -> Community:
     state = UserState(tmp_path / f"{name}.sqlite")
     t0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
     for u in range(x.shape[0]):
-        state.import_library("idx", f"u{u}", [ids[i] for i in x[u].indices], t0, [])
+        state.import_library(index, f"u{u}", [ids[i] for i in x[u].indices], t0, [])
     model = Ensemble(((RP3Beta(), 1.0), (Elsewhere(), 1.0)))
     return Community(
         state,
-        "idx",
+        index,
         catalog,
         model,
+        refresh_s=refresh_s,
         parts=frozenset({"rp3beta"}),
         tier_parts=frozenset({"rp3beta", "elsewhere"}),
         weigh_tiers=True,
@@ -158,3 +161,11 @@ def test_a_community_weighs_its_tier_parts_and_keeps_the_choice(tmp_path):
     again = _community(tmp_path, "two", x, tmp_path / "cache")  # the same saves: the kept choice is read
     assert again.tier_weights().facts["kept"].startswith("tier-weights-")
     assert again.tier_weights().by_size == community.tier_weights().by_size
+    # the same saves under another index's name share it; other saves are chosen anew ...
+    named = _community(tmp_path, "three", x, tmp_path / "cache", index="other")
+    assert named.tier_weights().facts["kept"] == again.tier_weights().facts["kept"]
+    fewer = _libraries(280)
+    assert "kept" not in _community(tmp_path, "four", fewer, tmp_path / "cache").tier_weights().facts
+    # ... except by a server, which takes the newest choice of its index: no wait at a start after saves
+    server = _community(tmp_path, "five", _libraries(290), tmp_path / "cache", refresh_s=60.0)
+    assert server.tier_weights().facts["kept"].startswith("tier-weights-")
