@@ -68,9 +68,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from scix_core.errors import ConfigError, UnknownNameError
-from scix_core.locks import exclusive, held, try_exclusive
+from scix_core.locks import exclusive, held, mtime, try_exclusive
 from scix_core.recommend.catalog import Catalog
 from scix_core.recommend.collab import ItemScorer
+from scix_core.recommend.collab.cache import keep_newest
 from scix_core.recommend.collab.ease import Ease
 from scix_core.recommend.collab.ensemble import Ensemble, summed
 from scix_core.recommend.collab.ials import Ials
@@ -518,7 +519,7 @@ class Community:
             kept = [path] if path.exists() else []
             stale = self.refresh_s > 0 and not kept
             if stale:  # a server: the newest choice of this index for these parts
-                kept = sorted(folder.glob("tier-weights-*.json"), key=lambda p: p.stat().st_mtime)[::-1]
+                kept = sorted(folder.glob("tier-weights-*.json"), key=mtime, reverse=True)
             for candidate in kept:
                 try:
                     note = read_json(candidate)
@@ -531,10 +532,7 @@ class Community:
             by_size = [[s, [list(nw) for nw in ws]] for s, ws in weights.by_size]
             note = {"sign": sign, "index": self.index, "by_size": by_size, "facts": weights.facts}
             write_json_atomic(path, note)
-            for old in sorted(folder.glob("tier-weights-*.json"), key=lambda p: p.stat().st_mtime)[
-                :-KEEP_WEIGHTS
-            ]:
-                old.unlink(missing_ok=True)
+            keep_newest(folder, "tier-weights-*.json", KEEP_WEIGHTS)
             return weights
 
     def fitted_like(self, model, matrix) -> object | None:
@@ -585,7 +583,7 @@ class Community:
             return None
         tiers, weights = None, None
         if isinstance(model, Ensemble):
-            chosen = self.tier_weights() if self.weigh_tiers else TierWeights()
+            chosen = self.tier_weights()
             mine = chosen.for_tier1()  # Tier 1's parts as chosen for the index (None: its own, equal)
             names = self.parts if mine is None else [n for n, w in mine.items() if w > 0]
             each = model.normalised(saved_rows, names)
@@ -605,7 +603,7 @@ class Community:
         scores = _scaled(scores, saved_rows)
         if scores is None:
             return None
-        return CoSaves(scores, savers, label, self._libraries, tiers, weights if tiers else None)
+        return CoSaves(scores, savers, label, self._libraries, tiers, weights)
 
 
 def _scaled(scores: np.ndarray | None, saved_rows: np.ndarray) -> np.ndarray | None:
