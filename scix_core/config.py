@@ -155,8 +155,10 @@ class RecommendConfig:
     tier2_quota_bonus: float = 0.0
     # + this × the weight of the interests of the users who saved the same papers (their libraries' Ward
     # clusters) that a candidate reaches first, in the MMR of Tier 3 / Tier 2 (0: off; when on, it takes
-    # the place of the pool clusters' quota bonus); recommend/interests.py, chosen on CiteULike-a samples
-    tier3_neighbour_cover: float = 1.5
+    # the place of the pool clusters' quota bonus); recommend/interests.py, chosen on CiteULike-a samples;
+    # Tier 3's 2.0 with the per-index co-save weights (iALS-heavy at one save: less spread) won back the
+    # coverage those cost, at the same recall (docs/results.md)
+    tier3_neighbour_cover: float = 2.0
     tier2_neighbour_cover: float = 1.5
     tier1_neighbour_cover: float = 1.0  # the same in Tier 1's MMR, beside its own clusters' quota bonus
     neighbours: int = 100  # at most this many of those users, the most papers shared first

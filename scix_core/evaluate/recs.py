@@ -230,7 +230,8 @@ class RecEvalReport:
             if c and "taken" in c:
                 console.print(
                     f"co-save weights, {who}: {c['taken']} (validation recall@10 on training saves, "
-                    f"{c['users']} users: configured {c['configured']} {c['configured_recall']:.4f}, best "
+                    f"{c['users']} users × {c.get('queries', 1)} asks: configured {c['configured']} "
+                    f"{c['configured_recall']:.4f}, best "
                     f"{c['best']} {c['best_recall']:.4f}, p {c['p']:.3f})",
                     highlight=False,
                 )

@@ -170,6 +170,7 @@ def render_rec_eval(report: dict) -> Rendered:
                 [
                     {
                         "kept saves": label,
+                        "users × asks": f"{c.get('users')} × {c.get('queries', 1)}",
                         "taken": json.dumps(c.get("taken"), sort_keys=True),
                         "configured": json.dumps(c.get("configured"), sort_keys=True),
                         "configured recall": c.get("configured_recall"),

@@ -13,14 +13,20 @@ three questions — one save (Tier 3), three saves (Tier 2), a whole library
 
 1. up to ``USERS`` users with at least ``MIN_SAVES`` saves (seeded; as many
    as the peers' validation split in ``scix eval-recs``) each set aside a
-   fifth of their saves (at least one) and keep a seeded one or three of the
-   rest, or all of it — the community the parts are then fitted on holds the
-   kept saves only, as a user with that many saves would show them (the
-   per-tier tables' protocol);
-2. the parts are fitted on that matrix (no disk cache: a validation fit
-   never displaces the community's own), each validation user's parts scored
-   from their kept saves, and recall@10 of the set-aside saves computed for
-   every point of a small grid of weights;
+   fifth of their saves (at least one);
+2. for one and three saves the parts are fitted on the community without
+   those users (a user who asks with few saves brings nothing else the fit
+   could know: the per-tier tables' protocol, where their rows are cut to
+   those saves), and each of them asks with ``QUERIES`` seeded sets of one
+   or three of their kept saves — the parts score from the asking saves
+   alone (RP3beta's and EASE's item rows, iALS's fold-in); for a whole
+   library they are fitted with those users' kept saves, and each asks with
+   all of them (no disk cache: a validation fit never displaces the
+   community's own). Recall@10 of the set-aside saves, averaged over a
+   user's queries (their kept saves never offered), is computed for every
+   point of a small grid of weights — several queries a user steady a
+   one-save user's 0-or-1 recall (with one query each, the thinned set's
+   one- and three-save choices changed with the split seed);
 3. the best point replaces the configured weights (equal for the tiers;
    Tier 1's own parts at 1, the others at 0) only when it beats them
    significantly — a one-sided paired t-test over the validation users at
@@ -47,7 +53,8 @@ from scipy.sparse import csr_matrix
 from scix_core.errors import ConfigError, MissingExtraError
 from scix_core.recommend.collab.ensemble import Ensemble
 
-USERS = 1000  # validation users per question, at most
+USERS = 1000  # validation users, at most
+QUERIES = 5  # seeded asking sets of one or three saves a validation user
 MIN_USERS = 50  # fewer: the configured weights
 MIN_SAVES = 5  # a validation user's saves, at least (eval-recs' min_saves)
 HOLDOUT = 0.2
@@ -55,7 +62,7 @@ LEVELS = (0.0, 0.5, 1.0)  # each part's weight on the grid (the best part's is 1
 ALPHA = 0.05  # a one-sided paired t-test's level
 K = 10
 # what a kept choice was made by: a change here makes every kept choice stale (Community.tier_weights)
-PROCEDURE = (USERS, MIN_USERS, MIN_SAVES, HOLDOUT, LEVELS, ALPHA, K)
+PROCEDURE = (USERS, QUERIES, MIN_USERS, MIN_SAVES, HOLDOUT, LEVELS, ALPHA, K, "apart")
 
 
 @dataclass(frozen=True)
@@ -110,17 +117,25 @@ def grid(names: tuple[str, ...], first: tuple[float, ...] | None = None) -> list
     return [first, *sorted(p for p in points if p != first)]
 
 
-def _validation(by_user: csr_matrix, size: int | None, users: np.ndarray, seed: int):
+def _validation(by_user: csr_matrix, users: np.ndarray, seed: int):
     """(user row, kept catalogue rows, set-aside rows) for each of ``users``, seeded per user."""
     out = []
     for u in users:
         rows = by_user.indices[by_user.indptr[u] : by_user.indptr[u + 1]]
-        rng = np.random.default_rng([seed, size or 0, int(u)])
-        order = rng.permutation(rows)
+        order = np.random.default_rng([seed, int(u)]).permutation(rows)
         held = max(1, int(round(HOLDOUT * len(rows))))
-        kept = order[held:] if size is None else order[held : held + size]
-        out.append((int(u), np.sort(kept), order[:held]))
+        out.append((int(u), np.sort(order[held:]), order[:held]))
     return out
+
+
+def _queries(kept: np.ndarray, size: int | None, seed: int, user: int) -> list[np.ndarray]:
+    """The sets of ``size`` kept saves a validation user asks with (all of them when None), seeded."""
+    if size is None or size >= len(kept):
+        return [kept]
+    rng = np.random.default_rng([seed, size, user])
+    if size == 1:
+        return [kept[[i]] for i in rng.choice(len(kept), min(QUERIES, len(kept)), replace=False)]
+    return [np.sort(rng.choice(kept, size, replace=False)) for _ in range(QUERIES)]
 
 
 def _unfitted(model: Ensemble, names: tuple[str, ...]) -> Ensemble:
@@ -134,6 +149,23 @@ def _unfitted(model: Ensemble, names: tuple[str, ...]) -> Ensemble:
     return Ensemble(tuple(parts))
 
 
+def _fit(model: Ensemble, by_user: csr_matrix, plan, apart: bool, names: tuple[str, ...]):
+    """(the parts fitted on the community with each validation user's row emptied — ``apart`` — or holding
+    their kept saves only, seconds), or (why a part could not be fitted, 0)."""
+    t = time.perf_counter()
+    matrix = by_user.tolil(copy=True)
+    for u, kept, _ in plan:
+        rows = [] if apart else kept.tolist()
+        matrix.rows[u], matrix.data[u] = rows, [1.0] * len(rows)
+    try:
+        fitted = _unfitted(model, tuple(dict.fromkeys(names))).fit(matrix.tocsr())
+    except (ConfigError, MissingExtraError) as exc:
+        return str(exc), 0.0
+    if fitted.dropped:
+        return "; ".join(fitted.dropped), 0.0
+    return fitted, round(time.perf_counter() - t, 1)
+
+
 def choose(model: Ensemble, by_user: csr_matrix, asked: tuple[Question, ...], seed: int = 0) -> TierWeights:
     """The part weights for this community's saves (``by_user``: users × catalogue rows), per question."""
     present = {p.name for p, _ in model.parts}
@@ -145,29 +177,33 @@ def choose(model: Ensemble, by_user: csr_matrix, asked: tuple[Question, ...], se
     take = min(USERS, len(eligible))
     if take < MIN_USERS:
         return TierWeights(facts={"reason": f"{len(eligible)} users with {MIN_SAVES}+ saves: too few"})
+    plan = _validation(by_user, eligible[:take], seed)
+    fits: dict[bool, tuple] = {}
     by_size, facts = [], {}
     for q in asked:
+        apart = q.size is not None  # one or three saves: the validation users' rows out of the fit
+        if apart not in fits:
+            fits[apart] = _fit(
+                model,
+                by_user,
+                plan,
+                apart,
+                tuple(n for a in asked if (a.size is not None) == apart for n in a.names),
+            )
+        fitted, fit_s = fits[apart]
+        if isinstance(fitted, str):  # a part that could not be fitted: the configured weights stay
+            facts[q.label] = {"reason": fitted}
+            continue
         t = time.perf_counter()
-        plan = _validation(by_user, q.size, eligible[:take], seed)
-        matrix = by_user.tolil(copy=True)
-        for u, kept, _ in plan:
-            matrix.rows[u], matrix.data[u] = kept.tolist(), [1.0] * len(kept)
-        try:
-            fitted = _unfitted(model, q.names).fit(matrix.tocsr())
-        except (ConfigError, MissingExtraError) as exc:
-            facts[q.label] = {"reason": str(exc)}
-            continue
-        if fitted.dropped:  # a part that could not be fitted: the configured weights stay
-            facts[q.label] = {"reason": "; ".join(fitted.dropped)}
-            continue
         points = np.array(grid(q.names, q.configured), dtype=np.float32)
         recall = np.zeros((len(plan), len(points)))
-        for i, (_, kept, held) in enumerate(plan):
-            each = fitted.normalised(kept)
-            scores = points @ np.stack([each[n] for n in q.names])  # grid points × catalogue rows
-            scores[:, kept] = -1.0  # never a kept save
-            top = np.argpartition(-scores, K, axis=1)[:, :K]
-            recall[i] = np.isin(top, held).sum(axis=1) / len(held)
+        for i, (u, kept, held) in enumerate(plan):
+            for query in (asking := _queries(kept, q.size, seed, u)):
+                each = fitted.normalised(query, q.names)
+                scores = points @ np.stack([each[n] for n in q.names])  # grid points × catalogue rows
+                scores[:, kept] = -1.0  # never a kept save
+                top = np.argpartition(-scores, K, axis=1)[:, :K]
+                recall[i] += np.isin(top, held).sum(axis=1) / len(held) / len(asking)
         mean = recall.mean(axis=0)
         best = int(np.argmax(mean))
         diff = recall[:, best] - recall[:, 0]
@@ -184,6 +220,7 @@ def choose(model: Ensemble, by_user: csr_matrix, asked: tuple[Question, ...], se
         by_size.append((q.label, tuple(zip(q.names, points[taken].tolist()))))
         facts[q.label] = {
             "users": len(plan),
+            "queries": QUERIES if q.size is not None else 1,
             "configured": dict(zip(q.names, q.configured)),
             "configured_recall": round(float(mean[0]), 4),
             "best": dict(zip(q.names, points[best].tolist())),
@@ -192,5 +229,6 @@ def choose(model: Ensemble, by_user: csr_matrix, asked: tuple[Question, ...], se
             "p": round(p, 4),
             "taken": dict(zip(q.names, points[taken].tolist())),
             "seconds": round(time.perf_counter() - t, 1),
+            "fit_seconds": fit_s,
         }
     return TierWeights(tuple(by_size), facts)
