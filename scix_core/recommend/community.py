@@ -160,6 +160,9 @@ DEFAULT_COLLAB = "rp3beta+ease"
 INLINE_FIT_S = 0.25  # a part whose last fit took longer is refitted in the background, not in a request
 REFIT_GROWTH = 0.01  # ... once the saves have grown by this share since its fit
 KEEP_WEIGHTS = 8  # tier-weight choices kept in the fit cache
+# a server adopts a kept choice made on at least this share of its saves: an offline evaluation's choice (80%
+# of the saves, or ten a user) is of another community
+KEPT_WEIGHTS_SHARE = 0.9
 
 
 def collab_model(
@@ -481,8 +484,9 @@ class Community:
         """The weights of the tiers' co-save parts (``recommend.tier_weights``), chosen at the first ask on
         the saves of then (:func:`scix_core.recommend.collab.weights.choose`) and kept: in the fit cache
         under a hash of those saves, so the same community — a second evaluation of a split — reads them
-        back; a server (``refresh_s`` > 0) takes the newest kept choice of the index's parts and catalogue,
-        as it takes a stale EASE fit, and chooses only when there is none."""
+        back; a server (``refresh_s`` > 0) takes the newest kept choice of the index's parts and catalogue
+        made on at least ``KEPT_WEIGHTS_SHARE`` of its saves, as it takes a stale EASE fit, and chooses only
+        when there is none (an offline evaluation's choice, on a split's training saves, is not one)."""
         with self._weights_lock:
             if self._weights is not None:
                 return self._weights
@@ -525,12 +529,22 @@ class Community:
                     note = read_json(candidate)
                 except (OSError, ValueError):
                     continue
-                if note.get("sign") == sign and (not stale or note.get("index") == self.index):
+                ours = (
+                    note.get("index") == self.index
+                    and note.get("saves", 0) >= KEPT_WEIGHTS_SHARE * matrix.nnz
+                )
+                if note.get("sign") == sign and (not stale or ours):
                     by_size = tuple((s, tuple((n, float(w)) for n, w in ws)) for s, ws in note["by_size"])
                     return TierWeights(by_size, {**note["facts"], "kept": candidate.name})
             weights = choose(model, matrix, asked)
             by_size = [[s, [list(nw) for nw in ws]] for s, ws in weights.by_size]
-            note = {"sign": sign, "index": self.index, "by_size": by_size, "facts": weights.facts}
+            note = {
+                "sign": sign,
+                "index": self.index,
+                "saves": int(matrix.nnz),
+                "by_size": by_size,
+                "facts": weights.facts,
+            }
             write_json_atomic(path, note)
             keep_newest(folder, "tier-weights-*.json", KEEP_WEIGHTS)
             return weights

@@ -171,3 +171,6 @@ def test_a_community_weighs_its_tier_parts_and_keeps_the_choice(tmp_path):
     # ... except by a server, which takes the newest choice of its index: no wait at a start after saves
     server = _community(tmp_path, "five", _libraries(290), tmp_path / "cache", refresh_s=60.0)
     assert server.tier_weights().facts["kept"].startswith("tier-weights-")
+    # ... made on much the same saves: not an offline evaluation's, on a split's share of them
+    bigger = _community(tmp_path, "six", _libraries(400), tmp_path / "cache", refresh_s=60.0)
+    assert "kept" not in bigger.tier_weights().facts
