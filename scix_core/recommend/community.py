@@ -604,13 +604,12 @@ class Community:
             scores = summed(each, None, mine)
             label = "+".join(n if mine is None or mine[n] == 1 else f"{n}:{mine[n]:g}" for n in each)
             if self.tier_parts != self.parts:
+                weights = chosen.for_saves(len(saved_rows))
 
                 def tiers() -> np.ndarray:
                     more = model.normalised(saved_rows, [n for n in self.tier_parts if n not in each])
                     out = _scaled(summed({**each, **more}, self.tier_parts, weights), saved_rows)
                     return np.zeros(len(self.catalog), dtype=np.float32) if out is None else out
-
-                weights = chosen.for_saves(len(saved_rows))
 
         else:
             scores, label = model.scores(saved_rows), model.name
