@@ -263,7 +263,8 @@ def _eval_recs_args(p: argparse.ArgumentParser) -> None:
         type=int,
         default=1000,
         help="the per-tier tables truncate a seeded sample of this many evaluated users; the others stay "
-        "the community those users join (default 1000; 0: every evaluated user)",
+        "the community those users join (default 1000; 0: every evaluated user; more than 1000 are "
+        "truncated in parts of up to 1000 in turn, everyone else kept each time)",
     )
     p.add_argument("--permutations", type=int, default=10_000)
     p.add_argument(

@@ -42,6 +42,10 @@ from scix_core.recommend.splits import UserSplit
 from scix_core.recommend.stages.cluster import ward_labels
 
 TRUNCATIONS = (1, 3, 5, None)
+#: the per-tier tables truncate at most this many users at once: a larger sample (every evaluated user, say)
+#: is truncated a part at a time, every other user's saves kept — each part joins the whole community, as
+#: a new user does, instead of a community of the few users left untruncated
+PER_TIER_PART = 1000
 # the second process's runs (Tiers 3 and 2 share the neighbours' interest cache); the rest run in the first
 LANE_RUNS = frozenset((*rec_runs.PEERS, "tier3", "tier2"))
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -171,6 +175,7 @@ class PeerJob:
     depth: int
     cache_dir: Path  # the peers' tuning cache
     fit_cache: Path | None = None  # where EASE and iALS keep their final fits (Recommender.fit_cache)
+    parts: tuple[tuple[UserSplit, ...], ...] = ()  # ``truncated`` a part at a time (:func:`per_tier_parts`)
 
 
 @dataclass(frozen=True)
@@ -223,53 +228,72 @@ def run_job(job: PeerJob, rec=None) -> PeerLists:
     return PeerLists(lists, per_tier, dict(peers.tuned), seconds)
 
 
+def per_tier_parts(truncated: Sequence[UserSplit], seed: int) -> tuple[tuple[UserSplit, ...], ...]:
+    """``truncated`` in seeded parts of at most :data:`PER_TIER_PART` users (sizes differing by one at
+    most), each in the split's order; one part when it is no larger."""
+    n = -(-len(truncated) // PER_TIER_PART)
+    if n <= 1:
+        return (tuple(truncated),)
+    order = np.random.default_rng(seed).permutation(len(truncated))
+    return tuple(tuple(truncated[i] for i in sorted(order[k::n].tolist())) for k in range(n))
+
+
 def per_tier_lists(main, job: PeerJob, peers: rec_runs.Peers, lists: Lists) -> dict:
     """The default cascade and the peers with each evaluated user's training saves truncated to 1, 3, 5,
     all. Everything is refitted on the truncated saves — a model that kept the user's full row would
     offer their own truncated-away saves back: the peers (with the parameters tuned on the full saves),
     the cascade's community, and EASE by the exact low-rank update of the full fit (a refit where that is
-    not cheaper). At "all" the peers' lists are the main run's."""
+    not cheaper). At "all" the peers' lists are the main run's. The users are truncated a part at a time
+    (``job.parts``), the other parts' users keeping their saves."""
     out = {}
-    chosen = {s.user for s in job.truncated}
-    cat = main.side.catalog
+    parts = job.parts or (job.truncated,)
     others = UserState(job.others) if job.others is not None else None
     for trunc in TRUNCATIONS:
         name = str(trunc) if trunc else "all"
-        if trunc is None:
-            rec, fitted = main, peers
-        else:
-            rec = Recommender(
-                main.index,
-                job.config,
-                persist_clusters=False,
-                state=others.snapshot(job.tmp / f"trunc-{name}.sqlite"),
-                build_community=False,
-            )
-            rows = main.side.rows
-            changes = [
-                (
-                    rows(p for p in job.train[u] if p in cat.row),
-                    rows(p for p in job.train[u][:trunc] if p in cat.row),
-                )
-                for u in chosen
-            ]
-            rec.community.start_from(main.community, changes)
-            replay(rec, job.train, job.truncated, trunc, evaluated=True)
-            fitted = peers.refitted(
-                rec, {u: p[:trunc] if u in chosen else p for u, p in job.train.items()}, changes
-            )
         made: Lists = {run: {} for run in ("cascade", *job.per_tier_runs)}
         ran: dict[int, int] = {}
-        for s in job.truncated:
-            result = rec.recommend(s.user, job.depth, log=False)
-            ran[result.tier] = ran.get(result.tier, 0) + 1
-            made["cascade"][s.user] = [i.paper_id for i in result.items if not i.exploration][: job.depth]
-            ctx = rec.context(s.user)
-            for peer in job.per_tier_runs:
-                done = lists.get(peer, {}).get(s.user) if trunc is None else None  # the main run's list
-                made[peer][s.user] = done if done is not None else fitted.recommend(peer, ctx, job.depth)
+        for number, part in enumerate(parts if trunc else (job.truncated,)):
+            rec, fitted = (
+                (main, peers) if trunc is None else _truncated(main, job, peers, others, parts, number, trunc)
+            )
+            for s in part:
+                result = rec.recommend(s.user, job.depth, log=False)
+                ran[result.tier] = ran.get(result.tier, 0) + 1
+                made["cascade"][s.user] = [i.paper_id for i in result.items if not i.exploration][: job.depth]
+                ctx = rec.context(s.user)
+                for peer in job.per_tier_runs:
+                    done = lists.get(peer, {}).get(s.user) if trunc is None else None  # the main run's list
+                    made[peer][s.user] = done if done is not None else fitted.recommend(peer, ctx, job.depth)
         out[name] = (made, ran)
     return out
+
+
+def _truncated(main, job: PeerJob, peers: rec_runs.Peers, others: UserState, parts, number: int, trunc: int):
+    """A recommender and the peers refitted with part ``number``'s users truncated to ``trunc`` saves and
+    every other user's saves kept."""
+    part, cat = parts[number], main.side.catalog
+    rec = Recommender(
+        main.index,
+        job.config,
+        persist_clusters=False,
+        state=others.snapshot(job.tmp / f"trunc-{trunc}-{number}.sqlite"),
+        build_community=False,
+    )
+    rest = [s for i, p in enumerate(parts) if i != number for s in p]
+    if rest:
+        replay(rec, job.train, rest, evaluated=True)
+    chosen = {s.user for s in part}
+    changes = [
+        (
+            main.side.rows(p for p in job.train[u] if p in cat.row),
+            main.side.rows(p for p in job.train[u][:trunc] if p in cat.row),
+        )
+        for u in chosen
+    ]
+    rec.community.start_from(main.community, changes)
+    replay(rec, job.train, part, trunc, evaluated=True)
+    train = {u: p[:trunc] if u in chosen else p for u, p in job.train.items()}
+    return rec, peers.refitted(rec, train, changes)
 
 
 def _one_thread() -> None:

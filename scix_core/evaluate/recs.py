@@ -16,7 +16,9 @@ Paired per-user randomisation tests with Holm correction and the search
 gate (``scix_core.evaluate.significance``) compare every run with the
 baseline. ``per_tier`` truncates the training saves of a seeded sample of
 ``per_tier_users`` evaluated users (all when None) to 1, 3, 5 and all — the
-other users keep theirs: the community a new user joins — runs the default
+other users keep theirs: the community a new user joins; more than
+:data:`~scix_core.evaluate.rec_lists.PER_TIER_PART` are truncated that many
+at a time, everyone else kept — runs the default
 tier cascade, ``content-knn`` and every tuned peer of
 the runs (on the truncated saves) on each, and reports which tier ran; every
 peer and the cascade's community are refitted on the truncated saves (peers
@@ -50,6 +52,7 @@ from scix_core.evaluate.rec_lists import (
     LANE_RUNS,
     PeerJob,
     one_thread_here,
+    per_tier_parts,
     replay,
     run_job,
     run_lists,
@@ -78,6 +81,13 @@ def metric_names(cutoffs: Sequence[int] = CUTOFFS) -> tuple[str, ...]:
 
 METRICS = metric_names()
 PRIMARY = "recall@10"
+
+
+def in_parts(setup: Mapping) -> str:
+    """How a per-tier table's users were truncated, when in parts
+    (:func:`~scix_core.evaluate.rec_lists.per_tier_parts`)."""
+    sizes = setup.get("per_tier_parts") or ()
+    return f", {len(sizes)} parts of up to {max(sizes):,} in turn" if len(sizes) > 1 else ""
 
 
 def check_cutoffs(cutoffs: Sequence[int]) -> tuple[int, ...]:
@@ -201,7 +211,7 @@ class RecEvalReport:
                 *metrics,
                 *(h for m in tested for h in (f"cascade Δ {m}", "p_adj")),
                 title=f"{sum(block['tiers'].values())} of the {self.n_users} users' training saves "
-                f"truncated to {trunc} (the others' kept): tiers run {block['tiers']}",
+                f"truncated to {trunc}{in_parts(self.setup)} (the others' kept): tiers run {block['tiers']}",
             )
             for run, avg in block["runs"].items():
                 cells = [f"{avg[m]:.4f}" for m in metrics]
@@ -365,6 +375,7 @@ def evaluate_recs(
             depth,
             cfg.home / "cache" / "rec-tuning" / index,
             rec.fit_cache,
+            per_tier_parts(truncated, seed) if per_tier else (),
         )
         parallel = _workers(workers) > 1
         if parallel:
@@ -458,6 +469,7 @@ def evaluate_recs(
         "scorer": cfg.recommend.scorer,
         "mmr_lambda": cfg.recommend.mmr_lambda,
         "per_tier_users": len(truncated) if per_tier else 0,
+        "per_tier_parts": [len(p) for p in job.parts],  # the users truncated at a time
     }
     return RecEvalReport(
         index,

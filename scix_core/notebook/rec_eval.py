@@ -22,7 +22,7 @@ from pathlib import Path
 
 from scix_core.config import Config, load_config
 from scix_core.evaluate import rec_runs
-from scix_core.evaluate.recs import evaluate_recs
+from scix_core.evaluate.recs import evaluate_recs, in_parts
 from scix_core.notebook import charts
 from scix_core.notebook.frontend import Rendered, View, banner, heading, table
 from scix_core.train.scorer import in_run_scorer
@@ -117,8 +117,8 @@ def render_rec_eval(report: dict) -> Rendered:
         users = sum(block["tiers"].values())
         parts.append(
             heading(
-                f"Training saves of {users} of the {report['n_users']} users truncated to {trunc} "
-                f"(the others' kept): tiers run {block['tiers']}"
+                f"Training saves of {users} of the {report['n_users']} users truncated to {trunc}"
+                f"{in_parts(report.get('setup', {}))} (the others' kept): tiers run {block['tiers']}"
             )
         )
         tests = {(c["baseline"], c["metric"]): c for c in block.get("comparisons", [])}

@@ -420,3 +420,53 @@ def test_two_processes_make_the_lists_one_process_makes(home, monkeypatch):
             "cu", workers=2, **{**kw, "runs": (*runs, "tier1-lgbm")}, scorer_trainer=failing_trainer
         )
     assert not multiprocessing.active_children()
+
+
+def test_per_tier_parts_are_seeded_disjoint_and_cover_the_sample(monkeypatch):
+    from scix_core.evaluate import rec_lists
+
+    splits = [UserSplit(f"u{i}", ("a",), frozenset({"b"})) for i in range(5)]
+    assert rec_lists.per_tier_parts(splits, 0) == (tuple(splits),)  # no larger than a part: one part
+    monkeypatch.setattr(rec_lists, "PER_TIER_PART", 2)
+    parts = rec_lists.per_tier_parts(splits, 0)
+    assert sorted(len(p) for p in parts) == [1, 2, 2]  # ceil(5 / 2) parts, sizes within one of each other
+    assert sorted(s.user for p in parts for s in p) == [s.user for s in splits]  # each user once
+    assert all(list(p) == sorted(p, key=splits.index) for p in parts)  # each in the split's order
+    assert rec_lists.per_tier_parts(splits, 0) == parts and rec_lists.per_tier_parts(splits, 1) != parts
+
+
+@pytest.mark.model
+def test_per_tier_tables_truncate_a_part_at_a_time(home, monkeypatch, capsys):
+    from rich.console import Console
+
+    from scix_core.cli.main import main
+    from scix_core.evaluate import rec_lists
+    from tests.conftest import FIXTURES
+
+    assert main(["ingest", "--path", str(FIXTURES / "citeulike"), "--index", "cu", "--quiet"]) == 0
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # one process: the part size patched below holds there
+    kw = dict(min_saves=2, holdout=0.3, runs=("tier1", "rp3beta"), permutations=100, progress=False)
+    whole = evaluate_recs("cu", per_tier_users=None, **kw)
+    monkeypatch.setattr(rec_lists, "PER_TIER_PART", 1)
+    calls, real = [], rec_lists.replay
+
+    def replay(rec, train, splits, truncate=None, evaluated=None):  # the real replay, its users noted
+        calls.append(({s.user for s in splits}, truncate))
+        return real(rec, train, splits, truncate, evaluated)
+
+    monkeypatch.setattr(rec_lists, "replay", replay)
+    parted = evaluate_recs("cu", per_tier_users=None, **kw)
+    assert whole.setup["per_tier_parts"] == [2] and parted.setup["per_tier_parts"] == [1, 1]
+    users = [next(iter(u)) for u, t in calls if t == 1]  # the parts in turn, at one save
+    for report in (whole, parted):  # both users in every table; at one save Tier 3 answered each
+        assert all(sum(block["tiers"].values()) == 2 for block in report.per_tier.values())
+        assert report.per_tier["1"]["tiers"] == {"tier3": 2}
+    parted.print(Console(width=200))
+    assert "2 parts of up to 1 in turn" in capsys.readouterr().out
+    # each part truncated while the other part's users keep their whole training saves
+    assert calls[-4:] == [
+        ({users[1]}, None),
+        ({users[0]}, 5),
+        ({users[0]}, None),
+        ({users[1]}, 5),
+    ]
