@@ -96,6 +96,27 @@ def test_a_part_that_predicts_nothing_is_weighted_out_on_the_saves_alone():
         assert len(mine) == 6 and mine < theirs
     # the same saves, the same choice
     assert choose(Ensemble(((RP3Beta(), 1.0), (Elsewhere(), 1.0))), x, asked, 1) == weights
+
+
+def test_the_choice_does_not_depend_on_the_order_users_joined(monkeypatch):
+    from scix_core.recommend.collab import weights as module
+
+    monkeypatch.setattr(module, "USERS", 60)  # a sample of the eligible users validates
+    rng = np.random.default_rng(5)
+    x = _libraries(300).tolil()
+    for u in range(x.shape[0]):  # and two saves anywhere: recall that depends on who validates
+        for c in rng.choice(BLOCKS * PER_BLOCK, size=2, replace=False):
+            x[u, int(c)] = 1.0
+    x = x.tocsr()
+    both = ("rp3beta", "elsewhere")
+    made = [
+        choose(Ensemble(((RP3Beta(), 1.0), (Elsewhere(), 1.0))), m, questions(both, both), 1)
+        for m in (x, x[::-1])
+    ]
+    keys = ("users", "best", "p", "configured_recall", "best_recall")
+    assert made[0] == made[1]
+    assert all(made[0].facts[q][k] == made[1].facts[q][k] for q in ("1", "3", "all") for k in keys)
+
     # Tier 1 configured with the useless part alone takes the walk instead
     wrong = choose(
         Ensemble(((RP3Beta(), 1.0), (Elsewhere(), 1.0))),

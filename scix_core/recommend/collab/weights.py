@@ -11,9 +11,10 @@ weights are chosen per index, the way the peers' hyperparameters are, for
 three questions — one save (Tier 3), three saves (Tier 2), a whole library
 (Tier 1, which may then take a part only the tiers had):
 
-1. up to ``USERS`` users with at least ``MIN_SAVES`` saves (seeded; as many
-   as the peers' validation split in ``scix eval-recs``) each set aside a
-   fifth of their saves (at least one);
+1. up to ``USERS`` users with at least ``MIN_SAVES`` saves (seeded, by a key
+   made of each user's saves — not the order users joined the community; as
+   many as the peers' validation split in ``scix eval-recs``) each set aside
+   a fifth of their saves (at least one);
 2. for one and three saves the parts are fitted on the community without
    those users (a user who asks with few saves brings nothing else the fit
    could know: the per-tier tables' protocol, where their rows are cut to
@@ -62,7 +63,7 @@ LEVELS = (0.0, 0.5, 1.0)  # each part's weight on the grid (the best part's is 1
 ALPHA = 0.05  # a one-sided paired t-test's level
 K = 10
 # what a kept choice was made by: a change here makes every kept choice stale (Community.tier_weights)
-PROCEDURE = (USERS, QUERIES, MIN_USERS, MIN_SAVES, HOLDOUT, LEVELS, ALPHA, K, "apart")
+PROCEDURE = (USERS, QUERIES, MIN_USERS, MIN_SAVES, HOLDOUT, LEVELS, ALPHA, K, "apart", "keyed")
 
 
 @dataclass(frozen=True)
@@ -117,22 +118,32 @@ def grid(names: tuple[str, ...], first: tuple[float, ...] | None = None) -> list
     return [first, *sorted(p for p in points if p != first)]
 
 
-def _validation(by_user: csr_matrix, users: np.ndarray, seed: int):
-    """(user row, kept catalogue rows, set-aside rows) for each of ``users``, seeded per user."""
+def _keys(by_user: csr_matrix, users: np.ndarray, seed: int) -> np.ndarray:
+    """A seeded key for each of ``users`` (matrix rows) made of the catalogue rows it saved, not of its
+    position: which users validate, how each is split and what each asks with do not depend on the order
+    the users joined the community (an evaluation's replay order, a server's arrivals)."""
+    start = zlib.crc32(b"tier-weights") ^ (seed & 0xFFFFFFFF)
+    saved = (np.sort(by_user.indices[by_user.indptr[u] : by_user.indptr[u + 1]]) for u in users)
+    return np.array([zlib.crc32(r.astype(np.int64).tobytes(), start) for r in saved], dtype=np.int64)
+
+
+def _validation(by_user: csr_matrix, users: np.ndarray, keys: np.ndarray, seed: int):
+    """(user row, kept catalogue rows, set-aside rows, key) for each of ``users``, seeded by its key."""
     out = []
-    for u in users:
-        rows = by_user.indices[by_user.indptr[u] : by_user.indptr[u + 1]]
-        order = np.random.default_rng([seed, int(u)]).permutation(rows)
+    for u, key in zip(users, keys):
+        rows = np.sort(by_user.indices[by_user.indptr[u] : by_user.indptr[u + 1]])
+        order = np.random.default_rng([seed, int(key)]).permutation(rows)
         held = max(1, int(round(HOLDOUT * len(rows))))
-        out.append((int(u), np.sort(order[held:]), order[:held]))
+        out.append((int(u), np.sort(order[held:]), order[:held], int(key)))
     return out
 
 
-def _queries(kept: np.ndarray, size: int | None, seed: int, user: int) -> list[np.ndarray]:
-    """The sets of ``size`` kept saves a validation user asks with (all of them when None), seeded."""
+def _queries(kept: np.ndarray, size: int | None, seed: int, key: int) -> list[np.ndarray]:
+    """The sets of ``size`` kept saves a validation user asks with (all of them when None), seeded by the
+    user's key."""
     if size is None or size >= len(kept):
         return [kept]
-    rng = np.random.default_rng([seed, size, user])
+    rng = np.random.default_rng([seed, size, key])
     if size == 1:
         return [kept[[i]] for i in rng.choice(len(kept), min(QUERIES, len(kept)), replace=False)]
     return [np.sort(rng.choice(kept, size, replace=False)) for _ in range(QUERIES)]
@@ -154,7 +165,7 @@ def _fit(model: Ensemble, by_user: csr_matrix, plan, apart: bool, names: tuple[s
     their kept saves only, seconds), or (why a part could not be fitted, 0)."""
     t = time.perf_counter()
     matrix = by_user.tolil(copy=True)
-    for u, kept, _ in plan:
+    for u, kept, _, _ in plan:
         rows = [] if apart else kept.tolist()
         matrix.rows[u], matrix.data[u] = rows, [1.0] * len(rows)
     try:
@@ -173,11 +184,12 @@ def choose(model: Ensemble, by_user: csr_matrix, asked: tuple[Question, ...], se
     if not asked:
         return TierWeights(facts={"reason": "one part: nothing to weigh"})
     eligible = np.flatnonzero(np.diff(by_user.indptr) >= MIN_SAVES)
-    eligible = np.random.default_rng([seed, zlib.crc32(b"tier-weights")]).permutation(eligible)
+    keys = _keys(by_user, eligible, seed)
+    order = np.lexsort((eligible, keys))  # by key; identical libraries (one key) by row: interchangeable
     take = min(USERS, len(eligible))
     if take < MIN_USERS:
         return TierWeights(facts={"reason": f"{len(eligible)} users with {MIN_SAVES}+ saves: too few"})
-    plan = _validation(by_user, eligible[:take], seed)
+    plan = _validation(by_user, eligible[order[:take]], keys[order[:take]], seed)
     fits: dict[bool, tuple] = {}
     by_size, facts = [], {}
     for q in asked:
@@ -197,8 +209,8 @@ def choose(model: Ensemble, by_user: csr_matrix, asked: tuple[Question, ...], se
         t = time.perf_counter()
         points = np.array(grid(q.names, q.configured), dtype=np.float32)
         recall = np.zeros((len(plan), len(points)))
-        for i, (u, kept, held) in enumerate(plan):
-            for query in (asking := _queries(kept, q.size, seed, u)):
+        for i, (_, kept, held, key) in enumerate(plan):
+            for query in (asking := _queries(kept, q.size, seed, key)):
                 each = fitted.normalised(query, q.names)
                 scores = points @ np.stack([each[n] for n in q.names])  # grid points × catalogue rows
                 scores[:, kept] = -1.0  # never a kept save
