@@ -96,6 +96,14 @@ def test_a_part_that_predicts_nothing_is_weighted_out_on_the_saves_alone():
         assert len(mine) == 6 and mine < theirs
     # the same saves, the same choice
     assert choose(Ensemble(((RP3Beta(), 1.0), (Elsewhere(), 1.0))), x, asked, 1) == weights
+    # Tier 1 configured with the useless part alone takes the walk instead
+    wrong = choose(
+        Ensemble(((RP3Beta(), 1.0), (Elsewhere(), 1.0))),
+        x,
+        (Question("all", None, ("rp3beta", "elsewhere"), (0.0, 1.0)),),
+        1,
+    )
+    assert wrong.for_tier1() == {"rp3beta": 1.0, "elsewhere": 0.0} and wrong.facts["all"]["p"] < 0.05
 
 
 def test_the_choice_does_not_depend_on_the_order_users_joined(monkeypatch):
@@ -116,15 +124,6 @@ def test_the_choice_does_not_depend_on_the_order_users_joined(monkeypatch):
     keys = ("users", "best", "p", "configured_recall", "best_recall")
     assert made[0] == made[1]
     assert all(made[0].facts[q][k] == made[1].facts[q][k] for q in ("1", "3", "all") for k in keys)
-
-    # Tier 1 configured with the useless part alone takes the walk instead
-    wrong = choose(
-        Ensemble(((RP3Beta(), 1.0), (Elsewhere(), 1.0))),
-        x,
-        (Question("all", None, ("rp3beta", "elsewhere"), (0.0, 1.0)),),
-        1,
-    )
-    assert wrong.for_tier1() == {"rp3beta": 1.0, "elsewhere": 0.0} and wrong.facts["all"]["p"] < 0.05
 
 
 def test_equal_weights_stay_unless_another_point_is_clearly_better():
