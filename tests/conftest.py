@@ -7,8 +7,10 @@ tests fail when the test command did not start the server.
 
 from __future__ import annotations
 
+import csv
 import fcntl
 import os
+import random
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
@@ -103,17 +105,54 @@ def _corpus_lock(tmp_path_factory, corpus: str):
         yield
 
 
+# SciFact's papers in the suite: every judged one (565) and a seeded sample of the rest. The whole corpus
+# (5,183) cost a core 18 minutes to encode on a slow AVX2 machine; its figures are `scix eval`'s, in
+# docs/results.md. A slice a third the size keeps each test's point: real claims, real abstracts, 809 judged
+# queries whose relevant papers are all there, each lane and the fusion ranking them among distractors.
+SCIFACT_SLICE = 1_500
+
+
+def scifact_slice(data_dir: Path, folder: Path, size: int = SCIFACT_SLICE) -> Path:
+    """SciFact in its own layout under ``folder`` (the queries and judgments linked, the corpus CSV cut to
+    ``size`` papers: the judged ones and a seeded sample of the rest, in the file's order)."""
+    source = data_dir / "scifact"
+    judged = {
+        line.split("\t")[1]
+        for qrels in (source / "qrels").glob("*.tsv")
+        for line in qrels.read_text().splitlines()[1:]
+        if line.strip()
+    }
+    csv.field_size_limit(1 << 30)
+    with open(source / "original_csv" / "corpus_train.csv", newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        fields, rows = reader.fieldnames, list(reader)
+    others = sorted(r["doc_id"] for r in rows if r["doc_id"] not in judged)
+    keep = judged | set(random.Random(0).sample(others, size - len(judged)))
+    (folder / "original_csv").mkdir(parents=True, exist_ok=True)
+    with open(folder / "original_csv" / "corpus_train.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(r for r in rows if r["doc_id"] in keep)
+    for name in ("queries.jsonl", "qrels"):
+        if not (folder / name).exists():
+            (folder / name).symlink_to(source / name)
+    return folder
+
+
 @pytest.fixture(scope="session")
-def scifact(tmp_path_factory, data_dir, encoder):
-    """The real SciFact corpus (5,183 papers) ingested with MiniLM vectors into a private workspace.
+def scifact_data(tmp_path_factory, data_dir) -> Path:
+    """:func:`scifact_slice` of the real data, for this worker."""
+    return scifact_slice(data_dir, tmp_path_factory.mktemp("scifact-data"))
 
-    Returns ``(config, index name)``. Cold, this encodes the whole corpus once per test session (~3 min).
+
+@pytest.fixture(scope="session")
+def scifact(tmp_path_factory, scifact_data, data_dir, encoder):
+    """Real SciFact (:data:`SCIFACT_SLICE` papers, every judged one) ingested with MiniLM vectors into a
+    private workspace. Returns ``(config, index name)``. Cold, this encodes the slice once per test session.
     """
-    from scix_core.ingest import ingest
-
     cfg = load_config().replace(home=_home(tmp_path_factory, "scifact-home"), data_dir=data_dir)
     with _corpus_lock(tmp_path_factory, "scifact"):
-        ingest(data_dir / "scifact", "scifact", config=cfg, progress=False, encoder=encoder)
+        ingest(scifact_data, "scifact", config=cfg, progress=False, encoder=encoder)
     return cfg, "scifact"
 
 
@@ -150,10 +189,11 @@ def citeulike_home(citeulike_index, data_dir, encoder):
     return cfg.replace(**{"recommend.collab": "rp3beta", "recommend.tier_collab": ""})
 
 
-def _notebook_home(tmp_path_factory, data_dir: Path, dataset: str) -> Path:
-    """Real ``dataset`` under its default name in a workspace this test process never opens (the ingest
-    runs in its own process too), so the notebooks' kernels (nbmake, JupyterLab) own the vector shards.
-    Vectors come from the run's shared embedding cache a session fixture filled: nothing is encoded twice."""
+def _notebook_home(tmp_path_factory, data_dir: Path, dataset: str, source: list[str]) -> Path:
+    """Real ``dataset`` (read by ``scix ingest`` from ``source``) under its default name in a workspace this
+    test process never opens (the ingest runs in its own process too), so the notebooks' kernels (nbmake,
+    JupyterLab) own the vector shards. Vectors come from the run's shared embedding cache a session fixture
+    filled: nothing is encoded twice."""
     import subprocess
     import sys
 
@@ -161,7 +201,7 @@ def _notebook_home(tmp_path_factory, data_dir: Path, dataset: str) -> Path:
     env = {**os.environ, "SCIX_HOME": str(home), "SCIX_DATA_DIR": str(data_dir)}
     env.pop("SCIX_CONFIG", None)
     done = subprocess.run(
-        [sys.executable, "-m", "scix_core", "ingest", "--dataset", dataset, "--index", dataset, "--quiet"],
+        [sys.executable, "-m", "scix_core", "ingest", *source, "--index", dataset, "--quiet"],
         env=env,
         capture_output=True,
         text=True,
@@ -174,16 +214,16 @@ def _notebook_home(tmp_path_factory, data_dir: Path, dataset: str) -> Path:
 
 
 @pytest.fixture(scope="session")
-def scifact_notebook_home(tmp_path_factory, scifact, data_dir) -> Path:
-    """SciFact as ``scifact`` for notebooks 01-05 and the browser tests (:func:`_notebook_home`)."""
-    return _notebook_home(tmp_path_factory, data_dir, "scifact")
+def scifact_notebook_home(tmp_path_factory, scifact, scifact_data, data_dir) -> Path:
+    """The SciFact slice as ``scifact`` for notebooks 01-05 and the browser tests (:func:`_notebook_home`)."""
+    return _notebook_home(tmp_path_factory, data_dir, "scifact", ["--path", str(scifact_data)])
 
 
 @pytest.fixture(scope="session")
 def citeulike_notebook_home(tmp_path_factory, citeulike_index, data_dir) -> Path:
     """CiteULike-a as ``citeulike-a`` (its libraries the community) for notebook 06
     (:func:`_notebook_home`)."""
-    return _notebook_home(tmp_path_factory, data_dir, "citeulike-a")
+    return _notebook_home(tmp_path_factory, data_dir, "citeulike-a", ["--dataset", "citeulike-a"])
 
 
 # -- the hand-checkable corpus (tests/corpus.py) in real indexes, once per session
@@ -246,6 +286,45 @@ def tiny_reranker(built) -> str:
 
 SLOW = ("model", "realdata", "postgres", "browser")
 
+# The files whose tests use a real corpus's session fixture run on one pytest-xdist worker, in turn, first
+# (`make test`'s --dist loadfile, :func:`pytest_xdist_make_scheduler`): the corpus is encoded and its
+# libraries imported once, and no worker sits waiting on another's encoding (a slow machine's worker waited
+# seven minutes on SciFact's). A test that uses the fixture from another file fails the collection.
+CORPUS_FIXTURES = {"scifact": "scifact", "citeulike_index": "citeulike-a"}
+CORPUS_FILES = {
+    "tests/search/test_scifact.py": "scifact",
+    "tests/evaluate/test_eval_cli.py": "scifact",
+    "tests/notebooks/test_notebooks.py": "scifact",
+    "tests/notebooks/test_browser.py": "scifact",
+    "tests/evaluate/test_recs.py": "citeulike-a",
+    "tests/recommend/test_real_data.py": "citeulike-a",
+    "tests/notebooks/test_recommendation_notebook.py": "citeulike-a",
+    "tests/recommend/test_scorers.py": "citeulike-a",
+}
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadfile with each corpus's files (:data:`CORPUS_FILES`) one work unit, handed out first."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class CorpusScheduling(LoadFileScheduling):
+        ordered = False
+
+        def _split_scope(self, nodeid: str) -> str:
+            file = super()._split_scope(nodeid)
+            return f"corpus:{CORPUS_FILES[file]}" if file in CORPUS_FILES else file
+
+        def _assign_work_unit(self, node) -> None:
+            if not self.ordered:  # the corpora's units are the longest: first, so no worker ends alone
+                self.ordered = True
+                for scope in sorted((s for s in self.workqueue if s.startswith("corpus:")), reverse=True):
+                    self.workqueue.move_to_end(scope, last=False)
+            super()._assign_work_unit(node)
+
+    return CorpusScheduling(config, log)
+
 
 def pytest_collection_modifyitems(config, items):
     """Notebook and browser tests last: they start kernels, JupyterLab and Chromium beside this process.
@@ -253,6 +332,12 @@ def pytest_collection_modifyitems(config, items):
     ``make check`` runs the rest (``-m "not slow"``). A file runs whole on one worker, in order (`make test`
     passes ``--dist loadfile``: module fixtures, tests that build on the one before)."""
     for item in items:
+        file = item.nodeid.split("::")[0]
+        for fixture, corpus in CORPUS_FIXTURES.items():
+            if fixture in getattr(item, "fixturenames", ()) and CORPUS_FILES.get(file) != corpus:
+                raise pytest.UsageError(
+                    f"{item.nodeid} uses {fixture}: add {file} to CORPUS_FILES as {corpus!r}"
+                )
         if any(item.get_closest_marker(m) for m in SLOW):
             item.add_marker(pytest.mark.slow)
     items.sort(key=lambda item: "tests/notebooks/" in str(item.fspath).replace(os.sep, "/"))

@@ -492,14 +492,14 @@ class Community:
                 return self._weights
             with self._lock:
                 self._refresh(lazy=True)
-                matrix, model = self._matrix, self.model
+                matrix, model, fitted = self._matrix, self.model, self._fitted
             if not self.weigh_tiers or not isinstance(model, Ensemble) or matrix is None:
                 self._weights = TierWeights(facts={"reason": "equal weights (recommend.tier_weights)"})
                 return self._weights
-            self._weights = self._kept_weights(model, matrix)
+            self._weights = self._kept_weights(model, matrix, fitted)
             return self._weights
 
-    def _kept_weights(self, model: Ensemble, matrix) -> TierWeights:
+    def _kept_weights(self, model: Ensemble, matrix, fitted) -> TierWeights:
         order = [m.name for m, _ in model.parts]
         mine = tuple(n for n in order if self.parts is None or n in self.parts)
         tiers = tuple(n for n in order if self.tier_parts is None or n in self.tier_parts)
@@ -512,7 +512,7 @@ class Community:
             "parts": [[m.name, repr(sorted(_params(m).items()))] for m, _ in model.parts if m.name in names],
         }
         if self.weights_cache is None:
-            return choose(model, matrix, asked)
+            return choose(model, matrix, asked, start=fitted if isinstance(fitted, Ensemble) else None)
         saves = matrix.sorted_indices()  # the same saves hash alike, whatever order they arrived in
         digest = hashlib.sha1(repr(sign).encode())
         digest.update(saves.indptr.tobytes())
@@ -536,7 +536,7 @@ class Community:
                 if note.get("sign") == sign and (not stale or ours):
                     by_size = tuple((s, tuple((n, float(w)) for n, w in ws)) for s, ws in note["by_size"])
                     return TierWeights(by_size, {**note["facts"], "kept": candidate.name})
-            weights = choose(model, matrix, asked)
+            weights = choose(model, matrix, asked, start=fitted if isinstance(fitted, Ensemble) else None)
             by_size = [[s, [list(nw) for nw in ws]] for s, ws in weights.by_size]
             note = {
                 "sign": sign,

@@ -6,10 +6,13 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 import numpy as np
+import pytest
 from scipy.sparse import csr_matrix
 
 from scix_core.recommend import UserState
 from scix_core.recommend.catalog import Catalog
+from scix_core.recommend.collab import weights
+from scix_core.recommend.collab.ease import Ease
 from scix_core.recommend.collab.ensemble import Ensemble
 from scix_core.recommend.collab.walk import RP3Beta
 from scix_core.recommend.collab.weights import MIN_USERS, Question, TierWeights, choose, grid, questions
@@ -194,3 +197,50 @@ def test_a_community_weighs_its_tier_parts_and_keeps_the_choice(tmp_path):
     # ... made on much the same saves: not an offline evaluation's, on a split's share of them
     bigger = _community(tmp_path, "six", _libraries(400), tmp_path / "cache", refresh_s=60.0)
     assert "kept" not in bigger.tier_weights().facts
+
+
+@dataclass
+class CountedEase(Ease):
+    """EASE^R counting its solves (its factorisations of the Gram matrix)."""
+
+    solves = [0]
+
+    def _solve(self, gram, n):
+        self.solves[0] += 1
+        return super()._solve(gram, n)
+
+
+def _mixed(users: int, items: int = 90, seed: int = 5) -> csr_matrix:
+    """Libraries of 6 to 14 saves, most within a user's block of items, some among the popular ones."""
+    rng = np.random.default_rng(seed)
+    popular = (np.arange(1, items + 1) ** -0.8) / (np.arange(1, items + 1) ** -0.8).sum()
+    rows, cols = [], []
+    for u in range(users):
+        block = rng.integers(0, items // 10)
+        own = block * 10 + rng.choice(10, size=rng.integers(4, 9), replace=False)
+        saved = set(own.tolist()) | set(rng.choice(items, size=rng.integers(2, 6), p=popular).tolist())
+        rows += [u] * len(saved)
+        cols += sorted(saved)
+    return csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)), shape=(users, items))
+
+
+def test_the_validation_fits_update_the_communitys_ease_rather_than_refit_it(monkeypatch):
+    monkeypatch.setattr(weights, "USERS", 150)  # of 500: the fits without them are not empty
+    x = _mixed(500)
+    asked = questions(("rp3beta", "ease"), ("rp3beta", "ease"))
+    model = Ensemble(((RP3Beta(), 1.0), (CountedEase(lam=5.0), 1.0)))
+    refitted = choose(model, x, asked, seed=1)
+    assert CountedEase.solves == [2]  # the community without the validation users; with their kept saves
+    start = model.fit(x)
+    updated = choose(model, x, asked, seed=1, start=start)
+    assert CountedEase.solves == [3]  # the community's own fit only: both validation fits are its update
+    assert updated.by_size == refitted.by_size
+    for label, facts in refitted.facts.items():
+        assert 0.05 < facts["configured_recall"] < 0.95, facts  # a question that can tell fits apart
+        for key in ("configured_recall", "best_recall", "p"):
+            assert updated.facts[label][key] == pytest.approx(facts[key], abs=1e-3), (label, key)
+    # a start fitted on other saves (one save fewer) is not updated: the validation fits are refitted
+    fewer = x.tolil(copy=True)
+    fewer.rows[0], fewer.data[0] = fewer.rows[0][1:], fewer.data[0][1:]
+    choose(model, x, asked, seed=1, start=model.fit(fewer.tocsr()))
+    assert CountedEase.solves == [6]

@@ -1,7 +1,9 @@
-"""Hybrid search on the real SciFact corpus returns the relevant papers for train queries.
+"""Hybrid search on real SciFact (the suite's slice: every judged paper among 1,500) returns the relevant
+papers for train queries.
 
-Thresholds sit a few points under the measured figures (docs/results.md),
-so a real regression fails while machine noise cannot.
+Thresholds sit a few points under the figures measured on the slice (hybrid nDCG@10 0.772 / 0.802 / 0.802 and
+recall@10 0.872 / 0.911 / 0.911 with AND / OR / auto lexical matching), so a real regression fails while
+machine noise cannot. The whole corpus's figures are `scix eval`'s, in docs/results.md.
 """
 
 from __future__ import annotations
@@ -42,12 +44,12 @@ def _evaluate(searcher: Searcher, mode: str) -> dict[str, float]:
     }
 
 
-@pytest.mark.parametrize("lexical_mode, floor", [("and", 0.62), ("or", 0.68), ("auto", 0.68)])
+@pytest.mark.parametrize("lexical_mode, floor", [("and", 0.74), ("or", 0.77), ("auto", 0.77)])
 def test_hybrid_finds_relevant_papers(scifact, lexical_mode, floor):
     cfg, index = scifact
     searcher = Searcher(index, cfg.replace(**{"search.lexical_mode": lexical_mode}))
     scores = _evaluate(searcher, "hybrid")
-    assert scores["ndcg@10"] >= floor and scores["recall@10"] >= 0.75, scores
+    assert scores["ndcg@10"] >= floor and scores["recall@10"] >= 0.85, scores
 
 
 def test_sqlite_lane_timeout(scifact):
