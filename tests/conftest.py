@@ -107,9 +107,9 @@ def _corpus_lock(tmp_path_factory, corpus: str):
 
 # SciFact's papers in the suite: every judged one (565) and a seeded sample of the rest. The whole corpus
 # (5,183) cost a core 18 minutes to encode on a slow AVX2 machine; its figures are `scix eval`'s, in
-# docs/results.md. A slice a third the size keeps each test's point: real claims, real abstracts, 809 judged
+# docs/results.md. A slice a fifth the size keeps each test's point: real claims, real abstracts, 809 judged
 # queries whose relevant papers are all there, each lane and the fusion ranking them among distractors.
-SCIFACT_SLICE = 1_500
+SCIFACT_SLICE = 1_000
 
 
 def scifact_slice(data_dir: Path, folder: Path, size: int = SCIFACT_SLICE) -> Path:
@@ -166,27 +166,31 @@ def citeulike_index(tmp_path_factory, data_dir, encoder):
 
 
 @pytest.fixture(scope="session")
-def citeulike_home(citeulike_index, data_dir, encoder):
-    """:func:`citeulike_index` with every library imported; and the same vectors in qdrant-client local mode
-    (exact reference) for the congruence test."""
+def citeulike_home(citeulike_index):
+    """:func:`citeulike_index` with every library imported."""
     from scix_core.recommend import Recommender
     from scix_core.recommend.library import import_libraries
 
     cfg = citeulike_index
+    report = import_libraries(Recommender("cul", cfg))
+    assert (report.users, report.saves, report.unknown_papers) == (5551, 204986, 0)
+    # RP3beta alone in every tier (tier_collab "" = as collab): no EASE or iALS fit per test; the defaults'
+    # parts are tested on these libraries by the evaluation test and notebook 06, which share one cached fit
+    return cfg.replace(**{"recommend.collab": "rp3beta", "recommend.tier_collab": ""})
+
+
+@pytest.fixture(scope="session")
+def citeulike_client(citeulike_home, data_dir, encoder):
+    """:func:`citeulike_home`, and the same papers and vectors as index ``cul-client`` in qdrant-client local
+    mode (the exact reference) for the congruence test."""
     ingest(
         data_dir / "citeulike-a",
         "cul-client",
-        config=cfg.replace(**{"vectors.backend": "qdrant"}),
+        config=citeulike_home.replace(**{"vectors.backend": "qdrant"}),
         progress=False,
         encoder=encoder,
     )
-    report = import_libraries(Recommender("cul", cfg))
-    assert (report.users, report.saves, report.unknown_papers) == (5551, 204986, 0)
-    # co-saves by RP3beta alone: the default ensemble's EASE part costs a minute per distinct community; the
-    # default runs in the offline-evaluation test and notebook 06, which share one cached fit
-    # RP3beta alone in every tier (tier_collab "" = as collab): no EASE or iALS fit per test; the defaults'
-    # parts are tested on these libraries by the evaluation test and notebook 06
-    return cfg.replace(**{"recommend.collab": "rp3beta", "recommend.tier_collab": ""})
+    return citeulike_home
 
 
 def _notebook_home(tmp_path_factory, data_dir: Path, dataset: str, source: list[str]) -> Path:
@@ -296,15 +300,31 @@ CORPUS_FILES = {
     "tests/evaluate/test_eval_cli.py": "scifact",
     "tests/notebooks/test_notebooks.py": "scifact",
     "tests/notebooks/test_browser.py": "scifact",
+    # CiteULike-a's in two units: the evaluation test (the encoding, EASE's fit and the tier weights' choice
+    # on the whole community: alone, half the suite's length on a slow machine) and the rest, which reads
+    # those from the run's shared caches on the other worker once SciFact's unit is done
     "tests/evaluate/test_recs.py": "citeulike-a",
-    "tests/recommend/test_real_data.py": "citeulike-a",
-    "tests/notebooks/test_recommendation_notebook.py": "citeulike-a",
-    "tests/recommend/test_scorers.py": "citeulike-a",
+    "tests/recommend/test_real_data.py": "citeulike-a (more)",
+    "tests/notebooks/test_recommendation_notebook.py": "citeulike-a (more)",
+    "tests/recommend/test_scorers.py": "citeulike-a (more)",
 }
+# the files that take minutes on a slow machine, handed out next: a long file last leaves a worker idle
+LONG_FILES = (
+    "tests/stores/test_kills.py",
+    "tests/embeddings/test_onnx.py",
+    "tests/evaluate/test_evidence.py",
+    "tests/vectors/test_congruence.py",
+    "tests/stores/test_soak.py",
+    "tests/recommend/test_kills.py",
+    "tests/bench/test_serve.py",
+    "tests/search/test_rerank.py",
+)
 
 
 def pytest_xdist_make_scheduler(config, log):
-    """--dist loadfile with each corpus's files (:data:`CORPUS_FILES`) one work unit, handed out first."""
+    """--dist loadfile with each corpus's files (:data:`CORPUS_FILES`) one work unit: these units handed out
+    first, in that order (CiteULike-a's evaluation, SciFact's, CiteULike-a's other tests), then
+    :data:`LONG_FILES`, then the rest."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
@@ -317,9 +337,10 @@ def pytest_xdist_make_scheduler(config, log):
             return f"corpus:{CORPUS_FILES[file]}" if file in CORPUS_FILES else file
 
         def _assign_work_unit(self, node) -> None:
-            if not self.ordered:  # the corpora's units are the longest: first, so no worker ends alone
+            if not self.ordered:  # the corpora's units, then the long files: first, so no worker ends alone
                 self.ordered = True
-                for scope in sorted((s for s in self.workqueue if s.startswith("corpus:")), reverse=True):
+                first = [f"corpus:{c}" for c in dict.fromkeys(CORPUS_FILES.values())] + list(LONG_FILES)
+                for scope in reversed([s for s in first if s in self.workqueue]):
                     self.workqueue.move_to_end(scope, last=False)
             super()._assign_work_unit(node)
 
@@ -334,7 +355,9 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         file = item.nodeid.split("::")[0]
         for fixture, corpus in CORPUS_FIXTURES.items():
-            if fixture in getattr(item, "fixturenames", ()) and CORPUS_FILES.get(file) != corpus:
+            if fixture in getattr(item, "fixturenames", ()) and not CORPUS_FILES.get(file, "").startswith(
+                corpus
+            ):
                 raise pytest.UsageError(
                     f"{item.nodeid} uses {fixture}: add {file} to CORPUS_FILES as {corpus!r}"
                 )

@@ -138,8 +138,8 @@ def test_hybrid_beats_each_lane_on_scifact_train(scifact):
     assert report.n_queries == 809 and report.dropped_lanes == {}
     ndcg = {r: v["ndcg@10"] for r, v in report.runs.items()}
     assert ndcg["hybrid"] > ndcg["lexical"] and ndcg["hybrid"] > ndcg["dense"], ndcg
-    # on the suite's slice (tests/conftest.py): lexical 0.777, dense 0.767, hybrid 0.802
-    assert 0.72 <= ndcg["dense"] <= 0.81 and ndcg["hybrid"] >= 0.77, (ndcg, report.setup, cfg.search)
+    # on the suite's slice (tests/conftest.py): lexical 0.799, dense 0.800, hybrid 0.834
+    assert 0.75 <= ndcg["dense"] <= 0.84 and ndcg["hybrid"] >= 0.80, (ndcg, report.setup, cfg.search)
 
 
 def test_runs_dir_holds_the_runs_that_were_scored(on_fixture, tmp_path):

@@ -100,15 +100,15 @@ def test_a_fifty_save_user_gets_stable_clusters_and_deterministic_results(citeul
 
 @pytest.mark.model
 @pytest.mark.parametrize("exact", [True, False], ids=["exact", "hnsw"])
-def test_tier3_congruent_on_real_libraries(citeulike, monkeypatch, exact):
+def test_tier3_congruent_on_real_libraries(citeulike_client, monkeypatch, exact):
     """qdrant-edge and qdrant-client (exact reference) recommend the same ids; with HNSW (the default)
     nearly."""
     monkeypatch.setenv("SCIX_QDRANT_EXACT", "1" if exact else "0")
     results = {}
     for index in ("cul", "cul-client"):  # the vector stores compared: content only (the states' users differ)
-        rec = Recommender(index, citeulike.replace(**{"recommend.community_tiers": False}))
+        rec = Recommender(index, citeulike_client.replace(**{"recommend.community_tiers": False}))
         for source in ("3", "4", "5"):
-            library = _library(citeulike, source)
+            library = _library(citeulike_client, source)
             user = f"congruence-{source}-{exact}"
             rec.create_user(user, [])
             rec.interact(user, library[0], "save")

@@ -244,3 +244,19 @@ def test_the_validation_fits_update_the_communitys_ease_rather_than_refit_it(mon
     fewer.rows[0], fewer.data[0] = fewer.rows[0][1:], fewer.data[0][1:]
     choose(model, x, asked, seed=1, start=model.fit(fewer.tocsr()))
     assert CountedEase.solves == [6]
+
+
+def test_a_corrected_fits_batched_scores_are_its_scores():
+    x = _mixed(300)
+    fit = Ease(lam=5.0).fit(x)
+    libraries = [x.indices[x.indptr[u] : x.indptr[u + 1]] for u in range(20)]
+    corrected = fit.with_rows_changed([(rows, rows[:2]) for rows in libraries])
+    assert corrected is not None and corrected._w is not None
+    queries = [np.array([3]), np.array([1, 7, 20]), np.array([], dtype=np.int64), libraries[0]]
+    for ease in (fit, corrected):
+        for query, batched in zip(queries, ease.scores_many(queries)):
+            assert np.allclose(batched, ease.scores(query), atol=1e-5)
+    model = Ensemble(((RP3Beta(), 1.0), (Ease(lam=5.0), 0.5))).fit(x)
+    for query, each in zip(queries, model.normalised_many(queries)):
+        alone = model.normalised(query)
+        assert set(each) == set(alone) and all(np.allclose(each[n], alone[n]) for n in alone)

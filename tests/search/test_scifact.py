@@ -1,8 +1,8 @@
-"""Hybrid search on real SciFact (the suite's slice: every judged paper among 1,500) returns the relevant
+"""Hybrid search on real SciFact (the suite's slice: every judged paper among 1,000) returns the relevant
 papers for train queries.
 
-Thresholds sit a few points under the figures measured on the slice (hybrid nDCG@10 0.772 / 0.802 / 0.802 and
-recall@10 0.872 / 0.911 / 0.911 with AND / OR / auto lexical matching), so a real regression fails while
+Thresholds sit a few points under the figures measured on the slice (hybrid nDCG@10 0.804 / 0.833 / 0.833 and
+recall@10 0.901 / 0.927 / 0.927 with AND / OR / auto lexical matching), so a real regression fails while
 machine noise cannot. The whole corpus's figures are `scix eval`'s, in docs/results.md.
 """
 
@@ -44,12 +44,12 @@ def _evaluate(searcher: Searcher, mode: str) -> dict[str, float]:
     }
 
 
-@pytest.mark.parametrize("lexical_mode, floor", [("and", 0.74), ("or", 0.77), ("auto", 0.77)])
+@pytest.mark.parametrize("lexical_mode, floor", [("and", 0.77), ("or", 0.80), ("auto", 0.80)])
 def test_hybrid_finds_relevant_papers(scifact, lexical_mode, floor):
     cfg, index = scifact
     searcher = Searcher(index, cfg.replace(**{"search.lexical_mode": lexical_mode}))
     scores = _evaluate(searcher, "hybrid")
-    assert scores["ndcg@10"] >= floor and scores["recall@10"] >= 0.85, scores
+    assert scores["ndcg@10"] >= floor and scores["recall@10"] >= 0.87, scores
 
 
 def test_sqlite_lane_timeout(scifact):

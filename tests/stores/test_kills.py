@@ -21,7 +21,7 @@ def test_kills_in_every_phase_lose_nothing(tmp_path, data_dir, postgresql):
         KILLS,
         tmp_path / "home",
         seed=7,
-        limit=150,
+        limit=60,
         pg_dsn=postgresql.info.dsn,
         log=lines.append,
     )

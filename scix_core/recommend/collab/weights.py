@@ -249,13 +249,18 @@ def choose(
         t = time.perf_counter()
         points = np.array(grid(q.names, q.configured), dtype=np.float32)
         recall = np.zeros((len(plan), len(points)))
-        for i, (_, kept, held, key) in enumerate(plan):
-            for query in (asking := _queries(kept, q.size, seed, key)):
-                each = fitted.normalised(query, q.names)
+        asks = []  # (validation user, query, how many queries that user asks)
+        for i, (_, kept, _, key) in enumerate(plan):
+            asking = _queries(kept, q.size, seed, key)
+            asks += [(i, query, len(asking)) for query in asking]
+        for lo in range(0, len(asks), 256):  # the parts score a batch of queries at once
+            batch = asks[lo : lo + 256]
+            for (i, _, asked_by), each in zip(batch, fitted.normalised_many([a[1] for a in batch], q.names)):
+                _, kept, held, _ = plan[i]
                 scores = points @ np.stack([each[n] for n in q.names])  # grid points × catalogue rows
                 scores[:, kept] = -1.0  # never a kept save
                 top = np.argpartition(-scores, K, axis=1)[:, :K]
-                recall[i] += np.isin(top, held).sum(axis=1) / len(held) / len(asking)
+                recall[i] += np.isin(top, held).sum(axis=1) / len(held) / asked_by
         mean = recall.mean(axis=0)
         best = int(np.argmax(mean))
         diff = recall[:, best] - recall[:, 0]
