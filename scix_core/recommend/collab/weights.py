@@ -23,7 +23,9 @@ three questions — one save (Tier 3), three saves (Tier 2), a whole library
    alone (RP3beta's and EASE's item rows, iALS's fold-in); for a whole
    library they are fitted with those users' kept saves, and each asks with
    all of them (no disk cache: a validation fit never displaces the
-   community's own). Recall@10 of the set-aside saves, averaged over a
+   community's own; EASE's is the community's fit of the same saves updated
+   for the changed rows, exactly, by the Woodbury identity — a refit at
+   17k items cost a slow core 165 s). Recall@10 of the set-aside saves, averaged over a
    user's queries (their kept saves never offered), is computed for every
    point of a small grid of weights — several queries a user steady a
    one-save user's 0-or-1 recall (with one query each, the thinned set's
