@@ -321,6 +321,7 @@ LONG_FILES = (
 )
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook (the test extra installs it)
 def pytest_xdist_make_scheduler(config, log):
     """--dist loadfile with each corpus's files (:data:`CORPUS_FILES`) one work unit: these units handed out
     first, in that order (CiteULike-a's evaluation, SciFact's, CiteULike-a's other tests), then
