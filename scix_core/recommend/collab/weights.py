@@ -164,9 +164,9 @@ def _unfitted(model: Ensemble, names: tuple[str, ...]) -> Ensemble:
 
 def _derived(start: Ensemble | None, names: tuple[str, ...], by_user: csr_matrix, changes) -> dict:
     """The parts of ``start`` (the community's fit of exactly ``by_user``) named in ``names`` that can be
-    updated for the validation users' ``changes`` instead of refitted (EASE, by the Woodbury identity, exactly: on
-    CiteULike-a, one slow core, each validation fit took 18–26 s with iALS and RP3beta refitted, where EASE's
-    refit alone took 165 s), by name."""
+    updated for the validation users' ``changes`` instead of refitted (EASE, by the Woodbury identity,
+    exactly: on CiteULike-a, one slow core, each validation fit took 18–26 s with iALS and RP3beta refitted,
+    where EASE's refit alone took 165 s), by name."""
     out = {}
     for part in getattr(start, "fitted", ()):
         # a part fitted on fewer saves (kept while a slow refit is due) or loaded stale saw other saves
