@@ -86,9 +86,9 @@ def test_exact_scores_a_paper_by_its_best_vector_whole_or_passage():
 @pytest.fixture(scope="module")
 def with_passages(built, tmp_path_factory):
     """The fixture corpus with three more sentences in every abstract, ingested with passage vectors (in a
-    workspace of its own), on ``onnx-int8``: the fold models then encode on it too (the index's backend), as on a
-    CPU without int8 dot products — on one with them, ``auto``'s ``openvino-int8`` would calibrate each fold
-    model with NNCF (21 s a fold here; its calibration is ``tests/embeddings/test_onnx.py``'s)."""
+    workspace of its own), on ``onnx-int8``: the fold models then encode on it too (the index's backend), as
+    on a CPU without int8 dot products — on one with them, ``auto``'s ``openvino-int8`` would calibrate each
+    fold model with NNCF (21 s a fold; its calibration is ``tests/embeddings/test_onnx.py``'s)."""
     from scix_core.ingest import ingest
 
     more = " Samples were measured twice. The results agreed within error. Further work is planned."
