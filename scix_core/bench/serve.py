@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import random
 import signal
@@ -207,6 +208,12 @@ def queries_and_papers(index: str, cfg, n: int = 2000, seed: int = 0) -> tuple[l
     rng.shuffle(papers)
     titles = [t for _, t in papers if t and t.strip()][:n]
     return titles, [p for p, _ in papers[:n]]
+
+
+def query_backend(index: str, cfg) -> str:
+    """The embedding backend that encodes the index's queries: the one its build was encoded with."""
+    manifest = json.loads((Workspace(cfg.home).index_dir(index) / "manifest.json").read_text())
+    return manifest.get("embedding_backend", "torch")
 
 
 def client(
@@ -410,8 +417,10 @@ def main(argv: list[str] | None = None) -> dict:
     try:
         out["startup_s"] = server.start(timeout=900)  # a first start fits the community's co-save model
         out["settle_s"] = server.settle()
+        out["embedding_backend"] = query_backend(args.index, cfg)
         console.print(
-            f"server up after {out['startup_s']:.1f} s; background refits done {out['settle_s']:.1f} s later",
+            f"server up after {out['startup_s']:.1f} s; background refits done {out['settle_s']:.1f} s "
+            f"later; queries encoded by {out['embedding_backend']} (the index's backend: docs/api.md#limits)",
             highlight=False,
         )
         stamp = int(time.time())

@@ -19,7 +19,7 @@ import select
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from scix_core.config import Config
@@ -187,8 +187,15 @@ class PostgresUserState(UserState):
         corrupt). ``user`` (index, user): a write of that user's derived rows takes a lock of that user
         only — the store-wide lock keeps interaction ids committed in the order they were handed out,
         which these rows need not, so a served recommendation's writes do not queue behind every other
-        worker's writes."""
-        with self._connect() as conn, conn.conn.transaction():
+        worker's writes. Those writes go out in one pipeline, BEGIN to COMMIT, and are read back once: a
+        round trip each would cost a thread that waits for the interpreter lock between them — beside a busy
+        thread under ``scix serve``'s switch interval a served-log write took 2.97 ms against 0.54 alone
+        (docs/results.md)."""
+        with (
+            self._connect() as conn,
+            conn.conn.pipeline() if not durable else nullcontext(),
+            conn.conn.transaction(),
+        ):
             # one statement: the lock and, for this transaction only, a commit that does not wait
             lock = (
                 "SELECT pg_advisory_xact_lock(?)"

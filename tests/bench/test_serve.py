@@ -23,7 +23,7 @@ def served(tmp_path, encoder, monkeypatch):
     return "served"
 
 
-def test_load_then_a_kill_loses_no_acknowledged_save(served):
+def test_load_then_a_kill_loses_no_acknowledged_save(served, encoder):
     out = serve.main(["--index", served, "--clients", "4", "--seconds", "4", "--kill-window", "6"])
     load = out["load"]["tally"]
     assert len(load.latency["search"]) > 10 and load.latency["recommend"], dict(load.errors)
@@ -35,6 +35,7 @@ def test_load_then_a_kill_loses_no_acknowledged_save(served):
     assert all(serve.typed_503(k) for k in killed.errors), killed.errors
     assert out["kill"]["recovery"] is not None and out["acknowledged"] > 0
     assert out["missing"] == 0
+    assert out["embedding_backend"] == encoder.config.backend  # the index's own, named in the report
 
 
 def test_an_open_loop_sends_the_rate_asked_for_and_times_each_request_from_when_it_was_due(served, tmp_path):
