@@ -113,7 +113,7 @@ def _quantize(model, folder: Path):
     names = [i.get_any_name() for i in model.inputs]
     samples = [
         {n: a[n] for n in names}
-        for a in (token_arrays(tokenizer.encode_batch([p])) for p in calibration_passages())
+        for a in (token_arrays(tokenizer.encode_batch([p])) for p in calibration_passages(PASSAGES))
     ]
     log.info("openvino-int8: calibrating %s on %d passages (once per model)", folder.name, len(samples))
     with (
