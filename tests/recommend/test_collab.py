@@ -44,6 +44,14 @@ def test_rp3beta_by_hand():
     assert p[1] == pytest.approx(s[1] / np.sqrt(3)) and p[3] == pytest.approx(s[3] / np.sqrt(2))
 
 
+def test_rp3beta_scores_a_batch_of_queries_to_the_same_numbers():
+    walk = RP3Beta().fit(X)
+    queries = [np.array([0]), np.array([1, 3]), np.array([], dtype=np.int64), np.array([0, 2, 4])]
+    for query, batched in zip(queries, walk.scores_many(queries)):
+        assert np.array_equal(batched, walk.scores(query))  # the same sums, bit for bit
+    assert [list(s) for s in walk.scores_many(queries[:1])] == [list(walk.scores(queries[0]))]
+
+
 def test_cosine_walk_is_item_knn_without_shrinkage():
     # cos(0, 1) = co 2 / √(3·3); cos(0, 2) = 1 / √(3·2); cos(0, 3) = 1 / √(3·2)
     s = collab_model("cosine").fit(X).scores(np.array([0]))

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.sparse import csr_matrix
 
 from scix_core.recommend import UserState
@@ -260,3 +262,25 @@ def test_a_corrected_fits_batched_scores_are_its_scores():
     for query, each in zip(queries, model.normalised_many(queries)):
         alone = model.normalised(query)
         assert set(each) == set(alone) and all(np.allclose(each[n], alone[n]) for n in alone)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    rows=st.sampled_from([12, 60, 400]),
+    levels=st.sampled_from([3, 50, 0]),  # 3: many ties; 0: continuous scores
+    kept=st.integers(0, 8),
+)
+def test_the_grid_counts_each_points_best_ten_as_a_whole_partition_does(seed, rows, levels, kept):
+    rng = np.random.default_rng(seed)
+    parts = rng.random((3, rows), dtype=np.float32)
+    if levels:
+        parts = np.round(parts * levels) / levels  # ties at the tenth place, and rows outside every top
+    points = np.array(grid(("a", "b", "c")), dtype=np.float32)
+    scores = points @ parts
+    kept_rows = rng.choice(rows, size=min(kept, rows - 1), replace=False)
+    scores[:, kept_rows] = -1.0
+    held = rng.choice(np.setdiff1d(np.arange(rows), kept_rows), size=3, replace=False)
+    got = weights._hits(scores, parts, len(kept_rows), held)
+    top = np.argpartition(-scores, weights.K, axis=1)[:, : weights.K]
+    assert np.array_equal(got, np.isin(top, held).sum(axis=1))

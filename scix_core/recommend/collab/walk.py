@@ -52,6 +52,23 @@ class RP3Beta:
         q[rows] = item_step[rows]
         return np.asarray(xt @ (user_step * (x @ q)), dtype=np.float32) * penalty
 
+    def scores_many(self, queries: list) -> list[np.ndarray]:
+        """:meth:`scores` of each of ``queries``, the same numbers: the two sparse products of many queries at
+        once (a sparse matrix times a block of columns sums each column as it sums one vector) — the tier
+        weights' choice asks 11,000 queries of one fit."""
+        if len(queries) <= 1:
+            return [self.scores(rows) for rows in queries]
+        x, xt, item_step, user_step, penalty = self._fitted
+        q = np.zeros((x.shape[1], len(queries)), dtype=np.float32)
+        for j, rows in enumerate(queries):
+            rows = np.asarray(rows, dtype=np.int64)
+            q[rows, j] = item_step[rows]
+        users = x @ q
+        users *= user_step[:, None]
+        out = np.asarray(xt @ users, dtype=np.float32)
+        out *= penalty[:, None]
+        return list(np.ascontiguousarray(out.T))
+
 
 @dataclass
 class CosineWalk(RP3Beta):
