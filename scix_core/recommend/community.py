@@ -519,7 +519,10 @@ class Community:
         digest.update(saves.indices.tobytes())
         folder = Path(self.weights_cache)
         path = folder / f"tier-weights-{digest.hexdigest()[:16]}.json"
-        with exclusive(folder / "tier-weights"):
+        # one lock per choice (these saves, these parts): processes asking the same one wait for it and read
+        # it back; another index's choice in the same folder, or another split's, goes ahead (one lock for the
+        # folder held a notebook's first recommendation 30 s behind an evaluation's choice)
+        with exclusive(path):
             kept = [path] if path.exists() else []
             stale = self.refresh_s > 0 and not kept
             if stale:  # a server: the newest choice of this index for these parts

@@ -201,6 +201,49 @@ def test_a_community_weighs_its_tier_parts_and_keeps_the_choice(tmp_path):
     assert "kept" not in bigger.tier_weights().facts
 
 
+def test_a_choice_waits_only_for_the_same_choice(tmp_path, monkeypatch):
+    """One lock per choice: a choice being made for other saves (an evaluation's split beside a notebook)
+    does not hold this one up; one being made for the same saves is waited for and read back."""
+    import threading
+
+    from scix_core.recommend import community as module
+
+    cache = tmp_path / "cache"
+    slow_saves, going, release = _libraries(300), threading.Event(), threading.Event()
+
+    def choose(model, matrix, *args, **kwargs):
+        if matrix.nnz == slow_saves.nnz:  # the slow choice: still being made until released
+            going.set()
+            assert release.wait(60)
+        return weights.choose(model, matrix, *args, **kwargs)
+
+    monkeypatch.setattr(module, "choose", choose)
+    done = {}
+    asks = {
+        name: threading.Thread(target=lambda n=name, c=c: done.__setitem__(n, c.tier_weights()))
+        for name, c in (
+            ("slow", _community(tmp_path, "one", slow_saves, cache)),
+            ("other", _community(tmp_path, "two", _libraries(280), cache)),
+            ("same", _community(tmp_path, "three", _libraries(300), cache)),
+        )
+    }
+    asks["slow"].start()
+    try:
+        assert going.wait(60)
+        asks["other"].start()
+        asks["other"].join(timeout=60)
+        assert "other" in done and "kept" not in done["other"].facts  # chosen while the slow one is made
+        asks["same"].start()
+        asks["same"].join(timeout=0.5)
+        assert "same" not in done  # waits for the choice of its saves ...
+    finally:
+        release.set()
+    for t in asks.values():
+        t.join(timeout=60)
+    assert done["same"].facts["kept"].startswith("tier-weights-")  # ... and reads it back
+    assert done["same"].by_size == done["slow"].by_size
+
+
 @dataclass
 class CountedEase(Ease):
     """EASE^R counting its solves (its factorisations of the Gram matrix)."""
