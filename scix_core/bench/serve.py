@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
 import random
 import signal
@@ -52,10 +51,11 @@ from rich.table import Table
 
 from scix_core.bench import TEXT
 from scix_core.config import load_config
+from scix_core.embeddings.encoder import index_embedding
 from scix_core.recommend.state import UserState
 from scix_core.recommend.state_postgres import PostgresUserState
 from scix_core.stores import PaperStore
-from scix_core.workspace import Workspace
+from scix_core.workspace import Workspace, read_json
 
 console = Console(width=150)
 MIX = (("search", 0.80), ("recommend", 0.15), ("save", 0.05))
@@ -212,8 +212,8 @@ def queries_and_papers(index: str, cfg, n: int = 2000, seed: int = 0) -> tuple[l
 
 def query_backend(index: str, cfg) -> str:
     """The embedding backend that encodes the index's queries: the one its build was encoded with."""
-    manifest = json.loads((Workspace(cfg.home).index_dir(index) / "manifest.json").read_text())
-    return manifest.get("embedding_backend", "torch")
+    manifest = read_json(Workspace(cfg.home).index_dir(index) / "manifest.json")
+    return index_embedding(cfg.embedding, manifest).backend
 
 
 def client(

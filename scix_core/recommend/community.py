@@ -500,6 +500,7 @@ class Community:
             return self._weights
 
     def _kept_weights(self, model: Ensemble, matrix, fitted) -> TierWeights:
+        start = fitted if isinstance(fitted, Ensemble) else None  # its EASE part the validation fits update
         order = [m.name for m, _ in model.parts]
         mine = tuple(n for n in order if self.parts is None or n in self.parts)
         tiers = tuple(n for n in order if self.tier_parts is None or n in self.tier_parts)
@@ -512,7 +513,7 @@ class Community:
             "parts": [[m.name, repr(sorted(_params(m).items()))] for m, _ in model.parts if m.name in names],
         }
         if self.weights_cache is None:
-            return choose(model, matrix, asked, start=fitted if isinstance(fitted, Ensemble) else None)
+            return choose(model, matrix, asked, start=start)
         saves = matrix.sorted_indices()  # the same saves hash alike, whatever order they arrived in
         digest = hashlib.sha1(repr(sign).encode())
         digest.update(saves.indptr.tobytes())
@@ -539,7 +540,7 @@ class Community:
                 if note.get("sign") == sign and (not stale or ours):
                     by_size = tuple((s, tuple((n, float(w)) for n, w in ws)) for s, ws in note["by_size"])
                     return TierWeights(by_size, {**note["facts"], "kept": candidate.name})
-            weights = choose(model, matrix, asked, start=fitted if isinstance(fitted, Ensemble) else None)
+            weights = choose(model, matrix, asked, start=start)
             by_size = [[s, [list(nw) for nw in ws]] for s, ws in weights.by_size]
             note = {
                 "sign": sign,

@@ -29,9 +29,8 @@ FILTERS = [
 def stores(tmp_path_factory, data_dir, encoder):
     files = ["astro_ph_daily", "math_nt_daily", "cs_ai_daily"]
     papers = [p for f in files for p in load_dataset(data_dir / "arxiv-daily" / f"{f}.jsonl.gz").papers[:100]]
-    vecs = encoder.encode(
-        [p.title for p in papers]
-    )  # titles: the stores compared, not the texts (a minute less)
+    # titles: the stores are compared, not the texts (a minute less than abstracts on a slow machine)
+    vecs = encoder.encode([p.title for p in papers])
     ids, pls = list(range(len(papers))), [payload(p) for p in papers]
     edge = EdgeVectorStore(tmp_path_factory.mktemp("edge") / "v", dim=vecs.shape[1])
     edge.upsert(ids, vecs, pls)
