@@ -301,7 +301,7 @@ class Recommender:
         self._log(result, log)
         return result
 
-    def _log(self, result: Recommendations, log: bool | None) -> None:
+    def _log(self, result: Recommendations, log: bool | None, at: dt.datetime | None = None) -> None:
         """The served list into the recommendation log (``recommend.log``; ``log`` overrides it)."""
         if self.config.recommend.log if log is None else log:
             items, tier = result.items, result.tier
@@ -322,7 +322,14 @@ class Recommender:
                     }
                     for i in items
                 ],
+                at,
             )
+
+    def log_served(self, result: Recommendations, at: dt.datetime) -> None:
+        """Log a list answered by ``recommend(..., log=False)`` as served at ``at`` (``recommend.log``
+        permitting): a server writes the row after the answer has gone out, and the scorer's training
+        labels a paper by what the user did after ``at``, whenever the row was written."""
+        self._log(result, None, at)
 
     def health(self) -> dict:
         """Which scorer is configured, whether its model loaded, what would score, and the vector side."""

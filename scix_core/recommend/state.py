@@ -534,12 +534,21 @@ class UserState:
 
     # the recommendation log
     # ----------------------------------------------------------------------------------
-    def log(self, index: str, user_id: str, tier: int, scorer: str, items: list[dict]) -> None:
-        """One row of the served log — committed without waiting for the disk (see the module's doc)."""
+    def log(
+        self,
+        index: str,
+        user_id: str,
+        tier: int,
+        scorer: str,
+        items: list[dict],
+        at: str | dt.datetime | None = None,
+    ) -> None:
+        """One row of the served log, served ``at`` (default now) — committed without waiting for the
+        disk (see the module's doc)."""
         with self._write(durable=False, user=(index, user_id)) as conn:
             conn.execute(
                 "INSERT INTO rec_log (index_name, user_id, tier, scorer, items, at) VALUES (?,?,?,?,?,?)",
-                (index, user_id, tier, scorer, json.dumps(items), utc_text(parse_time(None))),
+                (index, user_id, tier, scorer, json.dumps(items), utc_text(parse_time(at))),
             )
 
     def served(self, index: str, user_id: str | None = None) -> list[dict]:

@@ -14,8 +14,10 @@ worker's co-save model follows the saves any of them records (docs/design.md#api
 
 from __future__ import annotations
 
+import datetime as dt
 import gc
 import hmac
+import logging
 import os
 import sys
 import threading
@@ -23,12 +25,13 @@ import time
 from contextlib import asynccontextmanager
 from typing import Literal
 
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import BackgroundTasks, Depends, FastAPI, Query, Request
 from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel, Field
 
 from scix_core import __version__
 from scix_core.config import Config, load_config
+from scix_core.errors import ScixError
 from scix_core.recommend import Recommender
 from scix_core.search import MODES, Searcher
 from scix_core.serve.errors import ApiError, install_handlers
@@ -38,6 +41,7 @@ from scix_core.serve.middleware import LimitsAndMetrics
 from scix_core.serve.responses import Json
 from scix_core.vectors import close_readers
 
+log = logging.getLogger(__name__)
 #: a query longer than this many times ``search.max_query_chars`` is refused with 413 (below it, the
 #: search caps the text and notes it)
 QUERY_SLACK = 10
@@ -182,9 +186,21 @@ def create_app(index: str, config: Config | None = None) -> FastAPI:
         "/api/recommendations", summary="one user -> papers: tier, reason, next tier, items with provenance"
     )
     def recommendations(
-        user: str = Query(..., min_length=1, max_length=200), limit: int = Query(10, ge=1, le=100)
+        after: BackgroundTasks,
+        user: str = Query(..., min_length=1, max_length=200),
+        limit: int = Query(10, ge=1, le=100),
     ):
-        return Json(services.recommender.recommend(user, limit).to_dict())
+        # the served list is logged once the answer has gone out: its row is derived data the commit does not
+        # wait for anyway (recommend.state), and on PostgreSQL its round trip was a tenth of the request
+        result = services.recommender.recommend(user, limit, log=False)
+        after.add_task(_log_served, result, dt.datetime.now(dt.UTC))
+        return Json(result.to_dict())
+
+    def _log_served(result, at: dt.datetime) -> None:
+        try:
+            services.recommender.log_served(result, at)
+        except ScixError as exc:  # the state went away after answering: the list was served, not logged
+            log.warning("recommendation log: %s", exc)
 
     @app.post(
         "/api/users", status_code=201, dependencies=[Depends(_writer)], summary="create (or onboard) a user"

@@ -3,6 +3,7 @@ a real uvicorn process."""
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import signal
 import socket
@@ -19,6 +20,8 @@ from fastapi.testclient import TestClient
 from scix_core.config import load_config
 from scix_core.ingest import ingest
 from scix_core.recommend.reuse import REUSED
+from scix_core.recommend.state import utc_text
+from scix_core.recommend.state_postgres import open_state
 from scix_core.search import Searcher
 from scix_core.serve.app import SWITCH_INTERVAL_S, create_app
 from scix_core.serve.front import MAX_BODY_BYTES
@@ -91,6 +94,26 @@ def test_users_interactions_and_recommendations(client):
     again = client.get("/api/recommendations", params={"user": user, "limit": 5}).json()
     assert [i["paper_id"] for i in again["items"]] == ids and again["notes"][-1] == REUSED
     assert "scix_recommendations_reused_total" in client.get("/metrics").text
+
+
+def test_a_served_list_is_logged_after_the_answer_as_served_when_it_was_answered(client, built):
+    user = _user()
+    client.post("/api/users", json={"user": user})
+    for paper in ("p03", "p04", "p09"):
+        client.post("/api/interactions", json={"user": user, "paper": paper, "kind": "save"})
+    before = utc_text(dt.datetime.now(dt.UTC))
+    doc = client.get("/api/recommendations", params={"user": user, "limit": 5}).json()
+    after = utc_text(dt.datetime.now(dt.UTC))
+    client.post(
+        "/api/interactions", json={"user": user, "paper": doc["items"][0]["paper_id"], "kind": "save"}
+    )
+    (row,) = open_state(built.config).served(built.index, user)
+    assert row["tier"] == doc["tier"] == 2 and before <= row["at"] <= after
+    assert [i["paper_id"] for i in row["items"]] == [i["paper_id"] for i in doc["items"]]
+    saved_after = [
+        e for e in open_state(built.config).events(built.index, user) if utc_text(e.at) > row["at"]
+    ]
+    assert [e.paper_id for e in saved_after] == [doc["items"][0]["paper_id"]]  # the scorer's label
 
 
 @pytest.mark.parametrize(
