@@ -51,12 +51,12 @@ from rich.table import Table
 
 from scix_core.bench import TEXT
 from scix_core.config import load_config
-from scix_core.embeddings.encoder import index_embedding
+from scix_core.embeddings.encoder import query_backend
 from scix_core.recommend.state import UserState
 from scix_core.recommend.state_postgres import PostgresUserState
 from scix_core.serve.app import SWITCH_INTERVAL_S
 from scix_core.stores import PaperStore
-from scix_core.workspace import Workspace, read_json
+from scix_core.workspace import Workspace
 
 console = Console(width=150)
 MIX = (("search", 0.80), ("recommend", 0.15), ("save", 0.05))
@@ -209,12 +209,6 @@ def queries_and_papers(index: str, cfg, n: int = 2000, seed: int = 0) -> tuple[l
     rng.shuffle(papers)
     titles = [t for _, t in papers if t and t.strip()][:n]
     return titles, [p for p, _ in papers[:n]]
-
-
-def query_backend(index: str, cfg) -> str:
-    """The embedding backend that encodes the index's queries: the one its build was encoded with."""
-    manifest = read_json(Workspace(cfg.home).index_dir(index) / "manifest.json")
-    return index_embedding(cfg.embedding, manifest).backend
 
 
 def client(
@@ -424,7 +418,7 @@ def main(argv: list[str] | None = None) -> dict:
     try:
         out["startup_s"] = server.start(timeout=900)  # a first start fits the community's co-save model
         out["settle_s"] = server.settle()
-        out["embedding_backend"] = query_backend(args.index, cfg)
+        out["embedding_backend"] = query_backend(cfg, args.index)
         console.print(
             f"server up after {out['startup_s']:.1f} s; background refits done {out['settle_s']:.1f} s "
             f"later; queries encoded by {out['embedding_backend']} (the index's backend: docs/api.md#limits)",

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scix_core.config import EmbeddingConfig
+from scix_core.config import Config, EmbeddingConfig
 from scix_core.embeddings import cpu
 from scix_core.embeddings.batching import QueryBatcher
 from scix_core.embeddings.loading import no_loading_bar, user_cache
@@ -30,6 +30,7 @@ from scix_core.embeddings.onnx import BACKENDS as ONNX_BACKENDS
 from scix_core.embeddings.onnx import OnnxModel, export, exported, onnx_variant
 from scix_core.embeddings.openvino import OpenVinoModel
 from scix_core.errors import ModelUnavailableError, UnknownNameError
+from scix_core.workspace import Workspace, read_json
 
 BUNDLED = "bundled-minilm"
 OPENVINO_BACKENDS = ("openvino", "openvino-int8")  # scix_core.embeddings.openvino (imported when one is used)
@@ -220,6 +221,12 @@ def shared_encoder(config: EmbeddingConfig, home: Path | None = None) -> Encoder
         if key not in _SHARED:
             _SHARED[key] = Encoder(config, home)
         return _SHARED[key]
+
+
+def query_backend(config: Config, index: str) -> str:
+    """The embedding backend that encodes ``index``'s queries: the one its build was encoded with."""
+    manifest = read_json(Workspace(config.home).index_dir(index) / "manifest.json")
+    return index_embedding(config.embedding, manifest).backend
 
 
 def index_embedding(config: EmbeddingConfig, manifest: dict) -> EmbeddingConfig:

@@ -18,6 +18,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from scix_core.config import load_config
+from scix_core.embeddings.encoder import query_backend
 from scix_core.ingest import ingest
 from scix_core.recommend.reuse import REUSED
 from scix_core.recommend.state import utc_text
@@ -351,6 +352,16 @@ def test_a_worker_that_cannot_start_stops_the_server_with_its_reason(tmp_path):
         _serve("nowhere", _free_port()), env=_env(tmp_path), capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 1 and "scix serve: worker" in done.stderr, done.stderr
+
+
+def test_scix_serve_names_a_faster_query_encoder_when_there_is_one(built, encoder):
+    from scix_core.cli.serve import QUERY_FASTEST, backend_hint
+
+    assert query_backend(built.config, built.index) == encoder.config.backend  # the one it was built with
+    assert backend_hint(QUERY_FASTEST) is None
+    hint = backend_hint("openvino-int8")
+    assert "encoded by openvino-int8" in hint and f"SCIX_EMBED_BACKEND={QUERY_FASTEST}" in hint
+    assert "docs/api.md#limits" in hint
 
 
 def test_a_bad_worker_count_is_refused_clearly(capsys):
