@@ -70,3 +70,39 @@ def test_an_open_loop_sends_the_rate_asked_for_and_times_each_request_from_when_
     )
     with pytest.raises(SystemExit):
         serve.main(["--index", served, "--rate", "0"])
+
+
+def test_the_bench_s_connection_opens_again_when_the_server_closed_a_kept_one():
+    """A server that closes each connection after answering without saying so: the next request on the kept
+    connection finds it closed and goes out once more on a new one; a refused connection raises."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class OneAnswer(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self):
+            body = b'{"error": {"code": "bad_parameters"}}'
+            self.send_response(422)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            self.close_connection = True  # closed, though the answer did not say so
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), OneAnswer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    conn = serve.Connection(url, timeout=5)
+    try:
+        for _ in range(3):
+            code, body = conn.request("GET", "/search", {"q": "dark matter"})
+            assert code == 422 and serve._code(body) == "bad_parameters"
+    finally:
+        conn.close()
+        server.shutdown()
+        server.server_close()
+    with pytest.raises(ConnectionRefusedError):
+        serve.Connection(url, timeout=5).request("GET", "/search")
