@@ -108,12 +108,11 @@ def test_a_served_list_is_logged_after_the_answer_as_served_when_it_was_answered
     client.post(
         "/api/interactions", json={"user": user, "paper": doc["items"][0]["paper_id"], "kind": "save"}
     )
-    (row,) = open_state(built.config).served(built.index, user)
+    state = open_state(built.config)
+    (row,) = state.served(built.index, user)
     assert row["tier"] == doc["tier"] == 2 and before <= row["at"] <= after
     assert [i["paper_id"] for i in row["items"]] == [i["paper_id"] for i in doc["items"]]
-    saved_after = [
-        e for e in open_state(built.config).events(built.index, user) if utc_text(e.at) > row["at"]
-    ]
+    saved_after = [e for e in state.events(built.index, user) if utc_text(e.at) > row["at"]]
     assert [e.paper_id for e in saved_after] == [doc["items"][0]["paper_id"]]  # the scorer's label
 
 
