@@ -11,7 +11,7 @@ import numpy as np
 from scix_core.config import RecommendConfig
 from scix_core.recommend.catalog import Catalog
 from scix_core.recommend.community import CoSaves
-from scix_core.recommend.state import Event, Profile, User
+from scix_core.recommend.state import Event, Profile, Reading, StoredCluster, User
 from scix_core.vectors.base import VectorFilter, VectorHit, VectorStore
 from scix_core.vectors.local import LocalVectors
 
@@ -49,12 +49,24 @@ class UserContext:
     dismissed: tuple[str, ...]
     profiles: Mapping[str, Profile] = field(default_factory=dict)
     cosaves: CoSaves | None = None  # what the index's other users saved alongside (``community``)
+    # Tier 1's persisted medoids and next cluster id as read with the rest; None: Tier 1 reads them itself
+    medoids: tuple[list[StoredCluster], int] | None = None
 
     @classmethod
-    def build(cls, user: User, events: list[Event], profiles: Mapping[str, Profile]) -> UserContext:
+    def build(
+        cls,
+        user: User,
+        events: list[Event],
+        profiles: Mapping[str, Profile],
+        medoids: tuple[list[StoredCluster], int] | None = None,
+    ) -> UserContext:
         saved = tuple(dict.fromkeys(e.paper_id for e in events if e.kind == "save"))
         dismissed = tuple(dict.fromkeys(e.paper_id for e in events if e.kind == "dismiss"))
-        return cls(user, tuple(events), saved, dismissed, dict(profiles))
+        return cls(user, tuple(events), saved, dismissed, dict(profiles), medoids=medoids)
+
+    @classmethod
+    def read(cls, reading: Reading) -> UserContext:
+        return cls.build(reading.user, reading.events, reading.profiles, reading.medoids)
 
     @property
     def user_id(self) -> str:

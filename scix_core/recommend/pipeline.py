@@ -102,7 +102,9 @@ class ClusterTier:
         self.store, self.scorer, self.health, self.persist = state, scorer, health, persist
 
     def run(self, side: IndexSide, ctx: UserContext, limit: int) -> TierRun:
-        stored, next_id = self.store.clusters(side.index, ctx.user_id)
+        stored, next_id = (
+            ctx.medoids if ctx.medoids is not None else self.store.clusters(side.index, ctx.user_id)
+        )
         state, records = run_stages(
             Tier1State(side, ctx, limit), stages(stored, next_id, self.scorer, self.health)
         )

@@ -240,10 +240,9 @@ class Recommender:
         return self._with_cosaves(self._stored(user))
 
     def _stored(self, user: str) -> UserContext:
-        record, events, profiles = self.state.reading(self.index, check_user_id(user))
-        ctx = UserContext.build(record, events, profiles)
+        ctx = UserContext.read(self.state.reading(self.index, check_user_id(user)))
         if ctx.saved and self.side.vectors is not None and not profiles_current(self.side, ctx):
-            profiles = compute_profiles(self.side, events)
+            profiles = compute_profiles(self.side, ctx.events)
             self.state.replace_profiles(self.index, user, profiles)
             ctx = replace(ctx, profiles={p.kind: p for p in profiles})
         return ctx

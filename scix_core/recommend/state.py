@@ -153,6 +153,16 @@ class StoredCluster:
     size: int
 
 
+@dataclass(frozen=True)
+class Reading:
+    """What a recommendation reads of one user (:meth:`UserState.reading`)."""
+
+    user: User
+    events: list[Event]
+    profiles: dict[str, Profile]
+    medoids: tuple[list[StoredCluster], int]  # the persisted medoids and the next unused cluster id
+
+
 #: (stored profiles, every event incl. the new one) -> profiles to write, run inside the write transaction
 ProfileUpdate = Callable[[dict[str, Profile], list[Event]], Sequence[Profile]]
 
@@ -163,6 +173,15 @@ EVENTS_SQL = (
     "ORDER BY at, id"
 )
 PROFILES_SQL = "SELECT kind, model, vector, saves, last_at FROM profiles WHERE index_name=? AND user_id=?"
+MEDOIDS_SQL = (
+    "SELECT cluster_id, medoid_paper, medoid, size FROM clusters WHERE index_name=? AND user_id=? "
+    "ORDER BY cluster_id"
+)
+COUNTER_SQL = "SELECT next_id FROM cluster_counters WHERE index_name=? AND user_id=?"
+
+
+def _medoids_of(rows, counter) -> tuple[list[StoredCluster], int]:
+    return [StoredCluster(r[0], r[1], from_blob(r[2]), r[3]) for r in rows], (counter[0] if counter else 0)
 
 
 def _user_of(row, index: str, user_id: str) -> User:
@@ -320,16 +339,19 @@ class UserState:
         with self._connect() as conn:
             return _user_of(conn.execute(USER_SQL, (index, user_id)).fetchone(), index, user_id)
 
-    def reading(self, index: str, user_id: str) -> tuple[User, list[Event], dict[str, Profile]]:
-        """The user, their interactions (as :meth:`events`) and their profiles, read on one connection —
-        on PostgreSQL in one round trip (a pipeline): what every recommendation reads first."""
+    def reading(self, index: str, user_id: str) -> Reading:
+        """The user, their interactions (as :meth:`events`), their profiles and their medoids (as
+        :meth:`clusters`), read on one connection — on PostgreSQL in one round trip (a pipeline): what every
+        recommendation reads (Tier 1 the medoids)."""
         with self._connect() as conn:
             with self._together(conn):
                 cursors = [
-                    conn.execute(sql, (index, user_id)) for sql in (USER_SQL, EVENTS_SQL, PROFILES_SQL)
+                    conn.execute(sql, (index, user_id))
+                    for sql in (USER_SQL, EVENTS_SQL, PROFILES_SQL, MEDOIDS_SQL, COUNTER_SQL)
                 ]
             user = _user_of(cursors[0].fetchone(), index, user_id)
-            return user, _events_of(cursors[1].fetchall()), _profiles_of(cursors[2].fetchall())
+            events, profiles = _events_of(cursors[1].fetchall()), _profiles_of(cursors[2].fetchall())
+            return Reading(user, events, profiles, _medoids_of(cursors[3].fetchall(), cursors[4].fetchone()))
 
     @contextmanager
     def _together(self, conn) -> Iterator[None]:
@@ -500,16 +522,9 @@ class UserState:
         """The persisted medoids and the next unused cluster id."""
         with self._connect() as conn:
             with self._together(conn):
-                medoids = conn.execute(
-                    "SELECT cluster_id, medoid_paper, medoid, size FROM clusters "
-                    "WHERE index_name=? AND user_id=? ORDER BY cluster_id",
-                    (index, user_id),
-                )
-                counter = conn.execute(
-                    "SELECT next_id FROM cluster_counters WHERE index_name=? AND user_id=?", (index, user_id)
-                )
-            rows, nxt = medoids.fetchall(), counter.fetchone()
-        return [StoredCluster(r[0], r[1], from_blob(r[2]), r[3]) for r in rows], (nxt[0] if nxt else 0)
+                medoids = conn.execute(MEDOIDS_SQL, (index, user_id))
+                counter = conn.execute(COUNTER_SQL, (index, user_id))
+            return _medoids_of(medoids.fetchall(), counter.fetchone())
 
     def replace_clusters(
         self, index: str, user_id: str, clusters: Sequence[StoredCluster], next_id: int

@@ -379,7 +379,7 @@ def test_a_kept_postgres_connection_idle_a_while_is_pinged_before_use(postgresql
         )
 
 
-def test_a_recommendations_first_reads_come_together_and_equal_the_single_reads(spec):
+def test_a_recommendations_reads_come_together_and_equal_the_single_reads(spec):
     store = open_store(spec)
     store.upsert_user("idx", "ann", ["cs.IR"])
     store.record("idx", "ann", "p2", "save", T0 + dt.timedelta(hours=1))
@@ -387,10 +387,21 @@ def test_a_recommendations_first_reads_come_together_and_equal_the_single_reads(
     store.replace_profiles(
         "idx", "ann", [Profile("long", "m", np.ones(3, dtype=np.float32), 1, T0.isoformat())]
     )
-    user, events, profiles = store.reading("idx", "ann")
+    assert store.reading("idx", "ann").medoids == ([], 0)  # none persisted yet
+    store.replace_clusters("idx", "ann", [StoredCluster(4, "p2", np.full(3, 0.5, dtype=np.float32), 1)], 5)
+    got = store.reading("idx", "ann")
+    user, events, profiles = got.user, got.events, got.profiles
     assert user == store.user("idx", "ann") and user.categories == ("cs.IR",)
     assert events == store.events("idx", "ann") and [e.paper_id for e in events] == ["p1", "p2"]
     assert profiles.keys() == {"long"} and profiles["long"].vector.tolist() == [1.0, 1.0, 1.0]
+    (medoid,), next_id = got.medoids
+    assert (medoid.cluster_id, medoid.medoid_paper, medoid.medoid.tolist(), medoid.size, next_id) == (
+        4,
+        "p2",
+        [0.5, 0.5, 0.5],
+        1,
+        5,
+    )
     with pytest.raises(UnknownUserError, match="no user 'bob'"):
         store.reading("idx", "bob")
-    assert store.reading("idx", "ann")[0] == user  # the store still answers after the error
+    assert store.reading("idx", "ann").user == user  # the store still answers after the error
