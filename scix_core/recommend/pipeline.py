@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from functools import partial
 
 import numpy as np
 
@@ -93,8 +94,8 @@ def _item(c: Candidate, rank: int, side: IndexSide, mmr_position: int | None) ->
 
 
 class ClusterTier:
-    """Tier 1. Persists the matched medoids (one transaction) after each run; ``persist=False`` for dry
-    runs."""
+    """Tier 1. Leaves the matched medoids' write (one transaction) to its caller after each run, when they
+    changed (:attr:`TierRun.write`); ``persist=False`` for dry runs."""
 
     number = 1
 
@@ -112,8 +113,9 @@ class ClusterTier:
         unchanged = next_id == state.next_cluster_id and [
             (c.cluster_id, c.medoid_paper, c.size) for c in stored
         ] == sorted((c.cluster_id, c.medoid_paper, c.size) for c in new)
+        write = None
         if self.persist and not unchanged:
-            self.store.replace_clusters(side.index, ctx.user_id, new, state.next_cluster_id)
+            write = partial(self.store.replace_clusters, side.index, ctx.user_id, new, state.next_cluster_id)
         items = [_item(c, pos, side, pos) for pos, c in enumerate(state.selected, start=1)]
         items += [_item(c, len(items) + i, side, None) for i, c in enumerate(state.explore, start=1)]
         notes = ()
@@ -123,4 +125,4 @@ class ClusterTier:
                 "scored: "
                 f"{state.scorer.get('error')}",
             )
-        return TierRun(tuple(items), records, notes, state.scorer)
+        return TierRun(tuple(items), records, notes, state.scorer, write)

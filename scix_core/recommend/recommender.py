@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from scix_core.config import Config, load_config
@@ -256,6 +256,34 @@ class Recommender:
     # recommending
     # --------------------------------------------------------------------------------------------
     def recommend(self, user: str, limit: int | None = None, *, log: bool | None = None) -> Recommendations:
+        """The user's list; Tier 1's changed medoids written and the list logged (``recommend.log``; ``log``
+        overrides it) before it is returned."""
+        result, write = self._answer(user, limit)
+        if write is not None:
+            write()
+        self._log(result, log)
+        return result
+
+    def serve(
+        self, user: str, limit: int | None = None
+    ) -> tuple[Recommendations, Callable[[dt.datetime], None]]:
+        """The user's list, and what a server does once the answer has gone out — called with the time the
+        list was answered: Tier 1's changed medoids written, the list logged as served then
+        (``recommend.log`` permitting). Both are derived rows whose commit never waited for the disk; on
+        PostgreSQL each is a round trip, which under a server's load ends in a wait for the interpreter
+        lock (docs/results.md#serving). The scorer's training labels a served paper by what the user did
+        after that time, whenever the row was written."""
+        result, write = self._answer(user, limit)
+
+        def finish(at: dt.datetime) -> None:
+            if write is not None:
+                write()
+            self._log(result, None, at)
+
+        return result, finish
+
+    def _answer(self, user: str, limit: int | None) -> tuple[Recommendations, Callable[[], None] | None]:
+        """The list, and the tier's derived-state write still to do (:attr:`TierRun.write`)."""
         t0 = time.perf_counter()
         cfg = self.config.recommend
         limit = cfg.limit if limit is None else limit
@@ -273,8 +301,7 @@ class Recommender:
                 result = replace(
                     kept, notes=(*kept.notes, REUSED), timing_ms={"context": context_ms, "total": total_ms}
                 )
-                self._log(result, log)
-                return result
+                return result, None
         ctx = self._with_cosaves(ctx)
         context_ms = (time.perf_counter() - t) * 1000
         tier, why, run, _, tier_ms = select(self.tiers, cfg, self.side, ctx, limit, self.side.unavailable)
@@ -297,8 +324,7 @@ class Recommender:
         )
         if key is not None:
             self.reused.put(ctx.user_id, limit, key, result)
-        self._log(result, log)
-        return result
+        return result, run.write
 
     def _log(self, result: Recommendations, log: bool | None, at: dt.datetime | None = None) -> None:
         """The served list into the recommendation log (``recommend.log``; ``log`` overrides it)."""
@@ -323,12 +349,6 @@ class Recommender:
                 ],
                 at,
             )
-
-    def log_served(self, result: Recommendations, at: dt.datetime) -> None:
-        """Log a list answered by ``recommend(..., log=False)`` as served at ``at`` (``recommend.log``
-        permitting): a server writes the row after the answer has gone out, and the scorer's training
-        labels a paper by what the user did after ``at``, whenever the row was written."""
-        self._log(result, None, at)
 
     def health(self) -> dict:
         """Which scorer is configured, whether its model loaded, what would score, and the vector side."""

@@ -13,7 +13,7 @@ nothing told the user 5 is a threshold.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -35,6 +35,9 @@ class TierRun:
     stages: tuple[StageRecord, ...] = ()
     notes: tuple[str, ...] = ()
     scorer: Mapping[str, Any] | None = None
+    # derived state the tier leaves its caller to write (Tier 1's matched medoids): at once, or once a
+    # server's answer has gone out (Recommender.serve)
+    write: Callable[[], None] | None = None
 
 
 class Tier(Protocol):

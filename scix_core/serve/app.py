@@ -190,17 +190,18 @@ def create_app(index: str, config: Config | None = None) -> FastAPI:
         user: str = Query(..., min_length=1, max_length=200),
         limit: int = Query(10, ge=1, le=100),
     ):
-        # the served list is logged once the answer has gone out: its row is derived data the commit does not
-        # wait for anyway (recommend.state), and on PostgreSQL its round trip was a tenth of the request
-        result = services.recommender.recommend(user, limit, log=False)
-        after.add_task(_log_served, result, dt.datetime.now(dt.UTC))
+        # Tier 1's medoids and the served list's log row are written once the answer has gone out: derived
+        # rows whose commit does not wait for the disk anyway (recommend.state); on PostgreSQL the log's
+        # round trip alone was a tenth of the request
+        result, finish = services.recommender.serve(user, limit)
+        after.add_task(_finish, finish, dt.datetime.now(dt.UTC))
         return Json(result.to_dict())
 
-    def _log_served(result, at: dt.datetime) -> None:
+    def _finish(finish, at: dt.datetime) -> None:
         try:
-            services.recommender.log_served(result, at)
-        except ScixError as exc:  # the state went away after answering: the list was served, not logged
-            log.warning("recommendation log: %s", exc)
+            finish(at)
+        except ScixError as exc:  # the state went away after answering: the list was served, not kept
+            log.warning("after a recommendation: %s", exc)
 
     @app.post(
         "/api/users", status_code=201, dependencies=[Depends(_writer)], summary="create (or onboard) a user"

@@ -3,6 +3,8 @@ corpus."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import numpy as np
 import pytest
 
@@ -10,6 +12,7 @@ from scix_core.errors import ConfigError, InteractionError, UnknownPaperError, U
 from scix_core.recommend import Recommender
 from scix_core.recommend.profile import ewma
 from scix_core.recommend.reuse import REUSED
+from scix_core.recommend.state import utc_text
 from tests.corpus import BY_ID
 
 pytestmark = pytest.mark.model
@@ -124,6 +127,28 @@ def test_cluster_ids_survive_a_recluster(rec_indexes, user):
     assert all(c.matched_from == c.cluster_id for c in again if c.medoid in first)
     stored, next_id = rec.state.clusters(rec.index, user)
     assert {c.cluster_id for c in stored} == {c.cluster_id for c in again} and next_id > max(first.values())
+
+
+def test_a_served_list_leaves_its_medoids_and_log_row_until_the_answer_has_gone_out(rec_indexes, user):
+    rec = Recommender(rec_indexes.edge, rec_indexes.config.replace(**{"recommend.log": True}))
+    rec.create_user(user, [])
+    for paper in ["p01", "p07", "p03", "p04", "p06", "p09"]:
+        rec.interact(user, paper, "save")
+    result, finish = rec.serve(user, limit=4)
+    assert result.tier == 1 and result.stage("match").output
+    # what a server writes after answering is not written yet: no medoids, no log row
+    assert rec.state.clusters(rec.index, user) == ([], 0) and not rec.state.served(rec.index, user)
+    at = dt.datetime(2026, 12, 5, 3, 0, tzinfo=dt.UTC)
+    finish(at)
+    stored, next_id = rec.state.clusters(rec.index, user)
+    assert {c.cluster_id for c in stored} == {c.cluster_id for c in result.stage("match").output}
+    assert next_id > max(c.cluster_id for c in stored)
+    (row,) = rec.state.served(rec.index, user)
+    assert row["at"] == utc_text(at) and [i["paper_id"] for i in row["items"]] == list(result.ids)
+    # a plain recommend writes both before it returns; the medoids read back match them again
+    again = rec.recommend(user, limit=4)
+    assert again.ids == result.ids and len(rec.state.served(rec.index, user)) == 2
+    assert all(c.matched_from == c.cluster_id for c in again.stage("match").output)
 
 
 def test_profiles_are_persisted_and_equal_the_ewma_of_the_saves(rec_indexes, user):
