@@ -7,10 +7,8 @@ tests fail when the test command did not start the server.
 
 from __future__ import annotations
 
-import csv
 import fcntl
 import os
-import random
 from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
@@ -24,6 +22,7 @@ from scix_core.stores.postgres import sync_index
 from scix_core.train.reranker import RerankRecipe, train_reranker
 from scix_core.workspace import Workspace
 from tests.corpus import CORPUS, Built
+from tests.slices import citeulike_slice, library_counts, scifact_slice
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -105,40 +104,6 @@ def _corpus_lock(tmp_path_factory, corpus: str):
         yield
 
 
-# SciFact's papers in the suite: every judged one (565) and a seeded sample of the rest. The whole corpus
-# (5,183) cost a core 18 minutes to encode on a slow AVX2 machine; its figures are `scix eval`'s, in
-# docs/results.md. A slice a fifth the size keeps each test's point: real claims, real abstracts, 809 judged
-# queries whose relevant papers are all there, each lane and the fusion ranking them among distractors.
-SCIFACT_SLICE = 1_000
-
-
-def scifact_slice(data_dir: Path, folder: Path, size: int = SCIFACT_SLICE) -> Path:
-    """SciFact in its own layout under ``folder`` (the queries and judgments linked, the corpus CSV cut to
-    ``size`` papers: the judged ones and a seeded sample of the rest, in the file's order)."""
-    source = data_dir / "scifact"
-    judged = {
-        line.split("\t")[1]
-        for qrels in (source / "qrels").glob("*.tsv")
-        for line in qrels.read_text().splitlines()[1:]
-        if line.strip()
-    }
-    csv.field_size_limit(1 << 30)
-    with open(source / "original_csv" / "corpus_train.csv", newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        fields, rows = reader.fieldnames, list(reader)
-    others = sorted(r["doc_id"] for r in rows if r["doc_id"] not in judged)
-    keep = judged | set(random.Random(0).sample(others, size - len(judged)))
-    (folder / "original_csv").mkdir(parents=True, exist_ok=True)
-    with open(folder / "original_csv" / "corpus_train.csv", "w", newline="", encoding="utf-8") as f:
-        writer = csv.DictWriter(f, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(r for r in rows if r["doc_id"] in keep)
-    for name in ("queries.jsonl", "qrels"):
-        if not (folder / name).exists():
-            (folder / name).symlink_to(source / name)
-    return folder
-
-
 @pytest.fixture(scope="session")
 def scifact_data(tmp_path_factory, data_dir) -> Path:
     """:func:`scifact_slice` of the real data, for this worker."""
@@ -157,34 +122,41 @@ def scifact(tmp_path_factory, scifact_data, data_dir, encoder):
 
 
 @pytest.fixture(scope="session")
-def citeulike_index(tmp_path_factory, data_dir, encoder):
-    """Real citeulike-a (16,980 papers, MiniLM vectors in qdrant-edge) as index ``cul``; its config."""
+def citeulike_data(tmp_path_factory, data_dir) -> Path:
+    """:func:`~tests.slices.citeulike_slice` of the real data, for this worker."""
+    return citeulike_slice(data_dir, tmp_path_factory.mktemp("citeulike-data"))
+
+
+@pytest.fixture(scope="session")
+def citeulike_index(tmp_path_factory, citeulike_data, data_dir, encoder):
+    """Real CiteULike-a's dense core (:func:`~tests.slices.citeulike_slice`: 6,000 papers, MiniLM vectors in
+    qdrant-edge) as index ``cul``; its config."""
     cfg = load_config().replace(home=_home(tmp_path_factory, "citeulike-home"), data_dir=data_dir)
     with _corpus_lock(tmp_path_factory, "citeulike-a"):
-        ingest(data_dir / "citeulike-a", "cul", config=cfg, progress=False, encoder=encoder)
+        ingest(citeulike_data, "cul", config=cfg, progress=False, encoder=encoder)
     return cfg
 
 
 @pytest.fixture(scope="session")
-def citeulike_home(citeulike_index):
+def citeulike_home(citeulike_index, citeulike_data):
     """:func:`citeulike_index` with every library imported."""
     from scix_core.recommend import Recommender
     from scix_core.recommend.library import import_libraries
 
     cfg = citeulike_index
     report = import_libraries(Recommender("cul", cfg))
-    assert (report.users, report.saves, report.unknown_papers) == (5551, 204986, 0)
+    assert (report.users, report.saves, report.unknown_papers) == (*library_counts(citeulike_data), 0)
     # RP3beta alone in every tier (tier_collab "" = as collab): no EASE or iALS fit per test; the defaults'
     # parts are tested on these libraries by the evaluation test and notebook 06, which share one cached fit
     return cfg.replace(**{"recommend.collab": "rp3beta", "recommend.tier_collab": ""})
 
 
 @pytest.fixture(scope="session")
-def citeulike_client(citeulike_home, data_dir, encoder):
+def citeulike_client(citeulike_home, citeulike_data, encoder):
     """:func:`citeulike_home`, and the same papers and vectors as index ``cul-client`` in qdrant-client local
     mode (the exact reference) for the congruence test."""
     ingest(
-        data_dir / "citeulike-a",
+        citeulike_data,
         "cul-client",
         config=citeulike_home.replace(**{"vectors.backend": "qdrant"}),
         progress=False,
@@ -224,10 +196,10 @@ def scifact_notebook_home(tmp_path_factory, scifact, scifact_data, data_dir) -> 
 
 
 @pytest.fixture(scope="session")
-def citeulike_notebook_home(tmp_path_factory, citeulike_index, data_dir) -> Path:
-    """CiteULike-a as ``citeulike-a`` (its libraries the community) for notebook 06
+def citeulike_notebook_home(tmp_path_factory, citeulike_index, citeulike_data, data_dir) -> Path:
+    """CiteULike-a's dense core as ``citeulike-a`` (its libraries the community) for notebook 06
     (:func:`_notebook_home`)."""
-    return _notebook_home(tmp_path_factory, data_dir, "citeulike-a", ["--dataset", "citeulike-a"])
+    return _notebook_home(tmp_path_factory, data_dir, "citeulike-a", ["--path", str(citeulike_data)])
 
 
 # -- the hand-checkable corpus (tests/corpus.py) in real indexes, once per session
