@@ -17,6 +17,16 @@ A spawned process, not a fork: the parent's vector-store and OpenMP threads
 do not survive a fork. Where the second process cannot read the vectors
 (``vectors.replicas = false`` with the embedded store) the job runs in the
 first, after its own runs.
+
+The two processes share the work that one of them would otherwise wait out.
+The second starts before the first fits the community's co-save model (it
+tunes the peers first, and reads that fit from the cache when it needs it);
+once it has tuned and fitted the peers it says so (:data:`TUNED`), and the
+first, done with its own runs, makes the per-tier tables of 1, 3 and 5 saves
+the second has not claimed yet (:func:`share_per_tier`, :class:`Claims`): the
+first claims from the fewest saves up (the one-save table as soon as its own
+runs are done), the second from all the saves down.
+Which process makes a table changes nothing in it.
 """
 
 from __future__ import annotations
@@ -49,6 +59,9 @@ PER_TIER_PART = 1000
 # the second process's runs (Tiers 3 and 2 share the neighbours' interest cache); the rest run in the first
 LANE_RUNS = frozenset((*rec_runs.PEERS, "tier3", "tier2"))
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+TUNED = (
+    "peers-tuned"  # the file the second process makes in the job's folder when the peers are tuned and fitted
+)
 
 Lists = dict[str, dict[str, list[str]]]  # run -> user -> paper ids
 
@@ -201,9 +214,27 @@ def run_job(job: PeerJob, rec=None) -> PeerLists:
         )
         if rec.side.vectors is None or rec.side.unavailable:
             return PeerLists({}, {}, unreadable=rec.side.unavailable or "no vectors")
+    peers = _peers(rec, job, [r for r in job.runs if r in rec_runs.COLLAB], seconds)
+    if own:
+        (job.tmp / TUNED).touch()  # the first process may now share the per-tier tables
         t = time.perf_counter()
-        rec.warm()  # the first process's community fit, from the fit cache when it could be written
+        rec.warm()  # the first process's community fit (made while the peers were tuned), from the fit cache
         seconds["peers process: community (co-save model fit)"] = time.perf_counter() - t
+    lists, _ = run_lists(rec, job.runs, job.splits, peers, seconds, depth=job.depth, centroids=False)
+    per_tier = {}
+    if job.per_tier_runs:
+        t = time.perf_counter()
+        claims = Claims(job.tmp) if own else None  # shared with the first process; alone, every table here
+        per_tier = per_tier_lists(rec, job, peers, lists, claims, TRUNCATIONS[::-1] if own else TRUNCATIONS)
+        seconds["per-tier tables (lists)"] = time.perf_counter() - t
+    if own:
+        seconds["peers process"] = time.perf_counter() - t0
+    return PeerLists(lists, per_tier, dict(peers.tuned), seconds)
+
+
+def _peers(rec, job: PeerJob, names: Sequence[str], seconds: dict[str, float]) -> rec_runs.Peers:
+    """The job's peers with ``names`` tuned on the training saves and fitted (from the tuning and fit caches
+    where they hold them), each one's seconds in ``seconds``."""
     peers = rec_runs.Peers(
         rec,
         job.train,
@@ -213,19 +244,55 @@ def run_job(job: PeerJob, rec=None) -> PeerLists:
         cache_dir=job.cache_dir,
         fit_cache=job.fit_cache,
     )
-    for name in [r for r in job.runs if r in rec_runs.COLLAB]:
+    for name in names:
         t = time.perf_counter()
-        peers.model(name)  # tuned on the training saves, then fitted
+        peers.model(name)
         seconds[f"{name} tuning + fit"] = time.perf_counter() - t
-    lists, _ = run_lists(rec, job.runs, job.splits, peers, seconds, depth=job.depth, centroids=False)
-    per_tier = {}
-    if job.per_tier_runs:
-        t = time.perf_counter()
-        per_tier = per_tier_lists(rec, job, peers, lists)
-        seconds["per-tier tables (lists)"] = time.perf_counter() - t
-    if own:
-        seconds["peers process"] = time.perf_counter() - t0
-    return PeerLists(lists, per_tier, dict(peers.tuned), seconds)
+    return peers
+
+
+class Claims:
+    """Which of two processes makes each per-tier table: the one that claims it first (a file created with
+    ``O_EXCL`` in the job's folder, so exactly one claim of a name succeeds; a name this object claimed
+    stays its own)."""
+
+    def __init__(self, folder: Path):
+        self.folder, self.mine = folder, set()
+
+    def take(self, name: str) -> bool:
+        if name not in self.mine:
+            try:
+                os.close(
+                    os.open(self.folder / f"per-tier-{name}.claim", os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                )
+            except FileExistsError:
+                return False
+            self.mine.add(name)
+        return True
+
+
+def share_per_tier(rec, job: PeerJob, second: Future, seconds: dict[str, float]) -> dict:
+    """The per-tier tables this, the first, process makes while the second is busy: the one-save table,
+    claimed at once (the second claims from all the saves down, after its main lists, so it reaches that
+    table last), then — once the second has tuned and fitted the peers (:data:`TUNED`; their tuning and
+    EASE's and iALS's fits then come from the caches) — each of 1, 3 and 5 saves the second has not claimed
+    yet, fewest saves first. The table of all the saves is the second's (its peers' lists are that
+    process's main lists). {} when the second claimed them all, or ended without tuning the peers (it
+    could not read the vectors: the job then runs here; or it failed)."""
+    small = [n for n in TRUNCATIONS if n]
+    claims = Claims(job.tmp)
+    if not job.per_tier_runs or not claims.take(str(small[0])):
+        return {}
+    flag = job.tmp / TUNED
+    while not flag.exists() and not second.done():
+        time.sleep(0.2)
+    if not flag.exists():
+        return {}
+    t = time.perf_counter()
+    peers = _peers(rec, job, [r for r in job.per_tier_runs if r in rec_runs.COLLAB], {})
+    made = per_tier_lists(rec, job, peers, {}, claims, small)
+    seconds["per-tier tables (lists, first process)"] = time.perf_counter() - t
+    return made
 
 
 def per_tier_parts(truncated: Sequence[UserSplit], seed: int) -> tuple[tuple[UserSplit, ...], ...]:
@@ -238,9 +305,17 @@ def per_tier_parts(truncated: Sequence[UserSplit], seed: int) -> tuple[tuple[Use
     return tuple(tuple(truncated[i] for i in sorted(order[k::n].tolist())) for k in range(n))
 
 
-def per_tier_lists(main, job: PeerJob, peers: rec_runs.Peers, lists: Lists) -> dict:
-    """The default cascade and the peers with each evaluated user's training saves truncated to 1, 3, 5,
-    all. Everything is refitted on the truncated saves — a model that kept the user's full row would
+def per_tier_lists(
+    main,
+    job: PeerJob,
+    peers: rec_runs.Peers,
+    lists: Lists,
+    claims: Claims | None = None,
+    truncations: Sequence[int | None] = TRUNCATIONS,
+) -> dict:
+    """The default cascade and the peers with each evaluated user's training saves truncated to each of
+    ``truncations`` (1, 3, 5, all; with ``claims``, only those this process claims, in that order).
+    Everything is refitted on the truncated saves — a model that kept the user's full row would
     offer their own truncated-away saves back: the peers (with the parameters tuned on the full saves),
     the cascade's community, and EASE by the exact low-rank update of the full fit (a refit where that is
     not cheaper). At "all" the peers' lists are the main run's. The users are truncated a part at a time
@@ -248,8 +323,10 @@ def per_tier_lists(main, job: PeerJob, peers: rec_runs.Peers, lists: Lists) -> d
     out = {}
     parts = job.parts or (job.truncated,)
     others = UserState(job.others) if job.others is not None else None
-    for trunc in TRUNCATIONS:
+    for trunc in truncations:
         name = str(trunc) if trunc else "all"
+        if claims is not None and not claims.take(name):
+            continue
         made: Lists = {run: {} for run in ("cascade", *job.per_tier_runs)}
         ran: dict[int, int] = {}
         for number, part in enumerate(parts if trunc else (job.truncated,)):

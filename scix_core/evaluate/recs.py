@@ -50,12 +50,14 @@ from scix_core.evaluate import rec_runs
 from scix_core.evaluate.metrics import means, trec_values
 from scix_core.evaluate.rec_lists import (
     LANE_RUNS,
+    TRUNCATIONS,
     PeerJob,
     one_thread_here,
     per_tier_parts,
     replay,
     run_job,
     run_lists,
+    share_per_tier,
     start,
     stop,
 )
@@ -355,9 +357,6 @@ def evaluate_recs(
             rec.state.snapshot(others)
         replay(rec, train, truncated, evaluated=True)
         seconds["replay (training saves into the private state)"] = time.perf_counter() - t
-        t = time.perf_counter()
-        rec.warm()
-        seconds["community (co-save model fit)"] = time.perf_counter() - t
         peer_runs = ("content-knn", *[r for r in runs if r in rec_runs.COLLAB]) if per_tier else ()
         job = PeerJob(
             index,
@@ -382,8 +381,12 @@ def evaluate_recs(
             rec.state.snapshot(job.state)
             pool, future = start(job)
         mine = [r for r in runs if r not in LANE_RUNS]
+        shared: dict = {}  # the per-tier tables this process made for the second (rec_lists.share_per_tier)
         try:
             with one_thread_here(parallel):
+                t = time.perf_counter()
+                rec.warm()  # beside the second process's peer tuning, which does not need it
+                seconds["community (co-save model fit)"] = time.perf_counter() - t
                 lgbm_scorer, lgbm_audit = (
                     _timed_scorer(scorer_trainer, rec, train, splits, seconds)
                     if rec_runs.LGBM in runs
@@ -392,6 +395,8 @@ def evaluate_recs(
                 recommended, centroids = run_lists(
                     rec, mine, splits, None, seconds, progress, lgbm_scorer, depth
                 )
+                if parallel and per_tier:
+                    shared = share_per_tier(rec, job, future, seconds)
             t = time.perf_counter()
             lane = future.result() if parallel else None
             alone = lane.unreadable if lane is not None else ""
@@ -408,6 +413,8 @@ def evaluate_recs(
             if parallel:
                 pool.shutdown(cancel_futures=True)
         seconds.update(lane.seconds)
+        made = {**lane.per_tier, **shared}
+        made = {n: made[n] for n in (str(t) if t else "all" for t in TRUNCATIONS) if n in made}
         recommended.update({r: lane.lists[r] for r in runs if r in LANE_RUNS})
         recommended = {r: recommended[r] for r in runs}
         t = time.perf_counter()
@@ -420,9 +427,7 @@ def evaluate_recs(
         tiers: dict = {}
         if per_tier:
             t = time.perf_counter()
-            tiers = _per_tier_tables(
-                rec, lane.per_tier, truncated, centroids, cutoffs, peer_runs, permutations
-            )
+            tiers = _per_tier_tables(rec, made, truncated, centroids, cutoffs, peer_runs, permutations)
             seconds["per-tier tables (metrics)"] = time.perf_counter() - t
     comparisons, gates = (), {}
     t = time.perf_counter()
@@ -470,6 +475,7 @@ def evaluate_recs(
         "mmr_lambda": cfg.recommend.mmr_lambda,
         "per_tier_users": len(truncated) if per_tier else 0,
         "per_tier_parts": [len(p) for p in job.parts],  # the users truncated at a time
+        "per_tier_first_process": list(shared),  # the tables the first process made (two processes)
     }
     return RecEvalReport(
         index,

@@ -402,8 +402,15 @@ def test_two_processes_make_the_lists_one_process_makes(home, monkeypatch):
     assert (
         one.setup["processes"] == 1 and two.setup["processes"] == 2 and not two.setup["one_process_because"]
     )
-    # the peers, Tier 3 and the per-tier lists come from the second process: every figure the same
+    # the peers and Tier 3 come from the second process, the per-tier lists from either: every figure the same
     assert two.per_user == one.per_user and two.per_tier == one.per_tier
+    # the first, done with its own runs, made the one-save table (it claims from the fewest saves up, the
+    # second from all the saves down, after its main lists); the table of all the saves is the second's
+    first = two.setup["per_tier_first_process"]
+    assert "1" in first and "all" not in first and one.setup["per_tier_first_process"] == []
+    assert (
+        "per-tier tables (lists, first process)" in two.seconds
+    ) and "community (co-save model fit)" in two.seconds
     assert set(two.setup["tuned"]) == {"rp3beta", "ease"} and two.setup["tuned"]["ease"]["cached"]
     for peer, tuned in one.setup["tuned"].items():  # the second run read the first's tuning from the cache
         assert {**two.setup["tuned"][peer], "cached": False} == {**tuned, "cached": False}
