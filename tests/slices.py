@@ -56,6 +56,7 @@ def scifact_slice(data_dir: Path, folder: Path, size: int = SCIFACT_SLICE) -> Pa
 # learned peers against popularity, the co-saves lifting Tier 1 — at a twentieth of EASE's cost.
 CITEULIKE_PAPERS = 6_000
 CITEULIKE_MIN_SAVES = 10
+KEPT = "slice-of.txt"  # the slice's papers' ids in the whole set, one a line (paper i of the slice on line i)
 
 
 def citeulike_slice(
@@ -83,6 +84,7 @@ def citeulike_slice(
     citations = read_adjacency(source / "citations.dat")
     (folder / "citations.dat").write_text(lines([new[j] for j in citations[i] if j in new] for i in kept))
     (folder / "tags.dat").symlink_to(source / "tags.dat")
+    (folder / KEPT).write_text("".join(f"{i}\n" for i in kept))  # the loader reads only its own files
     return folder
 
 

@@ -59,9 +59,8 @@ PER_TIER_PART = 1000
 # the second process's runs (Tiers 3 and 2 share the neighbours' interest cache); the rest run in the first
 LANE_RUNS = frozenset((*rec_runs.PEERS, "tier3", "tier2"))
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-TUNED = (
-    "peers-tuned"  # the file the second process makes in the job's folder when the peers are tuned and fitted
-)
+# the file the second process makes in the job's folder once the peers are tuned and fitted
+TUNED = "peers-tuned"
 
 Lists = dict[str, dict[str, list[str]]]  # run -> user -> paper ids
 

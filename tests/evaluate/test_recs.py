@@ -408,9 +408,8 @@ def test_two_processes_make_the_lists_one_process_makes(home, monkeypatch):
     # second from all the saves down, after its main lists); the table of all the saves is the second's
     first = two.setup["per_tier_first_process"]
     assert "1" in first and "all" not in first and one.setup["per_tier_first_process"] == []
-    assert (
-        "per-tier tables (lists, first process)" in two.seconds
-    ) and "community (co-save model fit)" in two.seconds
+    assert "per-tier tables (lists, first process)" in two.seconds
+    assert "community (co-save model fit)" in two.seconds
     assert set(two.setup["tuned"]) == {"rp3beta", "ease"} and two.setup["tuned"]["ease"]["cached"]
     for peer, tuned in one.setup["tuned"].items():  # the second run read the first's tuning from the cache
         assert {**two.setup["tuned"][peer], "cached": False} == {**tuned, "cached": False}
