@@ -100,6 +100,13 @@ class Catalog:
         return codes
 
     @cached_property
+    def trending_order(self) -> np.ndarray:
+        """Every row in Tier 0's order — citations descending, then newer first, then corpus order — sorted
+        once: a subset's ranking is this order filtered (the same total order), not a sort per request."""
+        rows = np.arange(len(self.ids))
+        return rows[np.lexsort((rows, -self.month.astype(np.int64), -self.citations))]
+
+    @cached_property
     def _code_rows(self) -> dict[str, np.ndarray]:
         rows: dict[str, list[int]] = {}
         for row, codes in enumerate(self.codes):

@@ -67,10 +67,8 @@ def trending(
             if catalog.has_dates
             else "no citation data and no dates in this index: corpus order"
         )
-    rows = np.flatnonzero(mask)
-    # lexsort: last key first; citations desc, then newer first, then corpus order
-    order = np.lexsort((rows, -catalog.month[rows], -catalog.citations[rows]))
-    return Trending(rows[order], window, int(mask.sum()), signals, tuple(notes))
+    order = catalog.trending_order  # citations desc, then newer first, then corpus order
+    return Trending(order[mask[order]], window, int(mask.sum()), signals, tuple(notes))
 
 
 class TrendingTier:

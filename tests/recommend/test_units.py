@@ -402,6 +402,34 @@ def test_trending_without_citations_or_dates_says_what_it_lacked():
     assert [nodate.ids[r] for r in t.rows] == ["p1", "p0"] and any("citations alone" in n for n in t.notes)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b", "ab"]),
+            st.one_of(st.none(), st.dates(dt.date(2018, 1, 1), dt.date(2024, 12, 31))),
+            st.integers(0, 3),  # few citation counts: many ties
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+    st.sets(st.integers(0, 29)),
+    st.sampled_from([(), ("a",), ("b",)]),
+)
+def test_trending_is_the_catalogues_one_order_filtered(papers, excluded, categories):
+    cat = _catalog([list(c) for c, _, _ in papers], [d for _, d, _ in papers], [n for _, _, n in papers])
+    exclude = np.array(sorted(i for i in excluded if i < len(papers)), dtype=np.int64)
+    got = trending(cat, categories, exclude, 3, (24, 48)).rows
+    # what each call once sorted for itself: the rows left, by citations, then newer, then corpus order
+    mask = cat.rows_with_codes(frozenset(categories)) if categories else np.ones(len(cat), dtype=bool)
+    mask[exclude] = False
+    if cat.has_dates:
+        window = next((m for m in (24, 48) if (mask & (cat.month > cat.newest_month - m)).sum() >= 3), 48)
+        mask &= cat.month > cat.newest_month - window
+    left = [r for r in range(len(cat)) if mask[r]]
+    assert got.tolist() == sorted(left, key=lambda r: (-cat.citations[r], -cat.month[r], r))
+
+
 def test_next_tier_messages_follow_the_configured_thresholds():
     cfg = RecommendConfig()
     assert next_tier_message(cfg, 2, 3) == "2 more saves unlock clustered recommendations (Tier 1)"
