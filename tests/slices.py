@@ -79,10 +79,13 @@ def citeulike_slice(
     (folder / "users.dat").write_text(lines(row for row in cut if len(row) >= min_saves))
     titles = [line for _, line in read_lines(source / "citeutitles.txt")]
     (folder / "citeutitles.txt").write_text("".join(titles[i] + "\n" for i in kept), encoding="utf-8")
+    # the per-item files may end before the last item (CiteULike-a's: 16,979 lines): no line, no tags or links
     item_tags = read_adjacency(source / "item-tag.dat")
-    (folder / "item-tag.dat").write_text(lines(item_tags[i] for i in kept))
+    (folder / "item-tag.dat").write_text(lines(item_tags[i] if i < len(item_tags) else [] for i in kept))
     citations = read_adjacency(source / "citations.dat")
-    (folder / "citations.dat").write_text(lines([new[j] for j in citations[i] if j in new] for i in kept))
+    (folder / "citations.dat").write_text(
+        lines([new[j] for j in (citations[i] if i < len(citations) else []) if j in new] for i in kept)
+    )
     (folder / "tags.dat").symlink_to(source / "tags.dat")
     (folder / KEPT).write_text("".join(f"{i}\n" for i in kept))  # the loader reads only its own files
     return folder

@@ -29,7 +29,7 @@ def test_the_citeulike_slice_is_the_most_saved_papers_renumbered_with_what_belon
     titles = [line for _, line in read_lines(source / "citeutitles.txt")]
     assert [line for _, line in read_lines(folder / "citeutitles.txt")] == [titles[i] for i in kept]
     tags = read_adjacency(source / "item-tag.dat")
-    assert read_adjacency(folder / "item-tag.dat") == [tags[i] for i in kept]
+    assert read_adjacency(folder / "item-tag.dat") == [tags[i] if i < len(tags) else [] for i in kept]
     # each library: the user's saves of kept papers, in order, through the same renumbering
     new = {old: i for i, old in enumerate(kept)}
     cut = [[new[int(i)] for i in library if int(i) in new] for library in libraries]
@@ -40,4 +40,14 @@ def test_the_citeulike_slice_is_the_most_saved_papers_renumbered_with_what_belon
     sliced = read_adjacency(folder / "citations.dat")
     assert len(sliced) == CITEULIKE_PAPERS
     for i, row in enumerate(sliced):
-        assert [kept[int(j)] for j in row] == [int(j) for j in links[kept[i]] if int(j) in new]
+        own = links[kept[i]] if kept[i] < len(links) else []
+        assert [kept[int(j)] for j in row] == [int(j) for j in own if int(j) in new]
+
+
+def test_the_citeulike_slice_of_every_paper_and_user_is_the_whole_set(data_dir, tmp_path):
+    from scix_core.data import load_dataset
+
+    whole = load_dataset(data_dir / "citeulike-a")
+    cut = load_dataset(citeulike_slice(data_dir, tmp_path / "c", papers=len(whole.papers), min_saves=1))
+    assert cut.papers == whole.papers and cut.citations == whole.citations and cut.tags == whole.tags
+    assert cut.interactions == whole.interactions
