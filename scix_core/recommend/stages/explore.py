@@ -35,10 +35,11 @@ class Explore:
         ranked = trending(cat, (), side.rows(taken), cfg.explore_pool, cfg.trending_months).rows[
             : cfg.explore_pool
         ]
-        ranked = np.array(
-            [r for r in ranked.tolist() if not state.suppressed.keys() & set(cat.suppression_codes(r))],
-            dtype=np.int64,
-        )
+        if state.suppressed:  # (most users have no suppressed code: the pool as it is)
+            ranked = np.array(
+                [r for r in ranked.tolist() if not state.suppressed.keys() & set(cat.suppression_codes(r))],
+                dtype=np.int64,
+            )
         centroids = np.stack([c.centroid for c in state.clusters])
         radius = np.array([c.radius for c in state.clusters])
         sims = side.vectors.get(ranked) @ centroids.T if len(ranked) else np.zeros((0, len(centroids)))
