@@ -12,7 +12,7 @@ import random
 from collections import Counter
 from pathlib import Path
 
-from scix_core.data.citeulike import read_adjacency
+from scix_core.data.citeulike import read_adjacency, write_adjacency
 from scix_core.data.textio import read_lines
 
 # SciFact's papers in the suite: every judged one (565) and a seeded sample of the rest. The whole corpus
@@ -71,20 +71,18 @@ def citeulike_slice(
     kept = sorted((int(i) for i, _ in sorted(counts.items(), key=lambda c: (-c[1], int(c[0])))[:papers]))
     new = {str(old): str(i) for i, old in enumerate(kept)}
 
-    def lines(rows) -> str:
-        return "".join(" ".join([str(len(row)), *row]) + "\n" for row in rows)
-
     folder.mkdir(parents=True, exist_ok=True)
     cut = ([new[i] for i in library if i in new] for library in libraries)
-    (folder / "users.dat").write_text(lines(row for row in cut if len(row) >= min_saves))
+    write_adjacency(folder / "users.dat", (row for row in cut if len(row) >= min_saves))
     titles = [line for _, line in read_lines(source / "citeutitles.txt")]
     (folder / "citeutitles.txt").write_text("".join(titles[i] + "\n" for i in kept), encoding="utf-8")
     # the per-item files may end before the last item (CiteULike-a's: 16,979 lines): no line, no tags or links
     item_tags = read_adjacency(source / "item-tag.dat")
-    (folder / "item-tag.dat").write_text(lines(item_tags[i] if i < len(item_tags) else [] for i in kept))
+    write_adjacency(folder / "item-tag.dat", (item_tags[i] if i < len(item_tags) else [] for i in kept))
     citations = read_adjacency(source / "citations.dat")
-    (folder / "citations.dat").write_text(
-        lines([new[j] for j in (citations[i] if i < len(citations) else []) if j in new] for i in kept)
+    write_adjacency(
+        folder / "citations.dat",
+        ([new[j] for j in (citations[i] if i < len(citations) else []) if j in new] for i in kept),
     )
     (folder / "tags.dat").symlink_to(source / "tags.dat")
     (folder / KEPT).write_text("".join(f"{i}\n" for i in kept))  # the loader reads only its own files

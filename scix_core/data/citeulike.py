@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from scix_core.data.dataset import Dataset, PaperCollector
@@ -52,6 +53,12 @@ def read_adjacency(path: Path) -> list[list[str]]:
             )
         rows.append(parts[1:])
     return rows
+
+
+def write_adjacency(path: Path, rows: Iterable[Sequence[str]]) -> None:
+    """One ``N id ...`` line per row (the layout :func:`read_adjacency` reads back; no newline after the
+    last, which it reads as well)."""
+    path.write_text("\n".join(" ".join([str(len(row)), *row]) for row in rows))
 
 
 def make_bags(texts: list[str], vocabulary_size: int) -> tuple[list[str], list[Counter]]:

@@ -18,7 +18,7 @@ import random
 import shutil
 from pathlib import Path
 
-from scix_core.data.citeulike import TITLE_FILES, make_bags, read_adjacency, write_lda_c
+from scix_core.data.citeulike import TITLE_FILES, make_bags, read_adjacency, write_adjacency, write_lda_c
 from scix_core.data.textio import read_lines
 from scix_core.errors import DataPathError
 
@@ -45,7 +45,7 @@ def thin(
         kept = [item for item in library if rng.random() < keep]
         if len(kept) >= min_saves:
             libraries.append(kept)
-    (out / "users.dat").write_text("\n".join(" ".join([str(len(lib)), *lib]) for lib in libraries))
+    write_adjacency(out / "users.dat", libraries)
     for name in TAG_FILES:
         if (source / name).exists():
             shutil.copyfile(source / name, out / name)

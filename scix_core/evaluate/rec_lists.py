@@ -280,7 +280,7 @@ def share_per_tier(rec, job: PeerJob, second: Future, seconds: dict[str, float])
     could not read the vectors: the job then runs here; or it failed)."""
     small = [n for n in TRUNCATIONS if n]
     claims = Claims(job.tmp)
-    if not job.per_tier_runs or not claims.take(str(small[0])):
+    if not job.per_tier_runs or not claims.take(table_name(small[0])):
         return {}
     flag = job.tmp / TUNED
     while not flag.exists() and not second.done():
@@ -292,6 +292,11 @@ def share_per_tier(rec, job: PeerJob, second: Future, seconds: dict[str, float])
     made = per_tier_lists(rec, job, peers, {}, claims, small)
     seconds["per-tier tables (lists, first process)"] = time.perf_counter() - t
     return made
+
+
+def table_name(trunc: int | None) -> str:
+    """A per-tier table's name: its save count, or "all"."""
+    return str(trunc) if trunc else "all"
 
 
 def per_tier_parts(truncated: Sequence[UserSplit], seed: int) -> tuple[tuple[UserSplit, ...], ...]:
@@ -323,7 +328,7 @@ def per_tier_lists(
     parts = job.parts or (job.truncated,)
     others = UserState(job.others) if job.others is not None else None
     for trunc in truncations:
-        name = str(trunc) if trunc else "all"
+        name = table_name(trunc)
         if claims is not None and not claims.take(name):
             continue
         made: Lists = {run: {} for run in ("cascade", *job.per_tier_runs)}

@@ -60,6 +60,7 @@ from scix_core.evaluate.rec_lists import (
     share_per_tier,
     start,
     stop,
+    table_name,
 )
 from scix_core.evaluate.significance import PERMUTATIONS, compare, gate, holm
 from scix_core.recommend import Recommender, UserState
@@ -414,7 +415,7 @@ def evaluate_recs(
                 pool.shutdown(cancel_futures=True)
         seconds.update(lane.seconds)
         made = {**lane.per_tier, **shared}
-        made = {n: made[n] for n in (str(t) if t else "all" for t in TRUNCATIONS) if n in made}
+        made = {n: made[n] for n in map(table_name, TRUNCATIONS) if n in made}
         recommended.update({r: lane.lists[r] for r in runs if r in LANE_RUNS})
         recommended = {r: recommended[r] for r in runs}
         t = time.perf_counter()
