@@ -294,8 +294,9 @@ class Community:
         self._read_id = 0
         self._users: dict[str, int] = {}
         self._pairs: set[tuple[int, int]] = set()
-        self._user_col: list[int] = []  # the pairs in arrival order, for a cheap matrix rebuild
-        self._item_col: list[int] = []
+        # the pairs in arrival order, for a cheap matrix rebuild (grown by the new pairs only)
+        self._user_col = np.zeros(0, dtype=np.int64)
+        self._item_col = np.zeros(0, dtype=np.int64)
         self._matrix = None
         self._libraries: Libraries | None = None
         self.version = 0  # + 1 at every new fitted model (:meth:`current`)
@@ -371,17 +372,20 @@ class Community:
         row = self.catalog.row
         base = [(0, user, paper) for user, paper in self._base()] if self._base is not None else []
         self._base = None
+        added: list[tuple[int, int]] = []
         for _, user, paper in [*base, *new]:
             pair = (self._users.setdefault(user, len(self._users)), row.get(paper, -1))
             if pair[1] >= 0 and pair not in self._pairs:
                 self._pairs.add(pair)
-                self._user_col.append(pair[0])
-                self._item_col.append(pair[1])
+                added.append(pair)
+        if added:
+            users_added, items_added = np.asarray(added, dtype=np.int64).reshape(-1, 2).T
+            self._user_col = np.concatenate([self._user_col, users_added])
+            self._item_col = np.concatenate([self._item_col, items_added])
         if new:
             self._read_id = new[-1][0]
         if new or base or self._matrix is None:
-            users = np.asarray(self._user_col, dtype=np.int64)
-            items = np.asarray(self._item_col, dtype=np.int64)
+            users, items = self._user_col, self._item_col
             self._matrix = csr_matrix(
                 (np.ones(len(users), dtype=np.float32), (users, items)),
                 shape=(max(len(self._users), 1), len(self.catalog)),

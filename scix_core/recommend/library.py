@@ -140,5 +140,6 @@ def import_libraries(rec, users: list[str] | None = None, progress: bool = False
 
     # a batch of users a transaction: an interrupted import keeps the batches committed, and the next run
     # skips those users
-    replay_many(rec, known_saves(), batch=IMPORT_BATCH)
+    if replay_many(rec, known_saves(), batch=IMPORT_BATCH):
+        rec.state.analyse()
     return ImportReport(imported, saves, len(have), unknown, not times, time.perf_counter() - t)

@@ -106,6 +106,34 @@ def test_two_concurrent_writer_processes_lose_nothing(spec):
     )
 
 
+def test_the_new_saves_are_read_as_a_range_of_ids_of_one_index(spec):
+    state = open_store(spec)
+    for index in ("idx", "other"):
+        state.upsert_user(index, "u", [])
+    for n in range(6):
+        state.record("idx" if n % 3 else "other", "u", f"p{n}", "save" if n != 4 else "view", T0)
+    ids = [e.id for e in state.events("idx", "u")]
+    assert state.saves_since("idx", 0) == [(ids[0], "u", "p1"), (ids[1], "u", "p2"), (ids[3], "u", "p5")]
+    assert (
+        state.saves_since("idx", ids[1]) == [(ids[3], "u", "p5")] and state.saves_since("idx", ids[3]) == []
+    )
+    # a server asks every few seconds for the few newest saves: a range of the key, never the user index's
+    # scan of all the index's saves and a sort — on SQLite always, on PostgreSQL once a bulk import has
+    # taken the planner's statistics
+    libraries = [(f"v{u}", [f"q{u}-{i}" for i in range(20)], T0, [], True) for u in range(300)]
+    state.import_libraries("idx", libraries)
+    state.analyse()
+    newest = state.last_interaction()
+    assert [r[0] for r in state.saves_since("idx", newest - 2)] == [newest - 1, newest]
+    with state._connect() as conn:
+        explain = "EXPLAIN " + ("QUERY PLAN " if not isinstance(state, PostgresUserState) else "")
+        plan = " ".join(
+            str(r[-1]) for r in conn.execute(explain + state.SAVES_SINCE_SQL, ("idx", newest - 2))
+        )
+    assert "interactions_user" not in plan and "B-TREE" not in plan and "Sort" not in plan, plan
+    assert "INTEGER PRIMARY KEY" in plan or "interactions_pkey" in plan, plan
+
+
 def test_a_failing_profile_update_rolls_the_interaction_back(spec):
     state = open_store(spec)
     state.upsert_user("idx", "u", [])
