@@ -99,7 +99,7 @@ class Libraries:
         """The libraries (catalogue rows) of up to ``cap`` users who saved any of ``saved_rows`` — most of
         them shared first, ties by user row — each with how many it shares. A library holding nothing but
         those papers (the asking user's own) shows no other interest and is left out."""
-        saved = np.asarray(saved_rows, dtype=np.int64)
+        saved = np.unique(np.asarray(saved_rows, dtype=np.int64))
         if not len(saved) or cap <= 0:
             return []
         items, users = self.by_item, self.by_user  # rows read from indptr / indices: no matrix per row
@@ -107,16 +107,15 @@ class Libraries:
             np.concatenate([items.indices[items.indptr[r] : items.indptr[r + 1]] for r in saved]),
             return_counts=True,
         )
-        out = []
-        for i in np.lexsort((savers, -shared)):
-            u = int(savers[i])
-            rows = users.indices[users.indptr[u] : users.indptr[u + 1]]
-            if len(rows) <= len(saved) and np.isin(rows, saved).all():
-                continue
-            out.append((rows, int(shared[i])))
-            if len(out) >= cap:
-                break
-        return out
+        # a library of no more papers than it shares holds nothing but those (the asking user's own): no
+        # other interest shows in it (counted, not looked up: a membership test a library took 2 ms of 3)
+        other = np.diff(users.indptr)[savers] > shared
+        savers, shared = savers[other], shared[other]
+        chosen = np.lexsort((savers, -shared))[:cap]
+        return [
+            (users.indices[users.indptr[u] : users.indptr[u + 1]], int(n))
+            for u, n in zip(savers[chosen], shared[chosen])
+        ]
 
 
 @dataclass(frozen=True, eq=False)

@@ -238,6 +238,29 @@ def test_savers_libraries_most_shared_first_without_the_asker():
     assert libs.savers_of(np.array([], dtype=np.int64), cap=10) == []
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.sets(st.integers(0, 11), max_size=7), min_size=1, max_size=12),
+    st.lists(st.integers(0, 11), max_size=5),
+    st.integers(1, 6),
+)
+def test_savers_libraries_equal_their_definition_read_user_by_user(libraries, saved, cap):
+    from scipy.sparse import csr_matrix
+
+    from scix_core.recommend.community import Libraries
+
+    pairs = [(u, p) for u, lib in enumerate(libraries) for p in sorted(lib)]
+    users, items = zip(*pairs) if pairs else ((), ())
+    libs = Libraries(csr_matrix((np.ones(len(pairs)), (users, items)), shape=(len(libraries), 12)))
+    asked = set(saved)
+    # every user sharing a paper whose library holds another, most shared first, ties by user row
+    want = sorted(
+        ((-len(lib & asked), u) for u, lib in enumerate(libraries) if lib & asked and lib - asked),
+    )[:cap]
+    got = libs.savers_of(np.array(saved, dtype=np.int64), cap)
+    assert [(r.tolist(), n) for r, n in got] == [(sorted(libraries[u]), -neg) for neg, u in want]
+
+
 def test_neighbour_cover_gives_the_interest_nobody_reached_a_pick():
     """Two users saved paper 0 beside the asker: one with two interests (x: papers 0, 1; y: 2, 3), one
     with one (x: 0, 4). The pool: two near-duplicates along x, one along y, less relevant."""
@@ -269,6 +292,22 @@ def test_neighbour_cover_gives_the_interest_nobody_reached_a_pick():
     assert len(cache._kept) == 2 and neighbourhood(libraries, np.array([0]), cache, vectors, cfg) is hood
     assert neighbourhood(libraries, np.array([3]), cache, vectors, cfg).users == 1
     assert neighbourhood(Libraries(libraries.by_user[:1]), np.array([0]), cache, vectors, cfg) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 8), min_size=1, max_size=12), st.integers(1, 30), st.integers(0, 2**16))
+def test_each_candidate_falls_in_its_nearest_interest_of_each_user(sizes, n, seed):
+    from scix_core.recommend.interests import Neighbourhood
+
+    rng = np.random.default_rng(seed)
+    centroids = rng.standard_normal((sum(sizes), 4)).astype(np.float32)
+    centroids[-1] = centroids[0]  # equal similarities: the first of them, as a plain argmax takes
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    hood = Neighbourhood(centroids, starts, np.array(sizes), np.ones(sum(sizes)), len(sizes))
+    candidates = rng.standard_normal((n, 4)).astype(np.float32)
+    sims = candidates @ centroids.T
+    want = [[a + int(np.argmax(sims[i, a : a + k])) for a, k in zip(starts, sizes)] for i in range(n)]
+    assert hood.cover(candidates)[0].tolist() == want
 
 
 def test_interest_warm_up_places_every_library_and_a_restart_reads_them_from_its_file(tmp_path):
