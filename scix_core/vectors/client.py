@@ -114,7 +114,12 @@ class ClientVectorStore:
         pass
 
     def search(
-        self, vector: np.ndarray, k: int, flt: VectorFilter | None = None, exact: bool = False
+        self,
+        vector: np.ndarray,
+        k: int,
+        flt: VectorFilter | None = None,
+        exact: bool = False,
+        ids: bool = True,
     ) -> list[VectorHit]:
         from qdrant_client import models as m
 
@@ -123,7 +128,7 @@ class ClientVectorStore:
             query=np.asarray(vector, dtype=np.float32).tolist(),
             limit=k,
             query_filter=client_filter(flt),
-            with_payload=["paper_id"],
+            with_payload=["paper_id"] if ids else False,
             search_params=m.SearchParams(exact=exact) if self.remote else None,
         )
         return self._hits(res.points)
@@ -133,14 +138,20 @@ class ClientVectorStore:
         return [VectorHit(int(p.id), (p.payload or {}).get("paper_id"), float(p.score)) for p in points]
 
     def search_batch(
-        self, vectors: np.ndarray, limits: Sequence[int], flt: VectorFilter | None = None, exact: bool = False
+        self,
+        vectors: np.ndarray,
+        limits: Sequence[int],
+        flt: VectorFilter | None = None,
+        exact: bool = False,
+        ids: bool = True,
     ) -> list[list[VectorHit]]:
         from qdrant_client import models as m
 
         f = client_filter(flt)
         params = m.SearchParams(exact=exact) if self.remote else None
+        payload = ["paper_id"] if ids else False
         requests = [
-            m.QueryRequest(query=v, limit=int(k), filter=f, with_payload=["paper_id"], params=params)
+            m.QueryRequest(query=v, limit=int(k), filter=f, with_payload=payload, params=params)
             for v, k in zip(_rows(vectors), limits)
         ]
         if not requests:

@@ -102,10 +102,14 @@ class EdgeVectorStore:
         self.shard.optimize()
         self.shard.flush()
 
-    def _request(self, query, k: int, flt, exact: bool = False):
+    def _request(self, query, k: int, flt, exact: bool = False, ids: bool = True):
         qe = edge_api()
         return qe.QueryRequest(
-            limit=k, query=query, filter=flt, with_payload=["paper_id"], params=qe.SearchParams(exact=exact)
+            limit=k,
+            query=query,
+            filter=flt,
+            with_payload=["paper_id"] if ids else False,
+            params=qe.SearchParams(exact=exact),
         )
 
     @staticmethod
@@ -113,18 +117,28 @@ class EdgeVectorStore:
         return [VectorHit(int(p.id), (p.payload or {}).get("paper_id"), float(p.score)) for p in points]
 
     def search(
-        self, vector: np.ndarray, k: int, flt: VectorFilter | None = None, exact: bool = False
+        self,
+        vector: np.ndarray,
+        k: int,
+        flt: VectorFilter | None = None,
+        exact: bool = False,
+        ids: bool = True,
     ) -> list[VectorHit]:
         query = edge_api().Query.Nearest(np.asarray(vector, dtype=np.float32).tolist())
-        return self._hits(self.shard.query(self._request(query, k, edge_filter(flt), exact)))
+        return self._hits(self.shard.query(self._request(query, k, edge_filter(flt), exact, ids)))
 
     def search_batch(
-        self, vectors: np.ndarray, limits: Sequence[int], flt: VectorFilter | None = None, exact: bool = False
+        self,
+        vectors: np.ndarray,
+        limits: Sequence[int],
+        flt: VectorFilter | None = None,
+        exact: bool = False,
+        ids: bool = True,
     ) -> list[list[VectorHit]]:
         qe = edge_api()
         f = edge_filter(flt)
         requests = [
-            self._request(qe.Query.Nearest(v), int(k), f, exact) for v, k in zip(_rows(vectors), limits)
+            self._request(qe.Query.Nearest(v), int(k), f, exact, ids) for v, k in zip(_rows(vectors), limits)
         ]
         if not requests:
             return []

@@ -54,6 +54,19 @@ def test_same_ids_for_same_query_and_filter(stores, encoder, query, flt):
     assert np.allclose([h.score for h in a], [h.score for h in b], atol=1e-4)
 
 
+def test_hits_without_ids_are_the_same_points_without_the_payload_read(stores, encoder):
+    vec = encoder.encode_query(QUERIES[0])
+    for store in stores:
+        full, bare = (
+            store.search(vec, 10, FILTERS[1], exact=True),
+            store.search(vec, 10, FILTERS[1], True, ids=False),
+        )
+        assert [(h.point_id, h.score) for h in bare] == [(h.point_id, h.score) for h in full] and full
+        assert all(h.paper_id is None for h in bare) and all(h.paper_id for h in full)
+        [batch] = store.search_batch(vec[None, :], [10], FILTERS[1], exact=True, ids=False)
+        assert batch == bare
+
+
 def test_counts_and_single_owner(stores):
     edge, client = stores
     assert edge.count() == client.count() == 300

@@ -18,7 +18,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from scix_core.recommend.context import hits_minus
 from scix_core.recommend.profile import unit
 from scix_core.recommend.stages.base import Candidate, Tier1State
 from scix_core.search import knobs
@@ -31,14 +30,19 @@ class ClusterKnn:
         side, ctx = state.side, state.ctx
         queries = np.stack([c.centroid for c in state.clusters])
         limits = [c.quota * side.config.oversample for c in state.clusters]
-        results = side.store.search_batch(queries, limits, ctx.exclusion(side), exact=knobs.qdrant_exact())
+        # each point's paper read from the catalogue by its row, not from the store's payload
+        results = side.store.search_batch(
+            queries, limits, ctx.exclusion(side), exact=knobs.qdrant_exact(), ids=False
+        )
+        ids, seen = side.catalog.ids, ctx.seen
         best: dict[str, Candidate] = {}
         for cluster, hits in zip(state.clusters, results):
-            for h in hits_minus(hits, ctx.seen):
-                if h.paper_id not in best or h.score > best[h.paper_id].cosine:
-                    best[h.paper_id] = Candidate(
-                        h.paper_id, h.point_id, "cluster-knn", cluster.cluster_id, h.score
-                    )
+            for h in hits:
+                paper = ids[h.point_id]
+                if paper in seen:  # belt and braces after the engine's own exclusion filter
+                    continue
+                if paper not in best or h.score > best[paper].cosine:
+                    best[paper] = Candidate(paper, h.point_id, "cluster-knn", cluster.cluster_id, h.score)
         per = {
             c.cluster_id: sum(1 for x in best.values() if x.cluster_id == c.cluster_id)
             for c in state.clusters
@@ -70,14 +74,18 @@ class ShortTermSupplement:
         if short is None or n <= 0:
             return state, {"added": 0, "reason": "no short-term profile" if short is None else "disabled"}
         have = {c.paper_id for c in state.candidates}
-        hits = hits_minus(
-            side.store.search(unit(short.vector), n, ctx.exclusion(side), exact=knobs.qdrant_exact()),
-            ctx.seen,
-        )
-        new = [h for h in hits if h.paper_id not in have]
-        nearest, _ = nearest_clusters(state, [h.point_id for h in new])
+        ids = side.catalog.ids
+        hits = [
+            (ids[h.point_id], h)
+            for h in side.store.search(
+                unit(short.vector), n, ctx.exclusion(side), exact=knobs.qdrant_exact(), ids=False
+            )
+        ]
+        hits = [(paper, h) for paper, h in hits if paper not in ctx.seen]
+        new = [(paper, h) for paper, h in hits if paper not in have]
+        nearest, _ = nearest_clusters(state, [h.point_id for _, h in new])
         added = tuple(
-            Candidate(h.paper_id, h.point_id, "supplement", k, h.score) for h, k in zip(new, nearest)
+            Candidate(paper, h.point_id, "supplement", k, h.score) for (paper, h), k in zip(new, nearest)
         )
         return replace(state, candidates=state.candidates + added), {"found": len(hits), "added": len(added)}
 
