@@ -86,7 +86,7 @@ def _item(c: Candidate, rank: int, side: IndexSide, mmr_position: int | None) ->
         1,
         c.source,
         c.cluster_id,
-        c.scores,
+        tuple(c.scores),
         mmr_position,
         c.source == "exploration",
         side.catalog.codes[c.row],

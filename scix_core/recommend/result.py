@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -24,7 +24,9 @@ def plain(value: Any) -> Any:
         return value.item()
     if isinstance(value, Mapping):
         return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
+    if isinstance(value, Iterable) and not isinstance(
+        value, (str, bytes)
+    ):  # a scored candidate's features too
         return [plain(v) for v in value]
     return value
 

@@ -222,6 +222,16 @@ class _Vectors:
         return self.rows[np.asarray(ids, dtype=np.int64)]
 
 
+def test_a_scored_candidate_s_features_read_as_name_value_pairs():
+    from scix_core.recommend.result import plain
+    from scix_core.recommend.stages.base import Features
+
+    f = Features(("cosine", "cosave", "heuristic"), (0.5, 0.25, 0.6))
+    assert tuple(f) == (("cosine", 0.5), ("cosave", 0.25), ("heuristic", 0.6)) and len(f) == 3
+    assert dict(f)["cosave"] == 0.25 and f == tuple(f) and tuple(f) == f and f != (("cosine", 0.5),)
+    assert plain({"scores": f}) == {"scores": [["cosine", 0.5], ["cosave", 0.25], ["heuristic", 0.6]]}
+
+
 def test_savers_libraries_most_shared_first_without_the_asker():
     from scipy.sparse import csr_matrix
 

@@ -33,6 +33,29 @@ class Cluster:
     quota: int = 0
 
 
+class Features:
+    """A scored candidate's features and score by name: the score stage's row, read as (name, value) pairs
+    only when asked — a few hundred candidates are scored for a list and a dozen shown, and building every
+    candidate's pairs took half the stage (docs/results.md)."""
+
+    __slots__ = ("names", "values")
+
+    def __init__(self, names: tuple[str, ...], values: tuple[float, ...]):
+        self.names, self.values = names, values
+
+    def __iter__(self):
+        return zip(self.names, self.values)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __eq__(self, other) -> bool:
+        return tuple(self) == tuple(other)
+
+    def __repr__(self) -> str:
+        return f"Features({tuple(self)!r})"
+
+
 @dataclass(frozen=True, eq=False)
 class Candidate:
     paper_id: str
@@ -42,7 +65,7 @@ class Candidate:
     # similarity to the query that found it (cluster centroid or short-term profile; co-saved: nearest
     # centroid)
     cosine: float
-    scores: tuple[tuple[str, float], ...] = ()
+    scores: tuple[tuple[str, float], ...] | Features = ()  # (name, value) pairs
     score: float = 0.0
 
 

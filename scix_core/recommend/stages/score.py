@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 
 from scix_core.recommend.scorers import features
-from scix_core.recommend.stages.base import Candidate, Tier1State
+from scix_core.recommend.stages.base import Candidate, Features, Tier1State
 
 
 class Score:
@@ -20,10 +20,10 @@ class Score:
     def run(self, state: Tier1State) -> tuple[Tier1State, dict]:
         table = self.table if self.table is not None else features(state, state.candidates)
         scores = self.scorer.score(table)
-        names, label = table.names, self.scorer.name
+        names = (*table.names, self.scorer.name)
         # the constructor, not dataclasses.replace: a few hundred candidates a user, every request
         scored = tuple(
-            Candidate(c.paper_id, c.row, c.source, c.cluster_id, c.cosine, (*zip(names, row), (label, s)), s)
+            Candidate(c.paper_id, c.row, c.source, c.cluster_id, c.cosine, Features(names, (*row, s)), s)
             for c, s, row in zip(
                 state.candidates, np.asarray(scores, dtype=np.float64).tolist(), table.values.tolist()
             )
