@@ -291,7 +291,8 @@ class Community:
         self._lock = threading.Lock()
         self._seen_id = -1
         self._read_id = 0
-        self._users: dict[str, int] = {}
+        self._users: dict[str, int] = {}  # by arrival
+        self._ranks = np.zeros(0, dtype=np.int64)  # each user's row in the matrix: the order of their ids
         self._pairs: set[tuple[int, int]] = set()
         # the pairs in arrival order, for a cheap matrix rebuild (grown by the new pairs only)
         self._user_col = np.zeros(0, dtype=np.int64)
@@ -384,7 +385,10 @@ class Community:
         if new:
             self._read_id = new[-1][0]
         if new or base or self._matrix is None:
-            users, items = self._user_col, self._item_col
+            # users in the order of their ids, not of their arrival: the same saves read in another order (an
+            # evaluation's replay with or without its per-tier sample, another process's) make the same
+            # matrix, and so the same fits, neighbour ties and sums to the last digit
+            users, items = self._rows_by_id()[self._user_col], self._item_col
             self._matrix = csr_matrix(
                 (np.ones(len(users), dtype=np.float32), (users, items)),
                 shape=(max(len(self._users), 1), len(self.catalog)),
@@ -392,6 +396,15 @@ class Community:
             self._savers = np.bincount(items, minlength=len(self.catalog))
             self._fit()
         self._seen_id = last
+
+    def _rows_by_id(self) -> np.ndarray:
+        """Each user's matrix row (by arrival index): their rank in the order of the user ids."""
+        if len(self._ranks) != len(self._users):
+            ids = list(self._users)
+            order = sorted(range(len(ids)), key=ids.__getitem__)
+            self._ranks = np.empty(len(ids), dtype=np.int64)
+            self._ranks[order] = np.arange(len(ids))
+        return self._ranks
 
     def _fit(self) -> None:
         """Refit on the new matrix: in line, except an ensemble part whose last fit was slow — it keeps

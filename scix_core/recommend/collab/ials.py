@@ -55,7 +55,7 @@ class Ials:
     _fitted: tuple = field(default=(), repr=False)
 
     def fit(self, matrix) -> Ials:
-        x = binary(matrix)
+        x = by_library(binary(matrix))
         path = self._cached(x)
         if path is None:
             y = self._solve(x)
@@ -135,6 +135,18 @@ class Ials:
         ys = y[rows]
         user = np.linalg.solve(gram + self.alpha * ys.T @ ys, (1.0 + self.alpha) * ys.sum(axis=0))
         return self._y32 @ user.astype(np.float32)
+
+
+def by_library(x):
+    """``x``'s rows (users) in the order of their libraries' contents. The item factors depend on the order
+    of the rows (each user's factors start from a seeded draw in row order), and nothing after the fit
+    needs a user's row: the same libraries in another user order — another process's arrival order, an
+    evaluation's replay with or without its per-tier sample — are now the same fit (and the same cache
+    entry), where they differed in the last digits and moved a few users' lists."""
+    x = x.tocsr()
+    x.sort_indices()
+    libraries = [x.indices[x.indptr[u] : x.indptr[u + 1]].tobytes() for u in range(x.shape[0])]
+    return x[sorted(range(len(libraries)), key=libraries.__getitem__)]
 
 
 def _load(path: Path) -> tuple[np.ndarray | None, float | None]:
