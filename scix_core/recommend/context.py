@@ -88,3 +88,10 @@ class UserContext:
 def hits_minus(hits: list[VectorHit], seen: frozenset[str]) -> list[VectorHit]:
     """Belt and braces after the engine's own exclusion filter."""
     return [h for h in hits if h.paper_id not in seen]
+
+
+def papers_minus(side: IndexSide, hits: list[VectorHit], seen: frozenset[str]) -> list[tuple[str, VectorHit]]:
+    """(paper, hit) of hits read without their payload (``ids=False``): each point's paper from the catalogue
+    by its row; the ``seen`` ones left out, as :func:`hits_minus` does."""
+    ids = side.catalog.ids
+    return [(ids[h.point_id], h) for h in hits if ids[h.point_id] not in seen]

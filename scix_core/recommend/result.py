@@ -24,9 +24,8 @@ def plain(value: Any) -> Any:
         return value.item()
     if isinstance(value, Mapping):
         return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, Iterable) and not isinstance(
-        value, (str, bytes)
-    ):  # a scored candidate's features too
+    # sequences, sets, and a scored candidate's features (stages.base.Features: its (name, value) pairs)
+    if isinstance(value, Iterable) and not isinstance(value, (str, bytes)):
         return [plain(v) for v in value]
     return value
 

@@ -18,6 +18,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from scix_core.recommend.context import papers_minus
 from scix_core.recommend.profile import unit
 from scix_core.recommend.stages.base import Candidate, Tier1State
 from scix_core.search import knobs
@@ -34,13 +35,9 @@ class ClusterKnn:
         results = side.store.search_batch(
             queries, limits, ctx.exclusion(side), exact=knobs.qdrant_exact(), ids=False
         )
-        ids, seen = side.catalog.ids, ctx.seen
         best: dict[str, Candidate] = {}
         for cluster, hits in zip(state.clusters, results):
-            for h in hits:
-                paper = ids[h.point_id]
-                if paper in seen:  # belt and braces after the engine's own exclusion filter
-                    continue
+            for paper, h in papers_minus(side, hits, ctx.seen):
                 if paper not in best or h.score > best[paper].cosine:
                     best[paper] = Candidate(paper, h.point_id, "cluster-knn", cluster.cluster_id, h.score)
         per = {
@@ -74,14 +71,13 @@ class ShortTermSupplement:
         if short is None or n <= 0:
             return state, {"added": 0, "reason": "no short-term profile" if short is None else "disabled"}
         have = {c.paper_id for c in state.candidates}
-        ids = side.catalog.ids
-        hits = [
-            (ids[h.point_id], h)
-            for h in side.store.search(
+        hits = papers_minus(
+            side,
+            side.store.search(
                 unit(short.vector), n, ctx.exclusion(side), exact=knobs.qdrant_exact(), ids=False
-            )
-        ]
-        hits = [(paper, h) for paper, h in hits if paper not in ctx.seen]
+            ),
+            ctx.seen,
+        )
         new = [(paper, h) for paper, h in hits if paper not in have]
         nearest, _ = nearest_clusters(state, [h.point_id for _, h in new])
         added = tuple(
