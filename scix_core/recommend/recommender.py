@@ -24,7 +24,7 @@ from scix_core.recommend.context import IndexSide, UserContext
 from scix_core.recommend.interests import shared_interests
 from scix_core.recommend.library import library_pairs
 from scix_core.recommend.pipeline import ClusterTier, warm_stages
-from scix_core.recommend.profile import ProfileTier, compute_profiles, profiles_current
+from scix_core.recommend.profile import EWMA_STARTS, ProfileTier, compute_profiles, profiles_current
 from scix_core.recommend.recommend_api import RecommendTier
 from scix_core.recommend.result import Recommendations
 from scix_core.recommend.reuse import REUSED, ServedLists
@@ -85,6 +85,8 @@ def _check_config(cfg) -> None:
         raise UnknownNameError("recommend.tier_weights", r.tier_weights, TIER_WEIGHTS)
     if r.mmr_quota_shape not in QUOTA_SHAPES:
         raise UnknownNameError("recommend.mmr_quota_shape", r.mmr_quota_shape, QUOTA_SHAPES)
+    if r.ewma_start not in EWMA_STARTS:
+        raise UnknownNameError("recommend.ewma_start", r.ewma_start, EWMA_STARTS)
 
 
 class Recommender:

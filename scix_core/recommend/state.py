@@ -139,7 +139,7 @@ class Event:
 @dataclass(frozen=True)
 class Profile:
     kind: str  # "long" or "short"
-    model: str
+    model: str  # what computed it: the index's model and the averaging (recommend.profile.profile_tag)
     vector: np.ndarray
     saves: int
     last_at: str

@@ -8,9 +8,15 @@ import datetime as dt
 import numpy as np
 import pytest
 
-from scix_core.errors import ConfigError, InteractionError, UnknownPaperError, UnknownUserError
+from scix_core.errors import (
+    ConfigError,
+    InteractionError,
+    UnknownNameError,
+    UnknownPaperError,
+    UnknownUserError,
+)
 from scix_core.recommend import Recommender
-from scix_core.recommend.profile import ewma
+from scix_core.recommend.profile import ewma, profile_tag
 from scix_core.recommend.reuse import REUSED
 from scix_core.recommend.state import utc_text
 from tests.corpus import BY_ID
@@ -160,10 +166,30 @@ def test_profiles_are_persisted_and_equal_the_ewma_of_the_saves(rec_indexes, use
     vecs = rec.side.vectors.get(rec.side.rows(["p03", "p04", "p09"]))
     assert stored["long"].saves == 3 and stored["long"].vector == pytest.approx(ewma(vecs, 20.0), abs=1e-6)
     assert stored["short"].vector == pytest.approx(ewma(vecs, 3.0), abs=1e-6)
+    assert stored["long"].model == profile_tag(rec.side)
     result = rec.recommend(user, limit=4)
     long = stored["long"].vector / np.linalg.norm(stored["long"].vector)
     sims = rec.side.vectors.get([rec.side.catalog.row[i] for i in result.ids]) @ long
     assert list(sims) == sorted(sims, reverse=True) and result.tier == 2
+
+
+def test_profiles_stored_by_another_averaging_are_recomputed_when_read(rec_indexes, user):
+    first = rec_indexes.config.replace(**{"recommend.ewma_start": "first"})
+    old = Recommender(rec_indexes.edge, first)
+    old.create_user(user, [])
+    for paper in ["p03", "p04", "p09"]:
+        old.interact(user, paper, "save")
+    vecs = old.side.vectors.get(old.side.rows(["p03", "p04", "p09"]))
+    assert old.state.profiles(old.index, user)["long"].vector == pytest.approx(
+        ewma(vecs, 20.0, "first"), abs=1e-6
+    )
+    rec = Recommender(rec_indexes.edge, rec_indexes.config)  # corrected, the default
+    assert rec.context(user).profiles["long"].vector == pytest.approx(ewma(vecs, 20.0), abs=1e-6)
+    stored = rec.state.profiles(rec.index, user)
+    assert {p.model for p in stored.values()} == {profile_tag(rec.side)} != {profile_tag(old.side)}
+    assert stored["short"].vector == pytest.approx(ewma(vecs, 3.0), abs=1e-6)
+    with pytest.raises(UnknownNameError, match="ewma_start"):
+        Recommender(rec_indexes.edge, rec_indexes.config.replace(**{"recommend.ewma_start": "last"}))
 
 
 def test_tier3_edge_and_client_return_the_same_ids(rec_indexes, user):

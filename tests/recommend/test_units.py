@@ -381,10 +381,21 @@ def test_mmr_cover_term_is_the_weight_of_the_interests_not_yet_covered(n, users,
 
 
 def test_ewma_by_hand():
-    # half-life 1 save: alpha = 1/2. [1,0] then [0,1] -> [.5,.5]; then [0,1] again -> [.25,.75]
-    assert ewma(np.array([[1.0, 0], [0, 1]]), 1.0) == pytest.approx([0.5, 0.5])
-    assert ewma(np.array([[1.0, 0], [0, 1], [0, 1]]), 1.0) == pytest.approx([0.25, 0.75])
-    assert ewma(np.array([[3.0, 4.0]]), 20.0) == pytest.approx([3, 4])
+    # half-life 1 save: alpha = 1/2. The first save starting the average: [1,0] then [0,1] -> [.5,.5]; then
+    # [0,1] again -> [.25,.75]
+    first = np.array([[1.0, 0], [0, 1]]), np.array([[1.0, 0], [0, 1], [0, 1]])
+    assert ewma(first[0], 1.0, "first") == pytest.approx([0.5, 0.5])
+    assert ewma(first[1], 1.0, "first") == pytest.approx([0.25, 0.75])
+    # bias-corrected: weights 1/4, 1/2 (oldest first) over their sum 3/4 -> [1/3, 2/3]; three saves: 1/8, 1/4,
+    # 1/2 over 7/8 -> [1/7, 6/7]
+    assert ewma(first[0], 1.0) == pytest.approx([1 / 3, 2 / 3])
+    assert ewma(first[1], 1.0) == pytest.approx([1 / 7, 6 / 7])
+    for start in ("first", "corrected"):
+        assert ewma(np.array([[3.0, 4.0]]), 20.0, start) == pytest.approx([3, 4])
+    # a long half-life: the corrected average of a few saves is close to their plain mean, not the first save
+    three = np.eye(3)
+    assert ewma(three, 20.0) == pytest.approx([0.322, 0.333, 0.345], abs=1e-3)
+    assert ewma(three, 20.0, "first")[0] == pytest.approx(0.933, abs=1e-3)
 
 
 def _catalog(codes, dates=None, cites=None) -> Catalog:
