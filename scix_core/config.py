@@ -162,9 +162,11 @@ class RecommendConfig:
     # clusters) that a candidate reaches first, in the MMR of Tier 3 / Tier 2 (0: off; when on, it takes
     # the place of the pool clusters' quota bonus); recommend/interests.py, chosen on CiteULike-a samples;
     # Tier 3's 2.0 with the per-index co-save weights (iALS-heavy at one save: less spread) won back the
-    # coverage those cost, at the same recall (docs/results.md)
+    # coverage those cost, at the same recall (docs/results.md); Tier 2's 1.75 with the bias-corrected profile
+    # (ewma_start): the only setting of those tried ahead of RP3beta's recall and EASE's coverage on the mean
+    # of both three-save tuning samples
     tier3_neighbour_cover: float = 2.0
-    tier2_neighbour_cover: float = 1.5
+    tier2_neighbour_cover: float = 1.75
     tier1_neighbour_cover: float = 1.0  # the same in Tier 1's MMR, beside its own clusters' quota bonus
     neighbours: int = 100  # at most this many of those users, the most papers shared first
     community_weight: float = 1.0  # Tier 3: weight_cosine · similarity + this · co-save score
