@@ -46,6 +46,17 @@ class VectorHit:
     score: float
 
 
+def with_payload(ids: bool = True) -> list[str] | bool:
+    """What a query reads of each point's payload: its paper id, or nothing (``ids=False``)."""
+    return ["paper_id"] if ids else False
+
+
+def hits(points) -> list[VectorHit]:
+    """Qdrant's scored points (qdrant-edge's or qdrant-client's) as hits; ``paper_id`` None when no payload
+    was read."""
+    return [VectorHit(int(p.id), (p.payload or {}).get("paper_id"), float(p.score)) for p in points]
+
+
 class VectorStore(Protocol):
     """Cosine kNN over paper vectors."""
 

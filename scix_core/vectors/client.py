@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from scix_core.errors import BackendUnavailableError
-from scix_core.vectors.base import PAYLOAD_INDEXES, VectorFilter, VectorHit
+from scix_core.vectors.base import PAYLOAD_INDEXES, VectorFilter, VectorHit, hits, with_payload
 
 BATCH = 512
 
@@ -128,14 +128,10 @@ class ClientVectorStore:
             query=np.asarray(vector, dtype=np.float32).tolist(),
             limit=k,
             query_filter=client_filter(flt),
-            with_payload=["paper_id"] if ids else False,
+            with_payload=with_payload(ids),
             search_params=m.SearchParams(exact=exact) if self.remote else None,
         )
-        return self._hits(res.points)
-
-    @staticmethod
-    def _hits(points) -> list[VectorHit]:
-        return [VectorHit(int(p.id), (p.payload or {}).get("paper_id"), float(p.score)) for p in points]
+        return hits(res.points)
 
     def search_batch(
         self,
@@ -149,14 +145,14 @@ class ClientVectorStore:
 
         f = client_filter(flt)
         params = m.SearchParams(exact=exact) if self.remote else None
-        payload = ["paper_id"] if ids else False
+        payload = with_payload(ids)
         requests = [
             m.QueryRequest(query=v, limit=int(k), filter=f, with_payload=payload, params=params)
             for v, k in zip(_rows(vectors), limits)
         ]
         if not requests:
             return []
-        return [self._hits(r.points) for r in self.client.query_batch_points(self.collection, requests)]
+        return [hits(r.points) for r in self.client.query_batch_points(self.collection, requests)]
 
     def recommend(
         self,
@@ -180,10 +176,10 @@ class ClientVectorStore:
             query=query,
             limit=k,
             query_filter=client_filter(flt),
-            with_payload=["paper_id"],
+            with_payload=with_payload(),
             search_params=m.SearchParams(exact=exact) if self.remote else None,
         )
-        return self._hits(res.points)
+        return hits(res.points)
 
     def count(self) -> int:
         return int(self.client.count(self.collection, exact=True).count)

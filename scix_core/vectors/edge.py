@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from scix_core.errors import BackendUnavailableError
-from scix_core.vectors.base import PAYLOAD_INDEXES, VectorFilter, VectorHit
+from scix_core.vectors.base import PAYLOAD_INDEXES, VectorFilter, VectorHit, hits, with_payload
 from scix_core.vectors.replica import replica_of
 
 BATCH = 1024
@@ -108,13 +108,9 @@ class EdgeVectorStore:
             limit=k,
             query=query,
             filter=flt,
-            with_payload=["paper_id"] if ids else False,
+            with_payload=with_payload(ids),
             params=qe.SearchParams(exact=exact),
         )
-
-    @staticmethod
-    def _hits(points) -> list[VectorHit]:
-        return [VectorHit(int(p.id), (p.payload or {}).get("paper_id"), float(p.score)) for p in points]
 
     def search(
         self,
@@ -125,7 +121,7 @@ class EdgeVectorStore:
         ids: bool = True,
     ) -> list[VectorHit]:
         query = edge_api().Query.Nearest(np.asarray(vector, dtype=np.float32).tolist())
-        return self._hits(self.shard.query(self._request(query, k, edge_filter(flt), exact, ids)))
+        return hits(self.shard.query(self._request(query, k, edge_filter(flt), exact, ids)))
 
     def search_batch(
         self,
@@ -142,7 +138,7 @@ class EdgeVectorStore:
         ]
         if not requests:
             return []
-        return [self._hits(points) for points in self.shard.query_batch(qe.QueryBatchRequest(requests))]
+        return [hits(points) for points in self.shard.query_batch(qe.QueryBatchRequest(requests))]
 
     def recommend(
         self,
@@ -156,7 +152,7 @@ class EdgeVectorStore:
         query = qe.Query.RecommendBestScore(
             qe.RecommendQuery(_rows(positives), _rows(negatives) if len(negatives) else [])
         )
-        return self._hits(self.shard.query(self._request(query, k, edge_filter(flt), exact)))
+        return hits(self.shard.query(self._request(query, k, edge_filter(flt), exact)))
 
     def count(self) -> int:
         return int(self.shard.info().points_count)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from scix_core.errors import BackendUnavailableError
-from scix_core.vectors.base import PAYLOAD_INDEXES, VectorFilter, VectorHit
+from scix_core.vectors.base import PAYLOAD_INDEXES, VectorFilter, VectorHit, hits, with_payload
 from scix_core.vectors.edge import edge_api, edge_filter
 
 VECTOR = "bm25"
@@ -58,11 +58,8 @@ class SparseStore:
     def search(self, text: str, k: int, flt: VectorFilter | None = None) -> list[VectorHit]:
         qe = edge_api()
         query = qe.Query.Nearest(self.bm25.embed_query(text), using=VECTOR)
-        request = qe.QueryRequest(limit=k, query=query, filter=edge_filter(flt), with_payload=["paper_id"])
-        return [
-            VectorHit(int(p.id), (p.payload or {}).get("paper_id"), float(p.score))
-            for p in self.shard.query(request)
-        ]
+        request = qe.QueryRequest(limit=k, query=query, filter=edge_filter(flt), with_payload=with_payload())
+        return hits(self.shard.query(request))
 
     def close(self) -> None:
         self.shard.close()

@@ -59,7 +59,7 @@ def test_hits_without_ids_are_the_same_points_without_the_payload_read(stores, e
     for store in stores:
         full, bare = (
             store.search(vec, 10, FILTERS[1], exact=True),
-            store.search(vec, 10, FILTERS[1], True, ids=False),
+            store.search(vec, 10, FILTERS[1], exact=True, ids=False),
         )
         assert [(h.point_id, h.score) for h in bare] == [(h.point_id, h.score) for h in full] and full
         assert all(h.paper_id is None for h in bare) and all(h.paper_id for h in full)
