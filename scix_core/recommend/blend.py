@@ -43,11 +43,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from scix_core.config import RecommendConfig
-from scix_core.recommend.context import IndexSide, UserContext
+from scix_core.recommend.context import IndexSide, UserContext, cosaved_count
 from scix_core.recommend.interests import neighbourhood
 from scix_core.recommend.result import RecItem
 from scix_core.recommend.stages.cluster import ward_labels
-from scix_core.recommend.stages.mmr import mmr
+from scix_core.recommend.stages.mmr import is_reach, mmr, tail_of
 from scix_core.recommend.stages.quota import allocate
 from scix_core.vectors.base import VectorHit
 
@@ -146,7 +146,11 @@ def blend(
     cfg, cat, cos = side.config, side.catalog, ctx.cosaves
     content = {h.point_id: float(h.score) for h in hits}
     seen = side.rows(p for p in ctx.seen if p in cat.row)
-    extra = [int(r) for r in cos.top(cfg.cosave_candidates, seen, tiers=True) if int(r) not in content]
+    # the co-saved papers past cosave_candidates (cosave_per_slot × a long list's limit) are the tail's reach
+    found = [int(r) for r in cos.top(cosaved_count(cfg, limit), seen, tiers=True)]
+    regular = [r for r in found[: cfg.cosave_candidates] if r not in content]
+    extra = regular + [r for r in found[cfg.cosave_candidates :] if r not in content]
+    reach = np.arange(len(content) + len(extra)) >= len(content) + len(regular)
     extra_sims = similarity(np.array(extra, dtype=np.int64)) if extra else np.zeros(0)
     rows = [*content, *extra]
     sims = np.array([*content.values(), *extra_sims.tolist()], dtype=np.float64)
@@ -154,9 +158,11 @@ def blend(
     weight = cfg.tier2_community_weight if tier == 2 else cfg.community_weight
     score = cfg.weight_cosine * sims + weight * collab
     order = np.lexsort((np.array(rows), -score))
-    facts: dict = {"pool": len(order)}
+    facts: dict = {"pool": len(order), "reach": int(reach.sum())}
     lam = cfg.tier2_mmr_lambda if tier == 2 else cfg.tier_mmr_lambda
-    if lam < 1.0 and len(order) > 1:  # MMR over the pool, in score order (ties by row)
+    tail = tail_of(cfg, tier)
+    if min(lam, tail[1] if tail is not None and limit > tail[0] else 1.0) < 1.0 and len(order) > 1:
+        # MMR over the pool, in score order (ties by row)
         vecs = side.vectors.get([rows[i] for i in order])
         bonus = cfg.tier2_quota_bonus if tier == 2 else cfg.tier3_quota_bonus
         gamma = cfg.tier2_neighbour_cover if tier == 2 else cfg.tier3_neighbour_cover
@@ -166,11 +172,15 @@ def blend(
             hood = neighbourhood(cos.libraries, saved, side.interests, side.vectors, cfg)
             cover = hood.cover(vecs, [rows[i] for i in order]) if hood is not None else None
             facts["neighbours"] = hood.users if hood is not None else 0
-        groups, targets = (
-            pool_targets(vecs, score[order], limit, cfg, bonus)
+        core = ~reach[order]  # the pool's own clusters, without the tail's reach
+        found, targets = (
+            pool_targets(vecs[core], score[order][core], limit, cfg, bonus)
             if len(order) > limit and cover is None
             else (None, None)
         )
+        groups = None if found is None else np.where(core, 0, -1)
+        if found is not None:
+            groups[core] = found
         picks = mmr(
             score[order],
             vecs,
@@ -182,11 +192,17 @@ def blend(
             cfg.mmr_quota_shape,
             cover,
             gamma,
+            tail,
+            reach[order],
         )
         if targets is not None:
             facts["pool_slot_targets"] = targets.tolist()  # per pool cluster, in cluster order
-            facts["pool_clusters_picked"] = len({int(groups[i]) for i in picks})
+            facts["pool_clusters_picked"] = len({int(groups[i]) for i in picks} - {-1})
+        if tail is not None and limit > tail[0]:
+            facts["reach_picks"] = [cat.ids[rows[order[i]]] for n, i in enumerate(picks) if is_reach(tail, n)]
         order = order[picks]
+    else:
+        order = order[~reach[order]]
     order = order[:limit]
     return [
         Blended(

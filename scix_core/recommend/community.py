@@ -143,14 +143,16 @@ class CoSaves:
 
     def top(self, n: int, exclude: np.ndarray, tiers: bool = False) -> np.ndarray:
         """Up to ``n`` rows with a positive score (:attr:`for_tiers`' with ``tiers``), best first, never one
-        of ``exclude``."""
+        of ``exclude``; ties by row, so a shorter list is always the start of a longer one."""
         scores = (self.for_tiers if tiers else self.scores).copy()
         scores[exclude] = 0.0
         positive = int(np.count_nonzero(scores > 0))
         n = min(n, positive)
         if n <= 0:
             return np.zeros(0, dtype=np.int64)
-        rows = np.argpartition(-scores, n - 1)[:n]
+        kth = scores[np.argpartition(-scores, n - 1)[n - 1]]  # the n-th best score; its ties: lowest rows
+        above = np.flatnonzero(scores > kth)
+        rows = np.concatenate([above, np.flatnonzero(scores == kth)[: n - len(above)]])
         return rows[np.lexsort((rows, -scores[rows]))]
 
 

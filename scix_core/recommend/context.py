@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -95,3 +96,12 @@ def papers_minus(side: IndexSide, hits: list[VectorHit], seen: frozenset[str]) -
     by its row; the ``seen`` ones left out, as :func:`hits_minus` does."""
     ids = side.catalog.ids
     return [(ids[h.point_id], h) for h in hits if ids[h.point_id] not in seen]
+
+
+def cosaved_count(cfg: RecommendConfig, limit: int) -> int:
+    """How many co-saved papers join the candidates of a list of ``limit``: ``cosave_candidates``, or with
+    MMR's tail reach on (``tail_reach``) ``cosave_per_slot`` × ``limit`` when that is more — those past
+    ``cosave_candidates`` the tail's reach (:func:`~scix_core.recommend.stages.mmr.mmr`)."""
+    if not cfg.tail_reach or limit <= cfg.limit:
+        return cfg.cosave_candidates
+    return max(cfg.cosave_candidates, math.ceil(cfg.cosave_per_slot * limit))

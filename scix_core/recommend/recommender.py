@@ -63,6 +63,12 @@ def _check_config(cfg) -> None:
     for name in ("mmr_lambda", "tier_mmr_lambda", "tier2_mmr_lambda"):
         if not 0.0 <= getattr(r, name) <= 1.0:
             raise ConfigError(f"recommend.{name} must be within [0, 1], not {getattr(r, name)}")
+    if not 0.0 <= r.mmr_tail_lambda <= 1.0:
+        raise ConfigError(f"recommend.mmr_tail_lambda must be within [0, 1], not {r.mmr_tail_lambda}")
+    if min(r.mmr_tail_every, r.tier_tail_every, r.tier2_tail_every) < 1:
+        raise ConfigError("recommend.mmr_tail_every, tier_tail_every and tier2_tail_every must be >= 1")
+    if r.cosave_per_slot < 0 or r.cosave_candidates < 0:
+        raise ConfigError("recommend.cosave_candidates and cosave_per_slot must be >= 0")
     if r.total_slots <= 0 or r.min_slots < 0 or r.oversample <= 0:
         raise ConfigError("recommend.total_slots and oversample must be positive, min_slots non-negative")
     if min(r.longterm_half_life, r.shortterm_half_life, r.recency_half_life_saves) <= 0:

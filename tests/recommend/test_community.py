@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.sparse import csr_matrix
 
 from scix_core.errors import UnknownNameError
@@ -96,6 +98,16 @@ def test_cosave_scores_by_hand(tmp_path):
     assert [catalog.ids[r] for r in got.top(5, np.array([catalog.row["p3"]]))] == [
         "p2"
     ]  # positive only, exclusions
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.0]), min_size=1, max_size=12), st.integers(1, 12))
+def test_a_shorter_top_is_the_start_of_a_longer_one_whatever_the_ties(values, n):
+    scores = np.array(values, dtype=np.float32)
+    cos = community_module.CoSaves(scores, np.zeros(len(values), dtype=np.int64))
+    whole = cos.top(len(values), np.zeros(0, dtype=np.int64))
+    assert list(whole) == sorted(np.flatnonzero(scores > 0), key=lambda r: (-scores[r], r))
+    assert list(cos.top(n, np.zeros(0, dtype=np.int64))) == list(whole[:n])
 
 
 def test_the_matrix_follows_the_store_and_other_indexes_never_count(tmp_path):
@@ -449,6 +461,50 @@ def test_tiers_3_and_2_add_what_others_saved_alongside(rec_indexes, tmp_path, ti
         build_community=False,
     ).recommend("me", limit=4, log=False)
     assert "p05" not in plain.ids and all(i.source != "co-saved" for i in plain.items)
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("mine", [["p01"], ["p01", "p07", "p03"], ["p01", "p07", "p03", "p04", "p06"]])
+def test_a_long_lists_tail_reaches_further_and_keeps_its_head(rec_indexes, tmp_path, mine):
+    """Past the configured limit (2 here) every tail pick may take the co-saved papers past
+    cosave_candidates (cosave_per_slot × the list asked for): the head is the list without the tail's
+    settings, in every tier."""
+    state = UserState(tmp_path / "s.sqlite")
+    for i in range(3):
+        state.import_library(
+            rec_indexes.edge, f"other-{i}", [*mine, "p05", "p08", "p10", "p11", "p12"], T0, []
+        )
+    base = {"recommend.limit": 2, "recommend.cosave_candidates": 1, "recommend.n_explore": 0}
+    base |= {"recommend.tail_reach": False}
+    # the vector queries find only a few of the 12 papers: the rest are for the community to reach
+    base |= {"recommend.oversample": 1, "recommend.total_slots": 2, "recommend.min_slots": 1}
+    base |= {"recommend.shortterm_supplement": 0}
+    tail = {"recommend.tail_reach": True, "recommend.cosave_per_slot": 1.0, "recommend.mmr_tail_lambda": 0.0}
+    tail |= {f"recommend.{n}_tail_every": 1 for n in ("mmr", "tier", "tier2")}
+    lists = []
+    for over in (base, {**base, **tail}):
+        rec = Recommender(
+            rec_indexes.edge, rec_indexes.config.replace(**over), state=state, build_community=False
+        )
+        if not lists:
+            rec.create_user("me", [])
+            for paper in mine:
+                rec.interact("me", paper, "save")
+        lists.append(rec.recommend("me", limit=6, log=False))
+    plain, reaching = lists
+    assert reaching.tier == plain.tier == {1: 3, 3: 2, 5: 1}[len(mine)]
+    assert reaching.ids[:2] == plain.ids[:2] and len(reaching.ids) >= len(plain.ids)
+    if reaching.tier == 1:
+        assert (
+            plain.stage("co-saved").summary["reach"] == 0 and reaching.stage("co-saved").summary["reach"] > 0
+        )
+        picks = reaching.stage("mmr").summary["reach_picks"]
+        assert plain.stage("mmr").summary["reach_picks"] == []
+    else:
+        assert plain.stages[0].summary["reach"] == 0 and reaching.stages[0].summary["reach"] > 0
+        picks = reaching.stages[0].summary["reach_picks"]
+        assert "reach_picks" not in plain.stages[0].summary
+    assert picks == list(reaching.ids[2:])  # every pick after the first two (mmr_tail_every 1)
 
 
 def test_a_community_started_from_another_updates_its_slow_parts_for_the_changed_libraries(

@@ -271,6 +271,13 @@ def test_thresholds_are_configuration(rec_indexes, user):
     for weight in ("community_weight", "tier2_community_weight"):
         with pytest.raises(ConfigError, match=f"{weight} must be >= 0"):
             Recommender(rec_indexes.edge, rec_indexes.config.replace(**{f"recommend.{weight}": -0.5}))
+    for bad, match in (
+        ({"recommend.mmr_tail_lambda": 1.5}, "mmr_tail_lambda"),
+        ({"recommend.tier2_tail_every": 0}, "tier2_tail_every"),
+        ({"recommend.cosave_per_slot": -1.0}, "cosave_per_slot"),
+    ):
+        with pytest.raises(ConfigError, match=match):
+            Recommender(rec_indexes.edge, rec_indexes.config.replace(**bad))
 
 
 def test_every_recommendation_served_is_logged(rec_indexes, user):

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from scix_core.config import RecommendConfig
 from scix_core.recommend.blend import pool_targets
 from scix_core.recommend.catalog import Catalog, months
+from scix_core.recommend.context import cosaved_count
 from scix_core.recommend.interests import InterestCache, neighbourhood
 from scix_core.recommend.profile import ewma
 from scix_core.recommend.stages.cluster import cuts, medoid, silhouette, silhouettes, ward_labels
@@ -167,6 +168,41 @@ def test_mmr_trades_relevance_for_novelty():
         0,
         1,
     ]  # equal scores: no division by 0
+
+
+def test_mmr_tail_lambda_applies_after_the_head_only():
+    # 0 and 1 identical, 2 and 3 orthogonal to them and to each other; relevance scaled to 1, .6, .2, 0
+    vecs = unit_rows([1, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1])
+    rel = np.array([1.0, 0.8, 0.6, 0.5])
+    assert mmr(rel, vecs, 3, 1.0) == [0, 1, 2]  # relevance order
+    # head 1 at λ 1, then λ 0.5: idx1 .5*.6 - .5*1 = -.2 < idx2 .5*.2 - 0 = .1 -> 2; then idx3 0 > idx1 -.2
+    assert mmr(rel, vecs, 3, 1.0, tail=(1, 0.5, 1)) == [0, 2, 3]
+    # every second pick after the head: 0, 1, 3 alike and 2 orthogonal, scaled relevance 1, .8, 0, .6; the
+    # third pick at λ .5 is 2 (0 > 3's .3 - .5), the others at λ 1
+    alike = unit_rows([1, 0], [1, 0], [0, 1], [1, 0])
+    assert mmr(np.array([1.0, 0.9, 0.5, 0.8]), alike, 4, 1.0) == [0, 1, 3, 2]
+    assert mmr(np.array([1.0, 0.9, 0.5, 0.8]), alike, 4, 1.0, tail=(1, 0.5, 2)) == [0, 1, 2, 3]
+    # 2 as reach: no other pick takes it while others remain, and its score sets no scale (1, .9, .8 -> 1, .5,
+    # -1.5, 0: at λ .5 it gains -.75 < 3's -.5); at λ 0 only distance counts (0 > -1)
+    reach = np.array([False, False, True, False])
+    assert mmr(np.array([1.0, 0.9, 0.5, 0.8]), alike, 4, 1.0, reach=reach) == [0, 1, 3, 2]
+    assert mmr(np.array([1.0, 0.9, 0.5, 0.8]), alike, 4, 1.0, tail=(1, 0.5, 2), reach=reach) == [0, 1, 3, 2]
+    assert mmr(np.array([1.0, 0.9, 0.5, 0.8]), alike, 4, 1.0, tail=(1, 0.0, 2), reach=reach) == [0, 1, 2, 3]
+    assert mmr(rel, vecs, 3, 1.0, tail=(2, 0.5, 1)) == [
+        0,
+        1,
+        2,
+    ]  # the head is the plain order; idx2 .1 > idx3 0
+    assert mmr(rel, vecs, 3, 1.0, tail=(3, 0.0, 1)) == mmr(rel, vecs, 3, 1.0)  # a tail past k changes nothing
+
+
+def test_cosaved_count_grows_with_the_list_only_past_the_floor():
+    cfg = RecommendConfig(cosave_candidates=50, cosave_per_slot=2.5, tail_reach=False)
+    assert cosaved_count(cfg, 100) == 50  # no tail reach
+    cfg = RecommendConfig(cosave_candidates=50, cosave_per_slot=2.5)
+    assert [cosaved_count(cfg, n) for n in (10, 20, 21, 100)] == [50, 50, 53, 250]
+    assert cosaved_count(RecommendConfig(cosave_per_slot=8.0), 10) == 50  # a head alone
+    assert cosaved_count(RecommendConfig(cosave_candidates=50, cosave_per_slot=0.0), 100) == 50  # the floor
 
 
 def test_mmr_quota_bonus_gives_an_under_served_cluster_a_slot_softly():

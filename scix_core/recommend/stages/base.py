@@ -67,6 +67,7 @@ class Candidate:
     cosine: float
     scores: tuple[tuple[str, float], ...] | Features = ()  # (name, value) pairs
     score: float = 0.0
+    reach: bool = False  # a co-saved paper past cosave_candidates: only MMR's tail picks take it
 
 
 @dataclass(frozen=True, eq=False)

@@ -18,7 +18,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from scix_core.recommend.context import papers_minus
+from scix_core.recommend.context import cosaved_count, papers_minus
 from scix_core.recommend.profile import unit
 from scix_core.recommend.stages.base import Candidate, Tier1State
 from scix_core.search import knobs
@@ -91,7 +91,7 @@ class CoSaved:
 
     def run(self, state: Tier1State) -> tuple[Tier1State, dict]:
         side, ctx = state.side, state.ctx
-        n = side.config.cosave_candidates
+        n = cosaved_count(side.config, state.limit)
         if ctx.cosaves is None or n <= 0:
             return state, {
                 "added": 0,
@@ -105,12 +105,15 @@ class CoSaved:
         rows = ctx.cosaves.top(n, exclude)
         nearest, cosines = nearest_clusters(state, rows)
         ids = side.catalog.ids
+        regular = side.config.cosave_candidates  # the rest are the MMR tail's reach
         added = tuple(
-            Candidate(ids[int(r)], int(r), "co-saved", k, float(c)) for r, k, c in zip(rows, nearest, cosines)
+            Candidate(ids[int(r)], int(r), "co-saved", k, float(c), reach=i >= regular)
+            for i, (r, k, c) in enumerate(zip(rows, nearest, cosines))
         )
         also = sum(1 for c in state.candidates if ctx.cosaves.scores[c.row] > 0)
         return replace(state, candidates=state.candidates + added), {
             "added": len(added),
+            "reach": sum(c.reach for c in added),
             "model": ctx.cosaves.model,
             "vector_candidates_also_co_saved": also,
         }

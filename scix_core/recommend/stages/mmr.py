@@ -14,6 +14,12 @@ re-allocated over ``limit`` by largest remainder, at least one each while
 slots last (:func:`slot_targets`) — so the quotas of stage 4 shape the
 final list too, softly: a candidate far less relevant than the rest still
 loses its slot.
+
+A list longer than the configured ``limit`` (``recommend.tail_reach``): past
+the first ``limit`` picks every n-th is a reach pick (:func:`tail_of`), at
+λ ``mmr_tail_lambda`` (0: the candidate least like every pick so far), the
+only picks that may take the co-saved papers past ``cosave_candidates``
+(``Candidate.reach``). The other picks are the list without them.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy import sparse
 
+from scix_core.config import RecommendConfig
 from scix_core.recommend.interests import neighbourhood
 from scix_core.recommend.stages.base import Tier1State
 from scix_core.recommend.stages.quota import allocate
@@ -33,7 +40,7 @@ QUOTA_SHAPES = ("step", "deficit")
 def slot_targets(state: Tier1State, pool, k: int) -> tuple[np.ndarray, np.ndarray]:
     """(group index per pool candidate, -1 for none; each group's share of ``k`` slots by its cluster's
     quota)."""
-    clusters = [c for c in state.clusters if any(x.cluster_id == c.cluster_id for x in pool)]
+    clusters = [c for c in state.clusters if any(x.cluster_id == c.cluster_id and not x.reach for x in pool)]
     index = {c.cluster_id: i for i, c in enumerate(clusters)}
     targets = allocate([c.quota for c in clusters], k, 1) if clusters else []
     return (
@@ -53,18 +60,25 @@ def mmr(
     shape: str = "step",
     cover: tuple[np.ndarray, np.ndarray] | None = None,
     cover_gain: float = 0.0,
+    tail: tuple[int, float, int] | None = None,
+    reach: np.ndarray | None = None,
 ) -> list[int]:
-    """Indices into the pool in pick order; ``bonus`` for a candidate whose group is below its target —
-    all of it (``shape="step"``), or in proportion to the share of the target still missing
-    (``"deficit"``: a group with no pick yet gets all of it, one near its target little). ``cover``
+    """Indices into the pool in pick order; ``tail`` (head, λ', n): after the first ``head`` picks, every
+    n-th at λ' instead of ``lam`` — the only picks that may take a candidate marked in ``reach`` (while
+    others remain), whose scores do not set the relevance scale either; ``bonus`` for a candidate whose
+    group is below its target — all of it (``shape="step"``), or in proportion to the share of the target
+    still missing (``"deficit"``: a group with no pick yet gets all of it, one near its target little).
+    ``cover``
     (:meth:`~scix_core.recommend.interests.Neighbourhood.cover`: each candidate's interest per neighbour, each
     interest's weight): + ``cover_gain`` × the weight of the interests a candidate would cover first."""
     n = len(relevance)
     if n == 0 or k <= 0:
         return []
     rel = np.asarray(relevance, dtype=np.float64)
-    span = rel.max() - rel.min()
-    rel = lam * ((rel - rel.min()) / span if span > 0 else np.ones(n))
+    held = np.zeros(n, dtype=bool) if reach is None or reach.all() else np.asarray(reach, dtype=bool)
+    low, span = rel[~held].min(), np.ptp(rel[~held])
+    scaled = (rel - low) / span if span > 0 else np.ones(n)
+    base = lam
     vecs = np.asarray(
         vectors, dtype=np.float32
     )  # only the picked rows of the similarity matrix are ever needed
@@ -88,7 +102,10 @@ def mmr(
             shape=(n, len(weight)),
         )
         live = np.ones(len(weight))
-    for _ in range(min(k, n)):
+    for i in range(min(k, n)):
+        reaching = is_reach(tail, i)
+        lam = tail[1] if reaching else base
+        rel = lam * scaled
         gain = rel - (1 - lam) * closest if picked else rel.copy()
         if quota:
             missing = np.maximum(want - counts[of], 0)
@@ -97,6 +114,8 @@ def mmr(
         if covering:
             gain += cover_gain * (reaches @ live)
         gain[~available] = -np.inf
+        if not reaching and (available & ~held).any():
+            gain[held] = -np.inf
         best = int(np.argmax(gain))
         picked.append(best)
         available[best] = False
@@ -106,6 +125,19 @@ def mmr(
             live[assign[best]] = 0.0
         closest = np.maximum(closest, (vecs @ vecs[best]).astype(np.float64))
     return picked
+
+
+def is_reach(tail: tuple[int, float, int] | None, pick: int) -> bool:
+    """Whether the 0-based ``pick`` is one of the tail's reach picks: every n-th after the first ``head``."""
+    return tail is not None and pick >= tail[0] and (pick - tail[0]) % tail[2] == tail[2] - 1
+
+
+def tail_of(cfg: RecommendConfig, tier: int = 1) -> tuple[int, float, int] | None:
+    """MMR's reach picks past the configured list length in ``tier``: (``limit``, ``mmr_tail_lambda``,
+    every ``mmr_tail_every`` — ``tier_tail_every`` in Tier 3, ``tier2_tail_every`` in Tier 2), or None
+    without ``tail_reach``."""
+    every = {3: cfg.tier_tail_every, 2: cfg.tier2_tail_every}.get(tier, cfg.mmr_tail_every)
+    return (cfg.limit, cfg.mmr_tail_lambda, every) if cfg.tail_reach else None
 
 
 @dataclass(frozen=True)
@@ -119,6 +151,7 @@ class PickInputs:
     targets: np.ndarray
     cover: tuple[np.ndarray, np.ndarray] | None
     neighbours: int | None
+    reach: np.ndarray  # per candidate: only the tail's picks may take it
 
 
 def pick_inputs(state: Tier1State, pool, k: int) -> PickInputs:
@@ -130,7 +163,7 @@ def pick_inputs(state: Tier1State, pool, k: int) -> PickInputs:
         hood = neighbourhood(cos.libraries, state.saved_rows, state.side.interests, state.side.vectors, cfg)
         cover = hood.cover(vecs, [c.row for c in pool]) if hood is not None else None
         neighbours = hood.users if hood is not None else 0
-    return PickInputs(vecs, groups, targets, cover, neighbours)
+    return PickInputs(vecs, groups, targets, cover, neighbours, np.array([c.reach for c in pool], dtype=bool))
 
 
 def tier1_picks(
@@ -153,6 +186,8 @@ def tier1_picks(
         cfg.mmr_quota_shape,
         got.cover,
         cfg.tier1_neighbour_cover,
+        tail_of(cfg),
+        got.reach,
     )
     return picks, got.targets, got.neighbours
 
@@ -183,5 +218,7 @@ class Mmr:
             "moved": sum(1 for _, rel, pos in moves if rel != pos),
             "moves": [list(m) for m in moves],
             "clusters_picked": sorted({c.cluster_id for c in selected if c.cluster_id is not None}),
+            # the tail's picks past the limit that could take papers from the community's further reach
+            "reach_picks": [c.paper_id for i, c in enumerate(selected) if is_reach(tail_of(cfg), i)],
         }
         return replace(state, selected=selected, mmr_moves=moves), summary

@@ -23,7 +23,9 @@ class Score:
         names = (*table.names, self.scorer.name)
         # the constructor, not dataclasses.replace: a few hundred candidates a user, every request
         scored = tuple(
-            Candidate(c.paper_id, c.row, c.source, c.cluster_id, c.cosine, Features(names, (*row, s)), s)
+            Candidate(
+                c.paper_id, c.row, c.source, c.cluster_id, c.cosine, Features(names, (*row, s)), s, c.reach
+            )
             for c, s, row in zip(
                 state.candidates, np.asarray(scores, dtype=np.float64).tolist(), table.values.tolist()
             )
