@@ -178,8 +178,9 @@ def blend(
             if len(order) > limit and cover is None
             else (None, None)
         )
-        groups = None if found is None else np.where(core, 0, -1)
-        if found is not None:
+        groups = None
+        if found is not None:  # the reach belongs to no pool cluster
+            groups = np.full(len(order), -1, dtype=np.int64)
             groups[core] = found
         picks = mmr(
             score[order],

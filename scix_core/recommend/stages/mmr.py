@@ -78,7 +78,8 @@ def mmr(
     held = np.zeros(n, dtype=bool) if reach is None or reach.all() else np.asarray(reach, dtype=bool)
     low, span = rel[~held].min(), np.ptp(rel[~held])
     scaled = (rel - low) / span if span > 0 else np.ones(n)
-    base = lam
+    lams = (lam, tail[1] if tail is not None else lam)  # (λ, the reach picks' λ)
+    rels = (lam * scaled, lams[1] * scaled)
     vecs = np.asarray(
         vectors, dtype=np.float32
     )  # only the picked rows of the similarity matrix are ever needed
@@ -104,8 +105,7 @@ def mmr(
         live = np.ones(len(weight))
     for i in range(min(k, n)):
         reaching = is_reach(tail, i)
-        lam = tail[1] if reaching else base
-        rel = lam * scaled
+        lam, rel = lams[reaching], rels[reaching]
         gain = rel - (1 - lam) * closest if picked else rel.copy()
         if quota:
             missing = np.maximum(want - counts[of], 0)
@@ -198,7 +198,7 @@ class Mmr:
     def run(self, state: Tier1State) -> tuple[Tier1State, dict]:
         pool = state.kept
         cfg = state.side.config
-        lam, bonus = cfg.mmr_lambda, cfg.mmr_quota_bonus
+        lam, bonus, tail = cfg.mmr_lambda, cfg.mmr_quota_bonus, tail_of(cfg)
         picks, targets, neighbours = tier1_picks(state, pool, state.limit, lam)
         selected = tuple(pool[i] for i in picks)
         moves = tuple((pool[i].paper_id, i + 1, pos) for pos, i in enumerate(picks, start=1))
@@ -219,6 +219,6 @@ class Mmr:
             "moves": [list(m) for m in moves],
             "clusters_picked": sorted({c.cluster_id for c in selected if c.cluster_id is not None}),
             # the tail's picks past the limit that could take papers from the community's further reach
-            "reach_picks": [c.paper_id for i, c in enumerate(selected) if is_reach(tail_of(cfg), i)],
+            "reach_picks": [c.paper_id for i, c in enumerate(selected) if is_reach(tail, i)],
         }
         return replace(state, selected=selected, mmr_moves=moves), summary
