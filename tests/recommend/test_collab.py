@@ -246,3 +246,26 @@ def test_a_server_ials_start_takes_the_newest_fit_of_the_same_parameters_and_say
     assert len(list(tmp_path.glob("ials-*.npy"))) == 2  # nothing fitted
     strict = Ials(factors=4, alpha=5.0, regularization=0.1, iterations=5, cache_dir=tmp_path, stale_share=1.0)
     assert strict.fit(X).fitted_saves is None and len(list(tmp_path.glob("ials-*.npy"))) == 3
+
+
+def test_ease_with_rows_changed_leaves_no_tie_a_removed_user_made():
+    # 300 users over items 0-59; one more user saved 10, 20, 60 and 61 — the only saver of 60 and 61 and the
+    # only tie between 10 and 20. Without them the exact model scores 60, 61 and (for a query of 10) 20 at 0;
+    # float32's residue of the cancelled terms sat exactly there and ranked that user's saves first
+    rng = np.random.default_rng(3)
+    libs = [sorted(rng.choice(np.r_[0:10, 11:20, 21:60], 6, replace=False).tolist()) for _ in range(300)]
+    removed = [10, 20, 60, 61]
+
+    def matrix(rows: list[list[int]]) -> csr_matrix:
+        users = [u for u, ln in enumerate(rows) for _ in ln]
+        cols = [i for ln in rows for i in ln]
+        return csr_matrix((np.ones(len(cols), np.float32), (users, cols)), shape=(len(rows), 62))
+
+    full = Ease(lam=5.0).fit(matrix([*libs, removed]))
+    changed = full.with_rows_changed([(np.array(removed), np.array([], dtype=np.int64))])
+    refit = Ease(lam=5.0).fit(matrix([*libs, []]))  # items 60 and 61 nobody's: scored 0
+    for rows in ([10], [61], [10, 33]):
+        got, want = changed.scores(np.array(rows)), refit.scores(np.array(rows))
+        np.testing.assert_allclose(got[:60], want[:60], rtol=1e-3, atol=1e-6)
+        assert (got[[60, 61]] == 0).all() and (rows != [10] or got[20] == 0)
+    assert (changed.scores_many([np.array([61])])[0] == 0).all()  # one save only they had: no signal at all

@@ -65,7 +65,7 @@ LEVELS = (0.0, 0.5, 1.0)  # each part's weight on the grid (the best part's is 1
 ALPHA = 0.05  # a one-sided paired t-test's level
 K = 10
 # what a kept choice was made by: a change here makes every kept choice stale (Community.tier_weights)
-PROCEDURE = (USERS, QUERIES, MIN_USERS, MIN_SAVES, HOLDOUT, LEVELS, ALPHA, K, "apart", "keyed")
+PROCEDURE = (USERS, QUERIES, MIN_USERS, MIN_SAVES, HOLDOUT, LEVELS, ALPHA, K, "apart", "keyed", "residue")
 
 
 @dataclass(frozen=True)
