@@ -374,7 +374,13 @@ def _truncated(main, job: PeerJob, peers: rec_runs.Peers, others: UserState, par
     rec.community.start_from(main.community, changes)
     replay(rec, job.train, part, trunc, evaluated=True)
     train = {u: p[:trunc] if u in chosen else p for u, p in job.train.items()}
-    return rec, peers.refitted(rec, train, changes)
+    fitted = peers.refitted(rec, train, changes)
+    # the corrected EASE fits score the part's users in one batch, not one read of their correction a user
+    asked = [new for _, new in changes]
+    rec.community.prime(asked)
+    if "ease" in job.per_tier_runs:
+        getattr(fitted.model("ease"), "prime", lambda _: None)(asked)
+    return rec, fitted
 
 
 def _one_thread() -> None:

@@ -608,6 +608,14 @@ class Community:
             self._libraries = Libraries(self._matrix) if self._matrix is not None else None
         return self._libraries
 
+    def prime(self, queries: list) -> None:
+        """The co-save model scores ``queries`` (users' saved rows) ahead, in one batch where a part can
+        (:meth:`Ensemble.prime <scix_core.recommend.collab.ensemble.Ensemble.prime>`)."""
+        with self._lock:
+            self._refresh(lazy=True)
+            model = self._fitted
+        getattr(model, "prime", lambda _: None)(queries)
+
     def cosaves(self, saved_rows: np.ndarray) -> CoSaves | None:
         """The user's co-save scores, or None when no other user saved any of their papers (by Tier 1's
         parts, ``recommend.collab``; the tiers' own, :attr:`CoSaves.for_tiers`, follow when asked)."""

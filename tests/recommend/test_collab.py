@@ -150,6 +150,14 @@ def test_ease_with_rows_changed_equals_a_refit():
         )
     # no second n × n array: the full fit's P with a rank-4 correction
     assert changed._p is full._p and changed._w.shape == (5, 4) and changed._v.shape == (4, 5)
+    # scored ahead in one batch (the per-tier tables' users): the same scores; a plain fit primes nothing
+    primed = full.with_rows_changed([(np.array([0, 1, 2]), np.array([0])), (np.array([3, 4]), np.array([3]))])
+    primed.prime([np.array(rows) for rows in ([0], [1, 3], [3, 1])])
+    assert len(primed._primed) == 2 and not hasattr(changed, "_primed")
+    for rows in ([0], [1, 3], [2]):
+        np.testing.assert_allclose(primed.scores(np.array(rows)), changed.scores(np.array(rows)), rtol=1e-6)
+    full.prime([np.array([0])])
+    assert not hasattr(full, "_primed")
     twice = changed.with_rows_changed([(np.array([0, 1]), np.array([1]))])  # u0 {0, 1} truncated to {1}
     again = Ease(lam=2.0).fit(saves([[1], *libs[1:]])[:, :4])
     for rows in ([0], [1, 3], [2]):

@@ -292,25 +292,37 @@ class Ease:
         return out
 
     def scores(self, rows: np.ndarray) -> np.ndarray:
-        at, _ = self._located(rows)  # rows nobody saved score nothing
-        if self._w is None or not len(at):
-            return self._scored(at, self._column_sum(at) if len(at) else None)
-        sums = self._p[:, at].sum(axis=1, dtype=np.float32)[:, None]
-        return self._scored(at, self._corrected(sums, self._v[:, at].sum(axis=1)[:, None])[:, 0])
+        return self.scores_many([rows])[0]
 
     def scores_many(self, queries: list) -> list[np.ndarray]:
         """:meth:`scores` of each of ``queries``; a corrected fit's correction for all of them in one matrix
         product (the tier weights' choice asks thousands of queries of a fit corrected for 1,000 users: one
-        product a query read W, 70 MB at 17k items, each time)."""
+        product a query read W, 70 MB at 17k items, each time), or taken from :meth:`prime`'s batch."""
+        located = [self._located(rows)[0] for rows in queries]  # rows nobody saved score nothing
         if self._w is None:
-            return [self.scores(rows) for rows in queries]
-        located = [self._located(rows)[0] for rows in queries]
-        out = []
+            return [self._scored(at, self._column_sum(at) if len(at) else None) for at in located]
+        sums = dict(getattr(self, "_primed", {}))
+        missing = [at for at in located if len(at) and at.tobytes() not in sums]
+        sums.update(zip((at.tobytes() for at in missing), self._corrected_sums(missing)))
+        return [self._scored(at, sums[at.tobytes()] if len(at) else None) for at in located]
+
+    def prime(self, queries: list) -> None:
+        """Score ``queries`` of a corrected fit in one batch and keep the column sums for :meth:`scores_many`
+        (only this batch's): the per-tier tables ask a corrected fit one user at a time, and each ask read
+        all of W (the cascade's community and the EASE peer: 116 s of a run's 484 on CiteULike-a)."""
+        if self._w is None:
+            return
+        located = [at for at in (self._located(rows)[0] for rows in queries) if len(at)]
+        self._primed = dict(zip((at.tobytes() for at in located), self._corrected_sums(located)))
+
+    def _corrected_sums(self, located: list[np.ndarray]) -> list[np.ndarray]:
+        """The corrected P's column sums for each of ``located`` (fitted positions), 256 at a time."""
+        out: list[np.ndarray] = []
         for lo in range(0, len(located), 256):
             chunk = located[lo : lo + 256]
             sums = np.stack([self._p[:, at].sum(axis=1, dtype=np.float32) for at in chunk], axis=1)
             sums = self._corrected(sums, np.stack([self._v[:, at].sum(axis=1) for at in chunk], axis=1))
-            out += [self._scored(at, sums[:, j] if len(at) else None) for j, at in enumerate(chunk)]
+            out += list(sums.T)
         return out
 
     def _scored(self, at: np.ndarray, column_sum: np.ndarray | None) -> np.ndarray:

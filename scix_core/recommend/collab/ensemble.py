@@ -85,6 +85,12 @@ class Ensemble:
         negatives and the saved rows 0, divided by the user's best, times the part's weight; by part name."""
         return self.normalised_many([rows], names)[0]
 
+    def prime(self, queries: list) -> None:
+        """Each part that can score a batch ahead (a corrected EASE, :meth:`Ease.prime
+        <scix_core.recommend.collab.ease.Ease.prime>`) scores ``queries`` now, for the asks one at a time."""
+        for p in self.fitted:
+            getattr(p.model, "prime", lambda _: None)(queries)
+
     def normalised_many(self, queries: list, names=None) -> list[dict[str, np.ndarray]]:
         """:meth:`normalised` for each of ``queries`` (lists of saved rows); a part with ``scores_many``
         scores them all at once (EASE with a correction: one matrix product instead of one a query)."""
