@@ -257,9 +257,9 @@ def test_a_server_ials_start_takes_the_newest_fit_of_the_same_parameters_and_say
 
 
 def test_ease_with_rows_changed_leaves_no_tie_a_removed_user_made():
-    # 300 users over items 0-59; one more user saved 10, 20, 60 and 61 — the only saver of 60 and 61 and the
-    # only tie between 10 and 20. Without them the exact model scores 60, 61 and (for a query of 10) 20 at 0;
-    # float32's residue of the cancelled terms sat exactly there and ranked that user's saves first
+    # 300 users over items 0-59 but 10 and 20; one more user saved 10, 20, 60 and 61, their only saver.
+    # Without that user the exact model scores 60 and 61 at 0, and 20 for a query of 10 (every item for a
+    # query of 10 or 61); float32's residue of the cancelled terms sat exactly there, ranking those first
     rng = np.random.default_rng(3)
     libs = [sorted(rng.choice(np.r_[0:10, 11:20, 21:60], 6, replace=False).tolist()) for _ in range(300)]
     removed = [10, 20, 60, 61]
