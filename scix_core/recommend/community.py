@@ -517,6 +517,14 @@ class Community:
             self._weights = self._kept_weights(model, matrix, fitted)
             return self._weights
 
+    def take_weights(self, other: Community) -> None:
+        """Use ``other``'s tier weights (chosen there when not yet) instead of choosing on these saves: the
+        scorer trainer's community is its recommender's saves less an inner hold-out, and its examples'
+        features are then those served (a second choice cost a cold evaluation 35 s of a slow core)."""
+        chosen = other.tier_weights()
+        with self._weights_lock:
+            self._weights = chosen
+
     def _kept_weights(self, model: Ensemble, matrix, fitted) -> TierWeights:
         start = fitted if isinstance(fitted, Ensemble) else None  # its EASE part the validation fits update
         order = [m.name for m, _ in model.parts]

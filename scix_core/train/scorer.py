@@ -84,6 +84,7 @@ def protocol_examples(
             state=UserState(Path(tmp) / "s.sqlite"),
             build_community=False,
         )
+        private.community.take_weights(rec.community)
         replay_many(
             private, ((u, splits[u].train if u in splits else papers, None) for u, papers in known.items())
         )

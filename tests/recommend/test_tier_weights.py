@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from scipy.sparse import csr_matrix
 
 from scix_core.recommend import UserState
+from scix_core.recommend import community as community_module
 from scix_core.recommend.catalog import Catalog
 from scix_core.recommend.collab import weights
 from scix_core.recommend.collab.ease import Ease
@@ -199,6 +200,20 @@ def test_a_community_weighs_its_tier_parts_and_keeps_the_choice(tmp_path):
     # ... made on much the same saves: not an offline evaluation's, on a split's share of them
     bigger = _community(tmp_path, "six", _libraries(400), tmp_path / "cache", refresh_s=60.0)
     assert "kept" not in bigger.tier_weights().facts
+
+
+def test_a_community_takes_anothers_weights_without_choosing(tmp_path, monkeypatch):
+    # the scorer trainer's community (its recommender's saves less an inner hold-out) serves the features
+    # with its recommender's weights: one choice, not two
+    served = _community(tmp_path, "served", _libraries(300), None)
+    trainer = _community(tmp_path, "trainer", _libraries(280), None)
+    calls = []
+    real = community_module.choose
+    monkeypatch.setattr(community_module, "choose", lambda *a, **k: calls.append(1) or real(*a, **k))
+    trainer.take_weights(served)
+    assert len(calls) == 1 and trainer.tier_weights() is served.tier_weights()
+    assert trainer.cosaves(np.array([0])).tier_weights == {"rp3beta": 1.0, "elsewhere": 0.0}
+    assert len(calls) == 1  # the trainer's own saves chose nothing
 
 
 def test_a_choice_waits_only_for_the_same_choice(tmp_path, monkeypatch):
