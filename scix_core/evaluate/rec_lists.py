@@ -379,7 +379,7 @@ def _truncated(main, job: PeerJob, peers: rec_runs.Peers, others: UserState, par
     asked = [new for _, new in changes]
     rec.community.prime(asked)
     if "ease" in job.per_tier_runs:
-        getattr(fitted.model("ease"), "prime", lambda _: None)(asked)
+        fitted.model("ease").prime(asked)
     return rec, fitted
 
 

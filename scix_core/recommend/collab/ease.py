@@ -40,6 +40,7 @@ import hashlib
 import json
 import os
 import time
+from collections import ChainMap
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -301,9 +302,9 @@ class Ease:
         located = [self._located(rows)[0] for rows in queries]  # rows nobody saved score nothing
         if self._w is None:
             return [self._scored(at, self._column_sum(at) if len(at) else None) for at in located]
-        sums = dict(getattr(self, "_primed", {}))
-        missing = [at for at in located if len(at) and at.tobytes() not in sums]
-        sums.update(zip((at.tobytes() for at in missing), self._corrected_sums(missing)))
+        primed = getattr(self, "_primed", {})
+        missing = [at for at in located if len(at) and at.tobytes() not in primed]
+        sums = ChainMap(dict(zip((at.tobytes() for at in missing), self._corrected_sums(missing))), primed)
         return [self._scored(at, sums[at.tobytes()] if len(at) else None) for at in located]
 
     def prime(self, queries: list) -> None:
@@ -313,6 +314,7 @@ class Ease:
         if self._w is None:
             return
         located = [at for at in (self._located(rows)[0] for rows in queries) if len(at)]
+        # an attribute, not a field: dataclasses.replace (a fit corrected again) never carries a batch along
         self._primed = dict(zip((at.tobytes() for at in located), self._corrected_sums(located)))
 
     def _corrected_sums(self, located: list[np.ndarray]) -> list[np.ndarray]:
