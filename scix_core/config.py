@@ -189,6 +189,10 @@ class RecommendConfig:
     # libraries — taken only where it beats the configured weights significantly (recommend/collab/weights.py,
     # docs/results.md); "equal": tier_collab's parts 1 each, Tier 1 collab's parts 1 each
     tier_weights: str = "validated"
+    # the list length whose recall that choice compares. Not `scix eval-recs`' first cutoff: at ten training
+    # saves a user, the choice by recall@50 took iALS alone for Tier 1 where recall@10's took EASE ½ + iALS,
+    # and the cascade's recall@50 fell by 0.0045 on CiteULike-a (docs/results.md)
+    tier_weights_at: int = 10
     collab_alpha: float = 0.8
     collab_beta: float = 0.4
     collab_ease_lambda: float = 50.0

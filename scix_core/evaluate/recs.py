@@ -242,8 +242,8 @@ class RecEvalReport:
             c = chosen.get(label)
             if c and "taken" in c:
                 console.print(
-                    f"co-save weights, {who}: {c['taken']} (validation recall@10 on training saves, "
-                    f"{c['users']} users × {c.get('queries', 1)} asks: configured {c['configured']} "
+                    f"co-save weights, {who}: {c['taken']} (validation recall@{c.get('k', 10)} on training "
+                    f"saves, {c['users']} users × {c.get('queries', 1)} asks: configured {c['configured']} "
                     f"{c['configured_recall']:.4f}, best "
                     f"{c['best']} {c['best_recall']:.4f}, p {c['p']:.3f})",
                     highlight=False,
@@ -472,6 +472,7 @@ def evaluate_recs(
         "collab": rec.community.model_label,
         "collab_failure": rec.community.failure,
         "tier_weights": rec.community.weights_chosen,
+        "tier_weights_at": rec.community.weights_at,  # the list length the choice compared recall at
         "scorer": cfg.recommend.scorer,
         "mmr_lambda": cfg.recommend.mmr_lambda,
         "per_tier_users": len(truncated) if per_tier else 0,

@@ -163,7 +163,10 @@ def render_rec_eval(report: dict) -> Rendered:
     asked = [(label, chosen[label]) for label in ("1", "3", "all") if isinstance(chosen.get(label), dict)]
     if asked:
         parts.append(
-            heading("Co-save weights chosen on a validation split of the training saves (recall@10)")
+            heading(
+                "Co-save weights chosen on a validation split of the training saves "
+                f"(recall@{asked[0][1].get('k', 10)})"
+            )
         )
         parts.append(
             table(

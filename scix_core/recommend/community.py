@@ -77,6 +77,7 @@ from scix_core.recommend.collab.ensemble import Ensemble, summed
 from scix_core.recommend.collab.ials import Ials
 from scix_core.recommend.collab.walk import CosineWalk, RP3Beta
 from scix_core.recommend.collab.weights import PROCEDURE, TierWeights, choose, questions
+from scix_core.recommend.collab.weights import K as WEIGHTS_AT
 from scix_core.recommend.state import UserState
 from scix_core.workspace import read_json, write_json_atomic
 
@@ -280,6 +281,7 @@ class Community:
         tier_parts: frozenset[str] | None = None,
         weigh_tiers: bool = False,
         weights_cache: Path | None = None,
+        weights_at: int = WEIGHTS_AT,
     ):
         self.state, self.index, self.catalog = state, index, catalog
         # which of an ensemble's parts score for Tier 1 and for Tiers 3 and 2 (None: all of them)
@@ -309,6 +311,7 @@ class Community:
         self.failure = ""  # why the last fit left the community without a signal (or a part stale)
         # the tier parts' weights chosen on a validation split of the saves (collab/weights.py), once
         self.weigh_tiers, self.weights_cache = weigh_tiers, weights_cache
+        self.weights_at = weights_at  # the list length the choice's validation recall is at
         self._weights: TierWeights | None = None
         self._weights_lock = threading.Lock()
 
@@ -536,10 +539,11 @@ class Community:
             "items": len(self.catalog),
             "questions": repr(asked),
             "procedure": repr(PROCEDURE),
+            "at": self.weights_at,
             "parts": [[m.name, repr(sorted(_params(m).items()))] for m, _ in model.parts if m.name in names],
         }
         if self.weights_cache is None:
-            return choose(model, matrix, asked, start=start)
+            return choose(model, matrix, asked, start=start, k=self.weights_at)
         saves = matrix.sorted_indices()  # the same saves hash alike, whatever order they arrived in
         digest = hashlib.sha1(repr(sign).encode())
         digest.update(saves.indptr.tobytes())
@@ -566,7 +570,7 @@ class Community:
                 if note.get("sign") == sign and (not stale or ours):
                     by_size = tuple((s, tuple((n, float(w)) for n, w in ws)) for s, ws in note["by_size"])
                     return TierWeights(by_size, {**note["facts"], "kept": candidate.name})
-            weights = choose(model, matrix, asked, start=start)
+            weights = choose(model, matrix, asked, start=start, k=self.weights_at)
             by_size = [[s, [list(nw) for nw in ws]] for s, ws in weights.by_size]
             note = {
                 "sign": sign,

@@ -89,6 +89,8 @@ def _check_config(cfg) -> None:
     joined(r.collab, r.tier_collab)
     if r.tier_weights not in TIER_WEIGHTS:
         raise UnknownNameError("recommend.tier_weights", r.tier_weights, TIER_WEIGHTS)
+    if r.tier_weights_at < 1:
+        raise ConfigError(f"recommend.tier_weights_at must be a list length, not {r.tier_weights_at}")
     if r.mmr_quota_shape not in QUOTA_SHAPES:
         raise UnknownNameError("recommend.mmr_quota_shape", r.mmr_quota_shape, QUOTA_SHAPES)
     if r.ewma_start not in EWMA_STARTS:
@@ -139,6 +141,7 @@ class Recommender:
             tier_parts=part_names(tier_collab or r.collab),
             weigh_tiers=r.tier_weights == "validated",
             weights_cache=self.fit_cache,
+            weights_at=r.tier_weights_at,
         )
         self.tiers = {
             0: TrendingTier(),

@@ -221,6 +221,7 @@ def test_eval_recs_cli_json_and_no_training_save_is_a_hit(home, capsys, tmp_path
     assert "1 users, 2 training saves a user" in capsys.readouterr().out
     saved = json.loads(out.read_text())
     assert saved["setup"]["cutoffs"] == [1, 2] and saved["setup"]["train_size"] == 2
+    assert saved["setup"]["tier_weights_at"] == 10  # the co-save weights' list length, not the cutoff
     assert {"recall@1", "recall@2", "ndcg@2", "hit@1", "ild@1"} <= set(saved["runs"]["rp3beta"])
     assert set(saved["setup"]["tuned"]) == {"rp3beta", "text-knn"}
     assert saved["setup"]["tuned"]["rp3beta"]["params"] in [

@@ -275,6 +275,7 @@ def test_thresholds_are_configuration(rec_indexes, user):
         ({"recommend.mmr_tail_lambda": 1.5}, "mmr_tail_lambda"),
         ({"recommend.tier2_tail_every": 0}, "tier2_tail_every"),
         ({"recommend.cosave_per_slot": -1.0}, "cosave_per_slot"),
+        ({"recommend.tier_weights_at": 0}, "tier_weights_at must be a list length"),
     ):
         with pytest.raises(ConfigError, match=match):
             Recommender(rec_indexes.edge, rec_indexes.config.replace(**bad))

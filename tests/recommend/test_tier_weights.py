@@ -145,7 +145,7 @@ def test_equal_weights_stay_unless_another_point_is_clearly_better():
 
 
 def _community(
-    tmp_path, name: str, x: csr_matrix, cache, index: str = "idx", refresh_s: float = 0.0
+    tmp_path, name: str, x: csr_matrix, cache, index: str = "idx", refresh_s: float = 0.0, at: int = 10
 ) -> Community:
     ids = tuple(f"p{i}" for i in range(x.shape[1]))
     catalog = Catalog(
@@ -172,6 +172,7 @@ def _community(
         tier_parts=frozenset({"rp3beta", "elsewhere"}),
         weigh_tiers=True,
         weights_cache=cache,
+        weights_at=at,
     )
 
 
@@ -200,6 +201,18 @@ def test_a_community_weighs_its_tier_parts_and_keeps_the_choice(tmp_path):
     # ... made on much the same saves: not an offline evaluation's, on a split's share of them
     bigger = _community(tmp_path, "six", _libraries(400), tmp_path / "cache", refresh_s=60.0)
     assert "kept" not in bigger.tier_weights().facts
+
+
+def test_a_choice_is_made_at_the_list_length_judged(tmp_path):
+    # an evaluation at fifty (eval-recs' first cutoff) chooses by recall@50 — not the choice kept at ten
+    x = _libraries(300)
+    ten = _community(tmp_path, "ten", x, tmp_path / "cache").tier_weights().facts
+    fifty = _community(tmp_path, "fifty", x, tmp_path / "cache", at=50).tier_weights().facts
+    assert "kept" not in fifty and ten["3"]["k"] == 10 and fifty["3"]["k"] == 50
+    # 48 papers, 6 kept a validation user: fifty is every paper, so every set-aside save is found
+    assert fifty["3"]["configured_recall"] == fifty["1"]["best_recall"] == 1.0 > ten["3"]["configured_recall"]
+    again = _community(tmp_path, "again", x, tmp_path / "cache", at=50).tier_weights().facts
+    assert again["kept"] and again["3"] == fifty["3"]
 
 
 def test_a_community_takes_anothers_weights_without_choosing(tmp_path, monkeypatch):
@@ -328,8 +341,9 @@ def test_a_corrected_fits_batched_scores_are_its_scores():
     rows=st.sampled_from([12, 60, 400]),
     levels=st.sampled_from([3, 50, 0]),  # 3: many ties; 0: continuous scores
     kept=st.integers(0, 8),
+    k=st.sampled_from([1, 10, 50]),  # 50: longer than the 12-row lists
 )
-def test_the_grid_counts_each_points_best_ten_as_a_whole_partition_does(seed, rows, levels, kept):
+def test_the_grid_counts_each_points_best_k_as_a_whole_partition_does(seed, rows, levels, kept, k):
     rng = np.random.default_rng(seed)
     parts = rng.random((3, rows), dtype=np.float32)
     if levels:
@@ -339,6 +353,9 @@ def test_the_grid_counts_each_points_best_ten_as_a_whole_partition_does(seed, ro
     kept_rows = rng.choice(rows, size=min(kept, rows - 1), replace=False)
     scores[:, kept_rows] = -1.0
     held = rng.choice(np.setdiff1d(np.arange(rows), kept_rows), size=3, replace=False)
-    got = weights._hits(scores, parts, len(kept_rows), held)
-    top = np.argpartition(-scores, weights.K, axis=1)[:, : weights.K]
+    got = weights._hits(scores, parts, len(kept_rows), held, k)
+    if k >= rows:  # the list is every row: each held one in it
+        assert np.array_equal(got, np.full(len(points), len(held)))
+        return
+    top = np.argpartition(-scores, k, axis=1)[:, :k]
     assert np.array_equal(got, np.isin(top, held).sum(axis=1))

@@ -122,13 +122,17 @@ def test_rec_eval_view_renders_a_saved_report(home, tmp_path):
     assert saved["n_users"] == 2 and saved["setup"]["per_tier_users"] == 1  # the other user is the community
     assert all(sum(block["tiers"].values()) == 1 for block in saved["per_tier"].values())
     assert saved["setup"]["tier_weights"]["reason"]  # two users: no validation split, the configured weights
-    chosen = {"users": 900, "configured": {"a": 1.0, "b": 1.0}, "configured_recall": 0.05, "p": 0.01}
+    chosen = {"users": 900, "k": 50, "configured": {"a": 1.0, "b": 1.0}, "configured_recall": 0.05, "p": 0.01}
     saved["setup"]["tier_weights"] = {
         "3": {**chosen, "best": {"a": 0.0, "b": 1.0}, "taken": {"a": 0.0, "b": 1.0}}
     }
     out.write_text(json.dumps(saved))
     rendered = RecEvalView(out).render()
-    assert "scix-rec-weights" in rendered.html and "&quot;a&quot;: 0.0" in rendered.html
+    assert (
+        "scix-rec-weights" in rendered.html
+        and "&quot;a&quot;: 0.0" in rendered.html
+        and "(recall@50)" in rendered.html
+    )
 
 
 def test_cluster_view_takes_a_numeric_user_parameter(rec_indexes):

@@ -27,7 +27,8 @@ three questions — one save (Tier 3), three saves (Tier 2), a whole library
    for the changed rows by the Woodbury identity, exact but for float32
    rounding, whose residue at the removed ties is set to 0 — it ranked a
    validation user's own set-aside saves first and flattered EASE; a refit at
-   17k items cost a slow core 165 s). Recall@10 of the set-aside saves, averaged over a
+   17k items cost a slow core 165 s). Recall@k of the set-aside saves (k: ``recommend.tier_weights_at``, 10;
+   not an evaluation's cutoff — at fifty it cost Tier 1 on CiteULike-a), averaged over a
    user's queries (their kept saves never offered), is computed for every
    point of a small grid of weights — several queries a user steady a
    one-save user's 0-or-1 recall (with one query each, the thinned set's
@@ -65,9 +66,9 @@ MIN_SAVES = 5  # a validation user's saves, at least (eval-recs' min_saves)
 HOLDOUT = 0.2
 LEVELS = (0.0, 0.5, 1.0)  # each part's weight on the grid (the best part's is 1)
 ALPHA = 0.05  # a one-sided paired t-test's level
-K = 10
+K = 10  # the list length the choice's recall is at, unless told (choose's k)
 # what a kept choice was made by: a change here makes every kept choice stale (Community.tier_weights)
-PROCEDURE = (USERS, QUERIES, MIN_USERS, MIN_SAVES, HOLDOUT, LEVELS, ALPHA, K, "apart", "keyed", "residue")
+PROCEDURE = (USERS, QUERIES, MIN_USERS, MIN_SAVES, HOLDOUT, LEVELS, ALPHA, "apart", "keyed", "residue")
 
 
 @dataclass(frozen=True)
@@ -213,24 +214,26 @@ def _fit(model: Ensemble, by_user: csr_matrix, plan, apart: bool, names: tuple[s
     return replace(fitted, fitted=tuple(parts[n] for n in order)), seconds
 
 
-def _hits(scores: np.ndarray, parts: np.ndarray, kept: int, held: np.ndarray) -> np.ndarray:
+def _hits(scores: np.ndarray, parts: np.ndarray, kept: int, held: np.ndarray, k: int = K) -> np.ndarray:
     """For each grid point (a row of ``scores``: the points' sums of ``parts``, the ``kept`` saves at -1), how
-    many of the ``held`` rows are among its best ``K`` — what a partition of each whole row gives, for less:
-    the best of each part are the candidates; where exactly ``K`` rows of the whole row reach the ``K``-th
-    best candidate's sum, they are its best ``K`` (no tie at that place, no better row outside); any other
+    many of the ``held`` rows are among its best ``k`` — what a partition of each whole row gives, for less:
+    the best of each part are the candidates; where exactly ``k`` rows of the whole row reach the ``k``-th
+    best candidate's sum, they are its best ``k`` (no tie at that place, no better row outside); any other
     row is partitioned whole, as before. (The whole partitions took 6.4 s of the choice's 40 on CiteULike-a;
     this 1.1 s, with the same counts.)"""
-    depth = 2 * K + kept  # a part's best kept saves are candidates too, at -1
+    if scores.shape[1] <= k:  # the whole catalogue is the list
+        return np.full(len(scores), len(held))
+    depth = 2 * k + kept  # a part's best kept saves are candidates too, at -1
     if scores.shape[1] <= depth * len(parts):
-        top = np.argpartition(-scores, K, axis=1)[:, :K]
+        top = np.argpartition(-scores, k, axis=1)[:, :k]
         return np.isin(top, held).sum(axis=1)
     candidates = np.unique(np.argpartition(-parts, depth, axis=1)[:, :depth])
-    threshold = -np.partition(-scores[:, candidates], K - 1, axis=1)[:, K - 1]
+    threshold = -np.partition(-scores[:, candidates], k - 1, axis=1)[:, k - 1]
     above = scores >= threshold[:, None]
     hits = above[:, held].sum(axis=1)
-    whole = np.flatnonzero(above.sum(axis=1) != K)
+    whole = np.flatnonzero(above.sum(axis=1) != k)
     if len(whole):
-        top = np.argpartition(-scores[whole], K, axis=1)[:, :K]
+        top = np.argpartition(-scores[whole], k, axis=1)[:, :k]
         hits[whole] = np.isin(top, held).sum(axis=1)
     return hits
 
@@ -241,10 +244,11 @@ def choose(
     asked: tuple[Question, ...],
     seed: int = 0,
     start: Ensemble | None = None,
+    k: int = K,
 ) -> TierWeights:
-    """The part weights for this community's saves (``by_user``: users × catalogue rows), per question.
-    ``start``: the community's own fit of these saves, whose EASE part the validation fits update rather than
-    refit (:func:`_fit`)."""
+    """The part weights for this community's saves (``by_user``: users × catalogue rows), per question, by
+    recall@``k``. ``start``: the community's own fit of these saves, whose EASE part the validation fits
+    update rather than refit (:func:`_fit`)."""
     present = {p.name for p, _ in model.parts}
     asked = tuple(q for q in asked if len(q.names) >= 2 and set(q.names) <= present)
     if not asked:
@@ -287,7 +291,7 @@ def choose(
                 parts = np.stack([each[n] for n in q.names])
                 scores = points @ parts  # grid points × catalogue rows
                 scores[:, kept] = -1.0  # never a kept save
-                recall[i] += _hits(scores, parts, len(kept), held) / len(held) / asked_by
+                recall[i] += _hits(scores, parts, len(kept), held, k) / len(held) / asked_by
         mean = recall.mean(axis=0)
         best = int(np.argmax(mean))
         diff = recall[:, best] - recall[:, 0]
@@ -304,6 +308,7 @@ def choose(
         by_size.append((q.label, tuple(zip(q.names, points[taken].tolist()))))
         facts[q.label] = {
             "users": len(plan),
+            "k": k,
             "queries": QUERIES if q.size is not None else 1,
             "configured": dict(zip(q.names, q.configured)),
             "configured_recall": round(float(mean[0]), 4),
