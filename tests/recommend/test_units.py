@@ -551,3 +551,35 @@ def test_the_warm_up_imports_what_tier1_imports_on_first_use():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout.split() == ["False", "True"]  # not on the cold path; loaded by the warm-up
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    numpy_scalars=st.booleans(),
+    cluster=st.one_of(st.none(), st.integers(0, 9)),
+    position=st.one_of(st.none(), st.integers(1, 10)),
+    codes=st.lists(st.text(min_size=1, max_size=12), max_size=80),
+    scores=st.lists(st.tuples(st.sampled_from(["cosine", "cosave", "heuristic"]), st.floats(-2, 2))),
+)
+def test_an_items_json_is_its_fields_plain(numpy_scalars, cluster, position, codes, scores):
+    from scix_core.recommend.result import RecItem, plain
+    from scix_core.recommend.stages.base import Features
+
+    num = (lambda v, t: t(v)) if numpy_scalars else (lambda v, t: v)
+    item = RecItem(
+        "p1",
+        "A title",
+        num(3, np.int64),
+        num(0.25, np.float32),
+        num(1, np.int64),
+        "co-saved",
+        None if cluster is None else num(cluster, np.int64),
+        Features(tuple(n for n, _ in scores), tuple(v for _, v in scores)),
+        None if position is None else num(position, np.int64),
+        num(False, np.bool_),
+        tuple(codes),
+    )
+    expected = {**plain(item), "scores": dict(item.scores)}  # what the walk over every field gives
+    got = item.to_dict()
+    assert got == expected and list(got) == list(expected)
+    assert not any(isinstance(v, np.generic) for v in got.values())
