@@ -203,8 +203,9 @@ def test_a_community_weighs_its_tier_parts_and_keeps_the_choice(tmp_path):
     assert "kept" not in bigger.tier_weights().facts
 
 
-def test_a_choice_is_made_at_the_list_length_judged(tmp_path):
-    # an evaluation at fifty (eval-recs' first cutoff) chooses by recall@50 — not the choice kept at ten
+def test_a_choice_is_made_at_the_configured_list_length(tmp_path):
+    # a community told a list of fifty (recommend.tier_weights_at) chooses by recall@50 — not the choice kept
+    # at ten
     x = _libraries(300)
     ten = _community(tmp_path, "ten", x, tmp_path / "cache").tier_weights().facts
     fifty = _community(tmp_path, "fifty", x, tmp_path / "cache", at=50).tier_weights().facts

@@ -18,6 +18,8 @@ from scix_core.recommend.catalog import Catalog, months
 from scix_core.recommend.context import cosaved_count
 from scix_core.recommend.interests import InterestCache, neighbourhood
 from scix_core.recommend.profile import ewma
+from scix_core.recommend.result import RecItem, plain
+from scix_core.recommend.stages.base import Features
 from scix_core.recommend.stages.cluster import cuts, medoid, silhouette, silhouettes, ward_labels
 from scix_core.recommend.stages.match import match_ids
 from scix_core.recommend.stages.mmr import mmr
@@ -562,9 +564,6 @@ def test_the_warm_up_imports_what_tier1_imports_on_first_use():
     scores=st.lists(st.tuples(st.sampled_from(["cosine", "cosave", "heuristic"]), st.floats(-2, 2))),
 )
 def test_an_items_json_is_its_fields_plain(numpy_scalars, cluster, position, codes, scores):
-    from scix_core.recommend.result import RecItem, plain
-    from scix_core.recommend.stages.base import Features
-
     num = (lambda v, t: t(v)) if numpy_scalars else (lambda v, t: v)
     item = RecItem(
         "p1",
