@@ -158,24 +158,26 @@ class RecommendConfig:
     tier2_mmr_lambda: float = 0.85
     # + this to the MMR gain of a candidate of a Tier 3 pool cluster below its slot share (0: plain MMR); 0.1
     # covered more of the user's later interests at the same recall on the CiteULike-a tuning samples; in
-    # Tier 2 (tier2_quota_bonus) it cost recall there, where the co-save weight 2.0 already spreads the list
+    # Tier 2 (tier2_quota_bonus) it cost recall there, where the neighbour cover already spreads the list
     tier3_quota_bonus: float = 0.1
     tier2_quota_bonus: float = 0.0
     # + this × the weight of the interests of the users who saved the same papers (their libraries' Ward
     # clusters) that a candidate reaches first, in the MMR of Tier 3 / Tier 2 (0: off; when on, it takes
     # the place of the pool clusters' quota bonus); recommend/interests.py, chosen on CiteULike-a samples;
     # Tier 3's 2.0 with the per-index co-save weights (iALS-heavy at one save: less spread) won back the
-    # coverage those cost, at the same recall (docs/results.md); Tier 2's 1.75 with the bias-corrected profile
-    # (ewma_start): the only setting of those tried ahead of RP3beta's recall and EASE's coverage on the mean
-    # of both three-save tuning samples
+    # coverage those cost, at the same recall (docs/results.md); Tier 2's 3.0 with its co-save weight 1.25:
+    # on both three-save tuning samples more of the user's later interests covered than 1.75 with 2.0 at
+    # about the same recall@10, and more recall@50 in a list of fifty
     tier3_neighbour_cover: float = 2.0
-    tier2_neighbour_cover: float = 1.75
+    tier2_neighbour_cover: float = 3.0
     tier1_neighbour_cover: float = 1.0  # the same in Tier 1's MMR, beside its own clusters' quota bonus
     neighbours: int = 100  # at most this many of those users, the most papers shared first
     community_weight: float = 1.0  # Tier 3: weight_cosine · similarity + this · co-save score
-    # Tier 2's weight (three or four saves): 2.0 covered more of the user's later interests at a small recall
-    # cost on the CiteULike-a tuning sample; at one save the same weight cost more recall than it was worth
-    tier2_community_weight: float = 2.0
+    # Tier 2's weight (three or four saves): a heavier weight covers more of the user's later interests for
+    # recall, a wider neighbour cover the same at a lower price: 1.25 with tier2_neighbour_cover 3.0 (was 2.0
+    # with 1.75) chosen on the CiteULike-a tuning samples (docs/results.md); at one save 2.0 cost more recall
+    # than it was worth
+    tier2_community_weight: float = 1.25
     # the co-save score: "rp3beta" (graph walk, collab_alpha/beta), "ease" (EASE^R, collab_ease_lambda),
     # "cosine" (item-kNN), or several joined by "+" (each normalised per user, then summed)
     collab: str = "rp3beta+ease"

@@ -24,11 +24,11 @@ with one or three saves the user's clusters are not known yet, but what the
 community saves beside them shows where else they may lead, and a pool
 cluster with no pick yet is reached before the dominant one takes every
 slot (docs/results.md: at one save, more of the user's later interests
-covered at the same recall; at three, where the co-save weight 2.0 already
-spreads the list, it cost recall). Without other users, or switched off,
+covered at the same recall; at three, where a co-save weight of 2.0 then
+spread the list, it cost recall). Without other users, or switched off,
 the tier is the reference design's exactly.
 
-With ``tier3_neighbour_cover`` / ``tier2_neighbour_cover`` on (defaults 2.0 and 1.5), the interests of the
+With ``tier3_neighbour_cover`` / ``tier2_neighbour_cover`` on (defaults 2.0 and 3.0), the interests of the
 users who saved the same papers (:mod:`scix_core.recommend.interests`) take the pool clusters' place:
 MMR adds that weight times the share of those users' interests a candidate reaches first. It spreads the
 list where such libraries actually grow rather than over whatever the pool holds (docs/results.md: at one

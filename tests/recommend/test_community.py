@@ -434,7 +434,7 @@ def test_tiers_3_and_2_add_what_others_saved_alongside(rec_indexes, tmp_path, ti
     assert scores["cosave"] == pytest.approx(1.0)
     r = rec.config.recommend
     weight = r.community_weight if result.tier == 3 else r.tier2_community_weight
-    assert (r.community_weight, r.tier2_community_weight) == (1.0, 2.0)
+    assert (r.community_weight, r.tier2_community_weight) == (1.0, 1.25)
     assert result.items[0].score == pytest.approx(0.65 * sim + weight * 1.0)
     for item in result.items[1:]:  # nobody saved anything else next to mine: content alone
         assert dict(item.scores)["cosave"] == 0.0 and item.score == pytest.approx(0.65 * item.scores[0][1])
