@@ -75,9 +75,8 @@ def test_dense_lane_dropped_with_the_reason_and_the_query_answered(built_client,
 
 def test_doctor_names_the_server_and_the_failure(home, hostile, tmp_path, monkeypatch, capsys):
     _, url = hostile
-    (tmp_path / "scix.toml").write_text(
-        "[vectors]\ntimeout_s = 1\n"
-    )  # a hang ends in 1 s, not the default 10
+    # a hang ends at a one-second client timeout, not the default ten
+    (tmp_path / "scix.toml").write_text("[vectors]\ntimeout_s = 1\n")
     monkeypatch.setenv("SCIX_CONFIG", str(tmp_path / "scix.toml"))
     monkeypatch.setenv("SCIX_VECTOR_BACKEND", "qdrant")
     monkeypatch.setenv("SCIX_QDRANT_URL", url)
