@@ -52,24 +52,24 @@ def _lanes(built, backend: str | None = None):
 
 
 @pytest.fixture(params=["sqlite", "bm25"])
-def backends(request, built, pg_ts_built):
+def backends(request, built, pg_ts_mirror):
     """An embedded lexical backend (FTS5, or the term matrix with FTS5's body lane) and PostgreSQL full
     text."""
-    return _lanes(built, request.param), _lanes(pg_ts_built)
+    return _lanes(built, request.param), _lanes(pg_ts_mirror)
 
 
 @pytest.mark.parametrize("mode", ["and", "or", "auto"])
 @pytest.mark.parametrize(
     "spec", [None, {"year": "2019-2022"}, {"categories": ["astro-ph.GA"]}, {"exclude_authors": ["rubin"]}]
 )
-def test_bm25_in_postgres_ranks_as_the_term_matrix(built, pg_built, mode, spec):
+def test_bm25_in_postgres_ranks_as_the_term_matrix(built, pg_mirror, mode, spec):
     from scix_core.search.lanes.postgres import PostgresBm25Lane
 
     config = {"search.lexical_mode": mode}
     numpy_lane = _lanes(
         Built(built.config.replace(**{**config, "search.lexical_backend": "bm25"}), built.index)
     )
-    pg_lanes = _lanes(Built(pg_built.config.replace(**config), pg_built.index))
+    pg_lanes = _lanes(Built(pg_mirror.config.replace(**config), pg_mirror.index))
     assert isinstance(pg_lanes["lexical"], PostgresBm25Lane)
     compared = 0
     for query in [*AND_QUERIES, "neural neural networks", "café", "cafe", "zzzunknown graph"]:

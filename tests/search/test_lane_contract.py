@@ -43,7 +43,7 @@ FILTERS = [
 def _lane(request, spec: str) -> Lane:
     where, name = spec.split(":")
     if where.startswith("postgres"):
-        built = request.getfixturevalue("pg_ts_built" if where == "postgres_ts" else "pg_built")
+        built = request.getfixturevalue("pg_ts_mirror" if where == "postgres_ts" else "pg_mirror")
     else:
         built = request.getfixturevalue("built_client" if where == "client" else "built")
     config = (

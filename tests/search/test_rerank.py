@@ -182,12 +182,19 @@ def test_unreachable_rewriter_keeps_the_query(searcher):
     assert "ConnectError" in result.metadata["rewrite"]["status"] and result.hits
 
 
-def test_onnx_reranker_scores_like_torch(built, tiny_reranker, tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def rerank_exports(tmp_path_factory):
+    """The user cache of this module's ONNX reranker exports (none from before): a test after the first reads
+    the export the first made (4 s each on a fast core)."""
+    return tmp_path_factory.mktemp("rerank-user-cache")
+
+
+def test_onnx_reranker_scores_like_torch(built, tiny_reranker, rerank_exports, monkeypatch):
     from scipy.stats import spearmanr
 
     from scix_core.search.stages.rerank import CrossEncoderReranker
 
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(rerank_exports))
     path = Workspace(built.config.home).model_dir("rerankers", tiny_reranker)
     passages = [
         "Dark matter halos in cosmological simulations.",
@@ -200,7 +207,7 @@ def test_onnx_reranker_scores_like_torch(built, tiny_reranker, tmp_path, monkeyp
     int8 = CrossEncoderReranker(path, backend="onnx-int8").scores("dark matter halos", passages)
     assert max(abs(a - b) for a, b in zip(ref, fp32)) < 1e-4
     assert max(abs(a - b) for a, b in zip(ref, int8)) < 0.05 and spearmanr(ref, int8).statistic > 0.7
-    assert list(tmp_path.glob("scix_core/onnx/rerank-*/model-int8.onnx"))
+    assert list(rerank_exports.glob("scix_core/onnx/rerank-*/model-int8.onnx"))
     # pairs are batched by length: scores come back in input order whatever the batch size
     one_batch = CrossEncoderReranker(path, backend="onnx", batch_size=1).scores("dark matter halos", passages)
     assert one_batch == pytest.approx(fp32, abs=1e-5)
@@ -217,8 +224,8 @@ def test_onnx_reranker_scores_like_torch(built, tiny_reranker, tmp_path, monkeyp
         CrossEncoderReranker(path, backend="tensorrt")
 
 
-def test_search_uses_the_configured_rerank_backend(built, tiny_reranker, tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+def test_search_uses_the_configured_rerank_backend(built, tiny_reranker, rerank_exports, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(rerank_exports))
     torch_run = Searcher(built.index, built.config).search(
         "dark matter halos", limit=5, rerank=tiny_reranker, boosts=False
     )

@@ -11,7 +11,7 @@ another process or recommender over the same saves — a restarted server
 worker, the next test or evaluation of the same split — loads them instead of
 refitting (4 s at CiteULike-a's 205k saves on two cores, and several times
 that beside another busy process), processes fitting the same saves at once
-take a file lock so one fits; the newest ``KEEP`` fits are kept, as EASE's.
+take a file lock so one fits; the newest ``KEEP`` fits are kept.
 A server's background refit runs in a child process at the lowest priority
 (:func:`scix_core.recommend.community._fit_in_child`) and is loaded from here.
 """
@@ -33,7 +33,11 @@ from scix_core.locks import exclusive, mtime
 from scix_core.recommend.collab.cache import save_fit
 from scix_core.recommend.collab.matrix import binary
 
-KEEP = 3  # fits kept per cache folder (8.7 MB each at CiteULike-a's 17k items)
+# fits kept per cache folder (8.7 MB each at CiteULike-a's 17k items): an evaluation fits its training
+# community and one per per-tier part (1 + 3 · ⌈users / 1,000⌉: 19 on CiteULike-a); with three kept, the
+# oldest went first, so the next evaluation of the same split (notebook 06 after `scix eval-recs`) refitted
+# every one
+KEEP = 24
 
 
 @dataclass
