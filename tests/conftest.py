@@ -328,6 +328,10 @@ NO_MODEL_FILES = (
     "tests/data/test_arxiv_ids.py",
     "tests/bench/test_scale.py",
     "tests/serve/test_exposition.py",
+    "tests/data/test_real_counts.py",
+    "tests/data/test_thin.py",
+    "tests/test_slices.py",
+    "tests/search/test_sql_binding.py",
 )
 # the files that take minutes on a slow machine, handed out next: a long file last leaves a worker idle
 LONG_FILES = (
