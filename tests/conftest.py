@@ -251,7 +251,7 @@ def _ts_rank(built: Built) -> Built:
 @pytest.fixture(scope="session")
 def pg_mirror(built, postgresql_noproc):
     """The fixture index mirrored once a test worker into a database of its own, for the tests that only
-    search it (:func:`pg_built`'s fresh database and mirror cost 0.16 s a test, 300 times a run)."""
+    search it (:func:`pg_built`'s fresh database and mirror cost 0.16 s a test, some 260 times a run)."""
     import psycopg
     from pytest_postgresql.janitor import DatabaseJanitor
 
@@ -365,7 +365,7 @@ def pytest_xdist_make_scheduler(config, log):
             return f"corpus:{CORPUS_FILES[file]}" if file in CORPUS_FILES else file
 
         def _assign_work_unit(self, node) -> None:
-            if not self.ordered:  # the corpora's units, then the long files: first, so no worker ends alone
+            if not self.ordered:  # the units above, then the long files: first, so no worker ends alone
                 self.ordered = True
                 corpora = [f"corpus:{c}" for c in dict.fromkeys(CORPUS_FILES.values())]
                 first = [corpora[0], "no-model", *corpora[1:], *LONG_FILES]
