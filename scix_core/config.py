@@ -137,6 +137,9 @@ class RecommendConfig:
     # Tier 1
     max_clusters: int = 8
     min_silhouette: float = 0.05  # below this at every k >= 2 the library is one interest
+    # a user's stored number of clusters is kept while its silhouette is within this of the best cut's (one
+    # more save moved a real library's flat silhouettes by less; recommend/stages/cluster.py)
+    cluster_k_tolerance: float = 0.005
     match_min_similarity: float = 0.5  # Hungarian pairs less similar than this get a new cluster id
     recency_half_life_saves: float = 20.0  # cluster importance: how fast old saves fade
     total_slots: int = 100
@@ -236,6 +239,12 @@ class RecommendConfig:
     # always count at once): None is 0 — every call sees every save — except under `scix serve`, where it is
     # SERVE_COMMUNITY_REFRESH_S (many users save; refitting per request would be the server's main cost)
     community_refresh_s: float | None = None
+    # the co-save model's slow parts (EASE, iALS) are refitted once their fit is this many seconds old and the
+    # saves have grown by this share since it: in a background thread under `scix serve` and in the notebooks,
+    # in a detached process from the command line (`scix users refit` on demand). Until then the last fit
+    # scores; a user's own saves count at once, and recording one never fits (recommend/refit.py)
+    community_refit_age_s: float = 600.0
+    community_refit_growth: float = 0.01
     # a user's last list answers their next request within this many seconds when nothing it depends on
     # changed (their interactions, the community's model): None is 0 — every call recomputes — except
     # under `scix serve`, where it is SERVE_REUSE_S (recommend/reuse.py)
@@ -317,6 +326,12 @@ def _apply(cfg: Any, overrides: dict[str, Any]) -> Any:
     for head, sub in nested.items():
         flat[head] = _apply(getattr(cfg, head), sub)
     return dataclasses.replace(cfg, **flat)
+
+
+def config_from_dict(values: dict[str, Any]) -> Config:
+    """A configuration from :func:`dataclasses.asdict`'s form of one (paths as strings, tuples as lists):
+    what a detached process is handed to run with its caller's settings exactly."""
+    return _apply(Config(), values)
 
 
 PRESETS = Path(__file__).parent / "data"  # named configs shipped with the package: ``--config reference``

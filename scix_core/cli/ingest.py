@@ -150,6 +150,11 @@ def info_cmd(args: argparse.Namespace) -> int:
         "sizes_bytes": {p.name: _size(p) for p in sorted(folder.iterdir())},
     }
     store.close()
+    from scix_core.recommend.refit import fit_status  # lazy: scipy, only for this command
+
+    fit = fit_status(cfg, args.index)
+    if fit is not None:  # the co-save model's last fit: its age and the saves since
+        info["community_fit"] = fit
     if args.json:
         print(json.dumps(info, indent=2))
         return 0

@@ -15,7 +15,8 @@ from scix_core.errors import ConfigError
 def _recommender(args: argparse.Namespace):
     from scix_core.recommend import Recommender  # lazy: scipy, off the cold CLI path
 
-    return Recommender(args.index, config_from(args))
+    # the process ends with the command: a due refit of the co-save model runs detached (recommend/refit.py)
+    return Recommender(args.index, config_from(args), detach_refits=True)
 
 
 def _users_args(p: argparse.ArgumentParser) -> None:
@@ -39,6 +40,12 @@ def _users_args(p: argparse.ArgumentParser) -> None:
     i.add_argument("--index", required=True)
     i.add_argument("--users", help="comma list: import only these users")
     i.add_argument("--quiet", action="store_true")
+    r = sub.add_parser(
+        "refit",
+        help="refit the index's co-save model on its saves of now (what its refit clock starts on its own)",
+    )
+    r.add_argument("--index", required=True)
+    r.add_argument("--json", action="store_true")
     m = sub.add_parser(
         "migrate", help="copy the workspace's SQLite user state (every index) into an empty PostgreSQL one"
     )
@@ -46,10 +53,12 @@ def _users_args(p: argparse.ArgumentParser) -> None:
     m.add_argument("--dsn", help="target database (default postgres.state_dsn, SCIX_STATE_DSN)")
 
 
-@command("users", "create, list, show, import and migrate users", _users_args)
+@command("users", "create, list, show, import, refit and migrate users", _users_args)
 def users_cmd(args: argparse.Namespace) -> int:
     if args.action == "migrate":
         return _migrate(args)
+    if args.action == "refit":
+        return _refit(args)
     rec = _recommender(args)
     if args.action == "create":
         status = rec.create_user(args.user, [c for c in args.categories.split(",") if c.strip()])
@@ -95,6 +104,25 @@ def users_cmd(args: argparse.Namespace) -> int:
     return _show(rec, args)
 
 
+def _refit(args: argparse.Namespace) -> int:
+    from scix_core.recommend.refit import refit_index  # lazy: scipy, off the cold CLI path
+
+    report = refit_index(config_from(args), args.index)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+        return 0
+    if not report.ran:
+        console.print(report.reason, highlight=False)
+        return 0
+    parts = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in report.parts)
+    console.print(
+        f"refitted {report.model} of index {report.index!r} on {report.saves:,} saves in "
+        f"{report.seconds:.1f} s ({parts}); {report.reason}",
+        highlight=False,
+    )
+    return 0
+
+
 def _migrate(args: argparse.Namespace) -> int:
     from scix_core.recommend.state import UserState  # lazy: scipy, off the cold CLI path
     from scix_core.recommend.state_postgres import PostgresUserState, migrate  # lazy: scipy, as above
@@ -123,7 +151,7 @@ def _show(rec, args: argparse.Namespace) -> int:
         next_tier_message,
     )
 
-    ctx = rec.context(args.user)
+    ctx = rec.stored(args.user)
     clusters, next_id = rec.state.clusters(rec.index, args.user)
     saves = len(ctx.saved)
     tier = entitled(rec.config.recommend, saves)
@@ -173,7 +201,7 @@ def interact_cmd(args: argparse.Namespace) -> int:
     rec = _recommender(args)
     kind, paper = next((k, getattr(args, k)) for k in ("save", "dismiss", "view") if getattr(args, k))
     event = rec.interact(args.user, paper, kind, args.at)
-    saves = len(rec.context(args.user).saved)
+    saves = len(rec.stored(args.user).saved)  # the write fits nothing
     console.print(
         f"recorded {kind} of {paper} by {args.user} at {event.at.isoformat()} ({saves} saves)",
         highlight=False,
@@ -223,9 +251,49 @@ def recommend_cmd(args: argparse.Namespace) -> int:
     console.print(table)
     if args.explain:
         print_explain(result)
+        print_community(rec.community.status())
     for note in result.notes:
         console.print(f"[yellow]note:[/] {note}", highlight=False)
     return 0
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "unknown"
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+def print_community(status: dict) -> None:
+    """The co-save model a list was scored with: each part's fit, its age and the saves since it."""
+    table = Table(
+        "part",
+        "fitted on saves",
+        "saves since",
+        "age",
+        "fit s",
+        "refit",
+        title=f"co-save model {status['model']} ({status['saves']:,} saves now)",
+    )
+    for p in status["parts"]:
+        table.add_row(
+            p["part"],
+            f"{p['fitted_on']:,}",
+            f"{p['saves_since']:,}",
+            _age(p["age_s"]),
+            f"{p['fit_s']:.2f}",
+            p["refit"],
+        )
+    console.print(table)
+    due = ", ".join(status["due"]) or "none"
+    running = "yes" if status["refitting"] else "no"
+    console.print(
+        f"refit clock: a slow part is refitted once {_age(status['refit_age_s'])} old with "
+        f"{status['refit_growth']:.0%} more saves; due: {due}; running: {running}",
+        highlight=False,
+    )
 
 
 def print_explain(result) -> None:

@@ -41,13 +41,20 @@ paper's popularity in the index's community.
 The matrix follows the store: it is rebuilt when the store's newest
 interaction id moves (ids only grow; rows are never deleted), by reading only
 the new saves, and refitted: a part whose fit took under ``INLINE_FIT_S`` in
-line, a slower one (EASE on a real catalogue) in a background thread once the
-saves have grown by ``REFIT_GROWTH`` — until then its last fit keeps scoring,
-and a user's new save still counts through their own rows. One process of a
-workspace refits at a time (a lock in the fit cache): a server's other workers
-take its fit at a later refresh instead of making their own. An index with no
-other users has no signal: ``cosaves`` returns None and every tier is
-content-only.
+line, a slower one (EASE or iALS on a real catalogue) on its own clock — once
+its fit is ``refit_age_s`` old and the saves have grown by ``refit_growth``
+since, in a background thread (a server, a notebook) or a detached process
+(the command line, ``scix_core.recommend.refit``) — until then its last fit
+keeps scoring, and a user's new save still counts through their own rows
+(x_u · B, iALS's user factors solved from their saves now). A ``lag``
+community (every one but the offline evaluation's) starts from the newest
+cached fit of its slow parts instead of fitting them, so a process that only
+records a save or asks for a list never waits for a fit. One process refits
+an index at a time (a lock in the fit cache, :func:`refit_lock`): a server's
+other workers take its fit at a later refresh instead of making their own; a
+killed refit leaves the fits before it in use (a fit is written whole or not
+at all). An index with no other users has no signal: ``cosaves`` returns None
+and every tier is content-only.
 """
 
 from __future__ import annotations
@@ -80,6 +87,10 @@ from scix_core.recommend.collab.weights import PROCEDURE, TierWeights, choose, q
 from scix_core.recommend.collab.weights import K as WEIGHTS_AT
 from scix_core.recommend.state import UserState
 from scix_core.workspace import read_json, write_json_atomic
+
+# the last fits of an index's community over one user state, beside the fits (:func:`read_record`)
+RECORD = "community-{index}-{state}.json"
+RECORD_FILES = 4  # the cached fits of each part a record names: the ones a lagging community may start from
 
 if TYPE_CHECKING:
     from scipy.sparse import csr_matrix
@@ -160,7 +171,9 @@ class CoSaves:
 COLLAB = ("rp3beta", "cosine", "ease", "ials")  # the parts; "+" joins them into an ensemble
 DEFAULT_COLLAB = "rp3beta+ease"
 INLINE_FIT_S = 0.25  # a part whose last fit took longer is refitted in the background, not in a request
-REFIT_GROWTH = 0.01  # ... once the saves have grown by this share since its fit
+REFIT_GROWTH = (
+    0.01  # ... once the saves have grown by this share since its fit (recommend.community_refit_growth)
+)
 KEEP_WEIGHTS = 8  # tier-weight choices kept in the fit cache
 # a server adopts a kept choice made on at least this share of its saves: an offline evaluation's choice (80%
 # of the saves, or ten a user) is of another community
@@ -226,13 +239,19 @@ def _follow_parent(parent: int) -> None:
         os._exit(0)
 
 
-def _fit_into_cache(model, matrix, parent: int) -> None:
-    _follow_parent(parent)
-    try:  # lowest priority: at 125 requests/s a refit at the workers' priority held the cores ~20 s and the
-        os.nice(BACKGROUND_NICE)  # requests arriving meanwhile waited seconds (bench.serve --rate) ...
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # ... and only cycles nothing else wants
+def lowest_priority() -> None:
+    """This process on the cycles nothing else wants: at 125 requests/s a refit at the workers' priority held
+    the cores ~20 s and the requests arriving meanwhile waited seconds (bench.serve --rate)."""
+    try:
+        os.nice(BACKGROUND_NICE)
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     except (OSError, AttributeError):
         pass
+
+
+def _fit_into_cache(model, matrix, parent: int) -> None:
+    _follow_parent(parent)
+    lowest_priority()
     replace(model).fit(matrix)
 
 
@@ -251,9 +270,40 @@ def _fit_in_child(model, matrix) -> None:
         return
 
 
-def _stale_share(parts: tuple, share: float | None) -> tuple:
-    """Ensemble parts with EASE's and iALS's ``stale_share`` set (which cached fit each may adopt)."""
-    return tuple((replace(m, stale_share=share) if isinstance(m, (Ease, Ials)) else m, w) for m, w in parts)
+def _stale_share(parts: tuple, share: float | None, own: dict | None = None) -> tuple:
+    """Ensemble parts with EASE's and iALS's ``stale_share`` set (which cached fit each may adopt) and, with
+    ``own`` (part name → cached fit file names), ``stale_from``: only those."""
+
+    def limited(m):
+        if not isinstance(m, (Ease, Ials)):
+            return m
+        allowed = None if own is None else frozenset(own.get(m.name, ()))
+        return replace(m, stale_share=share, stale_from=allowed)
+
+    return tuple((limited(m), w) for m, w in parts)
+
+
+def refit_lock(folder: Path, index: str) -> Path:
+    """What a refit of ``index``'s community holds (:func:`scix_core.locks.try_exclusive`), in the fit cache
+    ``folder``: one refit of an index at a time, whichever process (a server worker, ``scix users refit``, a
+    detached refit) makes it."""
+    return Path(folder) / f"refit-{index}"
+
+
+def record_path(folder: Path, index: str, location: str) -> Path:
+    """Where the fit record of ``index``'s community over the user state at ``location`` is kept."""
+    state = hashlib.sha1(location.encode()).hexdigest()[:12]
+    return Path(folder) / RECORD.format(index=index, state=state)
+
+
+def read_record(folder: Path, index: str, location: str) -> dict | None:
+    """The last fit of ``index``'s community over the user state at ``location`` that any process used
+    (written after each fit of a lagging community): the saves, each part's saves, fit time and age, and the
+    cached fits each part may start from; None when there is none."""
+    try:
+        return read_json(record_path(folder, index, location))
+    except (OSError, ValueError):
+        return None
 
 
 class Community:
@@ -264,9 +314,14 @@ class Community:
     libraries has them as its community without ``scix users import``; an imported library is the same
     pairs and counts once.
 
-    ``refresh_s`` > 0 (a server): the saves are re-read at most that often, the first fit may start from
-    the newest cached EASE fit of the index — refitted in the background like any stale part — and a
-    background refit adopts a fit another worker just made of nearly the same saves.
+    ``refresh_s`` > 0 (a server): the saves are re-read at most that often. ``lag`` (implied by
+    ``refresh_s`` > 0): the first fit starts from the newest cached fit of each slow part and the newest
+    kept tier-weight choice of the index — refitted on the clock like any stale part — and a background
+    refit adopts a fit another process just made of nearly the same saves. Without it (the offline
+    evaluation) every fit is of the saves as they are. A slow part is due for a refit once its fit is
+    ``refit_age_s`` old and the saves have grown by ``refit_growth`` since; ``detached`` starts that refit
+    in another process (the command line's, which ends before a thread would finish), else a background
+    thread makes it.
     """
 
     def __init__(
@@ -282,13 +337,20 @@ class Community:
         weigh_tiers: bool = False,
         weights_cache: Path | None = None,
         weights_at: int = WEIGHTS_AT,
+        lag: bool = False,
+        refit_age_s: float = 0.0,
+        refit_growth: float = REFIT_GROWTH,
+        detached: Callable[[], object] | None = None,
     ):
         self.state, self.index, self.catalog = state, index, catalog
         # which of an ensemble's parts score for Tier 1 and for Tiers 3 and 2 (None: all of them)
         self.parts, self.tier_parts = parts, tier_parts
         self.refresh_s = refresh_s  # co-save scores may use a matrix this many seconds old
-        if refresh_s > 0 and isinstance(model, Ensemble):  # a server: start from the newest cached EASE fit
-            model = replace(model, parts=_stale_share(model.parts, 0.0))
+        self.lag = lag or refresh_s > 0
+        self.refit_age_s, self.refit_growth, self.detached = refit_age_s, refit_growth, detached
+        self._model_given = model
+        if self.lag and isinstance(model, Ensemble):  # start from the newest cached fit of each slow part
+            model = replace(model, parts=_stale_share(model.parts, 0.0, self._own_fits()))
         self._checked = -np.inf  # when the state was last asked for new saves (time.monotonic)
         self.model = model or collab_model()
         self._base = base
@@ -313,6 +375,7 @@ class Community:
         self.weigh_tiers, self.weights_cache = weigh_tiers, weights_cache
         self.weights_at = weights_at  # the list length the choice's validation recall is at
         self._weights: TierWeights | None = None
+        self._weights_file: str | None = None  # where the weights in use are kept (the fit record names it)
         self._weights_lock = threading.Lock()
 
     @property
@@ -345,25 +408,35 @@ class Community:
         return self._refit_parts if thread is not None and thread.is_alive() else ()
 
     @property
+    def _folders(self) -> list[Path]:
+        """The fit cache folders of the parts that keep their fits on disk."""
+        parts = getattr(getattr(self, "model", None) or self._model_given, "parts", ())
+        return sorted({Path(m.cache_dir) for m, _ in parts if getattr(m, "cache_dir", None) is not None})
+
+    def _own_fits(self) -> dict:
+        """Part name → the cached fits this community (index and user state) used lately, newest first: the
+        only ones a lagging community starts from or adopts — another community's (an evaluation split's, a
+        test's state over the same index) has other saves."""
+        folders = self._folders
+        record = read_record(folders[0], self.index, self.state.location) if folders else None
+        return (record or {}).get("files", {})
+
+    @property
     def refit_elsewhere(self) -> bool:
-        """Whether a background refit of this workspace's fit cache is running in any process (one worker
-        of a server refits for all; the others take its fit at a later refresh, and their own
-        :attr:`refitting` stays empty meanwhile)."""
-        folders = {
-            Path(m.cache_dir)
-            for m, _ in getattr(self.model, "parts", ())
-            if getattr(m, "cache_dir", None) is not None
-        }
-        return any(held(folder / "background-refit") for folder in folders)
+        """Whether a refit of this index's community is running in any process (one worker of a server
+        refits for all, a detached ``scix users refit`` for the command line; the others take its fit at a
+        later refresh, and their own :attr:`refitting` stays empty meanwhile)."""
+        return any(held(refit_lock(folder, self.index)) for folder in self._folders)
 
     @property
     def saves(self) -> int:
         """Distinct (user, paper) saves in the matrix as of the last refresh."""
         return len(self._pairs)
 
-    def _refresh(self, lazy: bool = False) -> None:
-        """Read the saves recorded since the last refresh and refit. ``lazy``: not again within
-        ``refresh_s`` of the last check once there is a matrix (``cosaves``; ``warm`` is never lazy)."""
+    def _refresh(self, lazy: bool = False, fit: bool = True) -> None:
+        """Read the saves recorded since the last refresh and refit (not with ``fit`` False: the caller fits).
+        ``lazy``: not again within ``refresh_s`` of the last check once there is a matrix (``cosaves``;
+        ``warm`` is never lazy)."""
         now = time.monotonic()
         if lazy and self._matrix is not None and now - self._checked < self.refresh_s:
             return
@@ -399,7 +472,9 @@ class Community:
                 shape=(max(len(self._users), 1), len(self.catalog)),
             )
             self._savers = np.bincount(items, minlength=len(self.catalog))
-            self._fit()
+            if fit:
+                self._fit()
+                self._note_fit(last)
         self._seen_id = last
 
     def _rows_by_id(self) -> np.ndarray:
@@ -413,8 +488,8 @@ class Community:
 
     def _fit(self) -> None:
         """Refit on the new matrix: in line, except an ensemble part whose last fit was slow — it keeps
-        scoring as it is (the user's current saves still count) and is refitted in the background once the
-        saves have grown by ``REFIT_GROWTH`` since it was fitted."""
+        scoring as it is (the user's current saves still count) and is refitted in the background once it
+        is due (:meth:`_due`)."""
         try:
             first = not isinstance(self._fitted, Ensemble)
             if first:
@@ -425,8 +500,9 @@ class Community:
                 # a part may have started from a stale cached fit: a quick one is redone now, a slow one in
                 # the background (below); a server's later fits adopt another worker's fit of (nearly) the
                 # same saves instead of repeating it
-                later = 1 / (1 + REFIT_GROWTH) if self.refresh_s > 0 else None
-                self._fitted = replace(self._fitted, parts=_stale_share(self._fitted.parts, later))
+                later = 1 / (1 + self.refit_growth) if self.lag else None
+                own = self._own_fits() if self.lag else None
+                self._fitted = replace(self._fitted, parts=_stale_share(self._fitted.parts, later, own))
             slow = tuple(p.model.name for p in self._fitted.fitted if p.seconds > INLINE_FIT_S)
             # a first fit refits only the quick parts it loaded stale
             fresh = (
@@ -439,24 +515,37 @@ class Community:
         except ConfigError as exc:  # no part fits this catalogue: the tiers run content-only, saying why
             self._fitted, self.failure = None, str(exc)
             return
-        due = tuple(
-            p.model.name
-            for p in self._fitted.fitted
-            if p.model.name in slow and self._matrix.nnz >= (1 + REFIT_GROWTH) * p.saves
-        )
-        if due and not (self._background and self._background.is_alive()):
+        due = self._due(slow)
+        if due and self.detached is not None:
+            self.detached()  # another process refits; a later one starts from its fit
+        elif due and not (self._background and self._background.is_alive()):
             self._refit_parts = due
             self._background = threading.Thread(
                 target=self._refit_in_background, args=(self._fitted, self._matrix, due), daemon=True
             )
             self._background.start()
 
+    def _due(self, slow) -> tuple[str, ...]:
+        """The slow parts (names in ``slow``) whose fit is at least ``refit_age_s`` old and has seen fewer
+        than the saves of now by ``refit_growth``."""
+        now = time.time()
+        return tuple(
+            p.model.name
+            for p in self._fitted.fitted
+            if p.model.name in slow
+            and self._matrix.nnz >= (1 + self.refit_growth) * p.saves
+            and now - p.at >= self.refit_age_s
+        )
+
     def _refit_in_background(self, fitted: Ensemble, matrix, names: tuple[str, ...]) -> None:
         keep = tuple(p.model.name for p in fitted.fitted if p.model.name not in names)
+        if self.lag:  # adopt a fit another process of this community made meanwhile, as it is recorded now
+            later = 1 / (1 + self.refit_growth)
+            fitted = replace(fitted, parts=_stale_share(fitted.parts, later, self._own_fits()))
         cached = [m for m, _ in fitted.parts if m.name in names and getattr(m, "cache_dir", None) is not None]
         try:
             if cached:  # a part with a disk cache is fitted in a child process first, one at a time
-                with try_exclusive(Path(cached[0].cache_dir) / "background-refit") as mine:
+                with try_exclusive(refit_lock(Path(cached[0].cache_dir), self.index)) as mine:
                     if not mine:  # another worker is refitting: its fit is taken at a later refresh
                         return
                     for model in cached:
@@ -468,6 +557,95 @@ class Community:
         with self._lock:
             if isinstance(self._fitted, Ensemble):
                 self._fitted = self._fitted.adopt(fresh, names)
+                self._note_fit(self._seen_id)
+
+    def refit_now(self) -> None:
+        """Fit every part on the saves of now — no stale fit taken, the slow parts' fits written to the fit
+        cache, where every lagging community of the index starts from them — and choose (or take) the tier
+        weights: what ``scix users refit`` and a detached refit run, holding :func:`refit_lock`."""
+        with self._lock:
+            self._refresh(fit=False)
+            matrix, model = self._matrix, self.model
+        if matrix is None:
+            return
+        if isinstance(model, Ensemble):
+            model = replace(model, parts=_stale_share(model.parts, None))
+        try:
+            fitted = replace(model).fit(matrix)
+        except ConfigError as exc:
+            fitted, failure = None, str(exc)
+        else:
+            failure = "; ".join(getattr(fitted, "dropped", ()))
+        if isinstance(fitted, Ensemble) and self.lag:  # later refits of this community adopt fits of others
+            fitted = replace(fitted, parts=_stale_share(fitted.parts, 1 / (1 + self.refit_growth)))
+        with self._lock:
+            self._fitted, self.failure = fitted, failure
+            self._note_fit(self._seen_id)
+        if fitted is not None and self.weigh_tiers:
+            self.tier_weights(exact=True)
+
+    def status(self) -> dict:
+        """How old the co-save model is: the saves in the matrix, and for each part the saves it was fitted
+        on, the saves since (negative: a stale fit of a larger community), its age and fit time; when a
+        slow part is refitted (``refit_age_s``, ``refit_growth``), which are due and whether a refit is
+        running (``--explain``, ``scix info``, ``/healthz``)."""
+        with self._lock:
+            fitted, matrix = self._fitted, self._matrix
+        saves = int(matrix.nnz) if matrix is not None else 0
+        now = time.time()
+        parts = fitted.fitted if isinstance(fitted, Ensemble) else ()
+        slow = [p.model.name for p in parts if p.seconds > INLINE_FIT_S]
+        return {
+            "model": self.model_label,
+            "saves": saves,
+            "parts": [
+                {
+                    "part": p.model.name,
+                    "fitted_on": p.saves,
+                    "saves_since": saves - p.saves,
+                    "age_s": round(now - p.at, 1) if p.at else None,
+                    "fit_s": round(p.seconds, 3),
+                    "refit": "on the clock" if p.model.name in slow else "in line",
+                }
+                for p in parts
+            ],
+            "refit_age_s": self.refit_age_s,
+            "refit_growth": self.refit_growth,
+            "due": list(self._due(slow)) if parts and matrix is not None else [],
+            "refitting": bool(self.refitting) or self.refit_elsewhere,
+            "failure": self.failure or None,
+        }
+
+    def _note_fit(self, last_id: int) -> None:
+        """The fit in use into the record of this index and user state (:func:`read_record`; lagging
+        communities only: the offline evaluation's are of a split): its parts, the saves each saw and when,
+        the last interaction id read, and each part's cached fits — this one first — that the next process
+        may start from."""
+        folders = self._folders
+        if not self.lag or not folders or not isinstance(self._fitted, Ensemble):
+            return
+        files = self._own_fits()
+        named = [(p.model.name, getattr(p.model, "cache_file", None)) for p in self._fitted.fitted]
+        for part, name in [*named, ("weights", self._weights_file)]:
+            if name:
+                files[part] = [name, *(f for f in files.get(part, ()) if f != name)][:RECORD_FILES]
+        record = {
+            "index": self.index,
+            "state": self.state.location,
+            "model": self.model_label,
+            "saves": int(self._matrix.nnz),
+            "last_id": int(last_id),
+            "written_at": time.time(),
+            "parts": {
+                p.model.name: {"saves": p.saves, "at": p.at, "seconds": p.seconds}
+                for p in self._fitted.fitted
+            },
+            "files": files,
+        }
+        try:
+            write_json_atomic(record_path(folders[0], self.index, self.state.location), record)
+        except OSError:  # a full disk costs the record, never the fit
+            pass
 
     def start_from(self, other: Community, changes=()) -> None:
         """Begin with ``other``'s fitted model where this community is ``other``'s with some users' saves
@@ -501,14 +679,18 @@ class Community:
         weights = self._weights
         return None if weights is None or not self.weigh_tiers else weights.facts
 
-    def tier_weights(self) -> TierWeights:
+    def tier_weights(self, exact: bool = False) -> TierWeights:
         """The weights of the tiers' co-save parts (``recommend.tier_weights``), chosen at the first ask on
         the saves of then (:func:`scix_core.recommend.collab.weights.choose`) and kept: in the fit cache
         under a hash of those saves, so the same community — a second evaluation of a split — reads them
-        back; a server (``refresh_s`` > 0) takes the newest kept choice of the index's parts and catalogue
-        made on at least ``KEPT_WEIGHTS_SHARE`` of its saves, as it takes a stale EASE fit, and chooses only
-        when there is none (an offline evaluation's choice, on a split's training saves, is not one)."""
+        back. A lagging community (a server, the command line, a notebook) takes, as it takes a stale fit,
+        the choice its own record names (:meth:`_note_fit`), else the newest kept choice of the index's
+        parts and catalogue made on at least ``KEPT_WEIGHTS_SHARE`` of its saves (an offline evaluation's
+        choice, on a split's training saves, is not one), and chooses only when there is none. ``exact``
+        (a refit): chosen again on the saves of now unless these very saves were chosen on."""
         with self._weights_lock:
+            if exact:
+                self._weights = None
             if self._weights is not None:
                 return self._weights
             with self._lock:
@@ -517,7 +699,9 @@ class Community:
             if not self.weigh_tiers or not isinstance(model, Ensemble) or matrix is None:
                 self._weights = TierWeights(facts={"reason": "equal weights (recommend.tier_weights)"})
                 return self._weights
-            self._weights = self._kept_weights(model, matrix, fitted)
+            self._weights = self._kept_weights(model, matrix, fitted, exact)
+            with self._lock:  # the record names the choice: the next process of this community takes it
+                self._note_fit(self._seen_id)
             return self._weights
 
     def take_weights(self, other: Community) -> None:
@@ -528,7 +712,7 @@ class Community:
         with self._weights_lock:
             self._weights = chosen
 
-    def _kept_weights(self, model: Ensemble, matrix, fitted) -> TierWeights:
+    def _kept_weights(self, model: Ensemble, matrix, fitted, exact: bool = False) -> TierWeights:
         start = fitted if isinstance(fitted, Ensemble) else None  # its EASE part the validation fits update
         order = [m.name for m, _ in model.parts]
         mine = tuple(n for n in order if self.parts is None or n in self.parts)
@@ -555,21 +739,23 @@ class Community:
         # folder held a notebook's first recommendation 30 s behind an evaluation's choice)
         with exclusive(path):
             kept = [path] if path.exists() else []
-            stale = self.refresh_s > 0 and not kept
-            if stale:  # a server: the newest choice of this index for these parts
-                kept = sorted(folder.glob("tier-weights-*.json"), key=mtime, reverse=True)
+            stale = self.lag and not kept and not exact
+            own = [folder / name for name in self._own_fits().get("weights", ())] if stale else []
+            if stale:  # the choice this community last used, else the newest of this index for these parts
+                kept = [*own, *sorted(folder.glob("tier-weights-*.json"), key=mtime, reverse=True)]
             for candidate in kept:
                 try:
                     note = read_json(candidate)
                 except (OSError, ValueError):
                     continue
-                ours = (
-                    note.get("index") == self.index
-                    and note.get("saves", 0) >= KEPT_WEIGHTS_SHARE * matrix.nnz
+                ours = note.get("index") == self.index and (
+                    candidate in own or note.get("saves", 0) >= KEPT_WEIGHTS_SHARE * matrix.nnz
                 )
                 if note.get("sign") == sign and (not stale or ours):
                     by_size = tuple((s, tuple((n, float(w)) for n, w in ws)) for s, ws in note["by_size"])
+                    self._weights_file = candidate.name
                     return TierWeights(by_size, {**note["facts"], "kept": candidate.name})
+            self._weights_file = path.name
             weights = choose(model, matrix, asked, start=start, k=self.weights_at)
             by_size = [[s, [list(nw) for nw in ws]] for s, ws in weights.by_size]
             note = {

@@ -47,7 +47,7 @@ def candidate_stages(stored: Sequence[StoredCluster] = (), next_id: int = 0) -> 
     """Stages 1-6b: from the saved papers to the candidate pool."""
     return [
         SavedVectors(),
-        WardClustering(),
+        WardClustering(len(stored)),
         HungarianMatch(stored, next_id),
         QuotaAllocation(),
         ClusterKnn(),

@@ -19,13 +19,13 @@ from dataclasses import replace
 from scix_core.config import Config, load_config
 from scix_core.errors import ConfigError, InteractionError, ScixError, UnknownNameError, UnknownPaperError
 from scix_core.recommend.catalog import shared_catalog
-from scix_core.recommend.community import Community, collab_model, joined, part_names
+from scix_core.recommend.community import collab_model, joined
 from scix_core.recommend.context import IndexSide, UserContext
 from scix_core.recommend.interests import shared_interests
-from scix_core.recommend.library import library_pairs
 from scix_core.recommend.pipeline import ClusterTier, warm_stages
 from scix_core.recommend.profile import EWMA_STARTS, ProfileTier, compute_profiles, profiles_current
 from scix_core.recommend.recommend_api import RecommendTier
+from scix_core.recommend.refit import community_for, fit_cache, spawn
 from scix_core.recommend.result import Recommendations
 from scix_core.recommend.reuse import REUSED, ServedLists
 from scix_core.recommend.scorers import load_scorer
@@ -106,10 +106,16 @@ class Recommender:
         persist_clusters: bool = True,
         state: UserState | None = None,
         build_community: bool = True,
+        lag: bool | None = None,
+        detach_refits: bool = False,
     ):
         """``state``: another user-state store than the workspace's (benchmarks, offline evaluation).
         ``build_community``: the user libraries the index was built from count as other users' saves (the
-        offline evaluation turns it off: it replays only the training saves)."""
+        offline evaluation turns it off: it replays only the training saves). ``lag`` (default: as
+        ``build_community``): the co-save model's slow parts start from their newest cached fit and are
+        refitted on their clock (``recommend.community_refit_age_s``) — off, every change of the saves is
+        fitted exactly, as the offline evaluation needs. ``detach_refits``: those refits run in a detached
+        process (the command line's, which ends before a background thread would finish)."""
         cfg = config or load_config()
         _check_config(cfg)
         self.config, self.index = cfg, index
@@ -121,27 +127,18 @@ class Recommender:
         self.scorer, self._health = load_scorer(cfg.recommend, cfg.home, index)
         self.side = self._side()
         r = cfg.recommend
-        tier_collab = r.tier_collab if r.community_tiers else ""  # no tier blends co-saves: fit none for them
         # EASE's and iALS's fits on disk (the evaluation's too)
-        self.fit_cache = cfg.home / "cache" / "collab"
-        self.community = Community(
-            self.state,
+        self.fit_cache = fit_cache(cfg)
+        lag = build_community if lag is None else lag
+        self.community = community_for(
+            cfg,
             index,
+            self.state,
             self.side.catalog,
-            collab_model(
-                joined(r.collab, tier_collab),
-                r.collab_alpha,
-                r.collab_beta,
-                r.collab_ease_lambda,
-                self.fit_cache,
-            ),
-            (lambda: library_pairs(self.build_dir)) if build_community else None,
-            refresh_s=r.community_refresh_s or 0.0,
-            parts=part_names(r.collab),
-            tier_parts=part_names(tier_collab or r.collab),
-            weigh_tiers=r.tier_weights == "validated",
-            weights_cache=self.fit_cache,
-            weights_at=r.tier_weights_at,
+            self.build_dir,
+            build_community=build_community,
+            lag=lag,
+            detached=(lambda: spawn(cfg, index)) if detach_refits else None,
         )
         self.tiers = {
             0: TrendingTier(),
@@ -236,7 +233,8 @@ class Recommender:
         return self.state.upsert_user(self.index, check_user_id(user), self.check_categories(categories))
 
     def interact(self, user: str, paper_id: str, kind: str, at: str | dt.datetime | None = None) -> Event:
-        """Record one interaction; a save recomputes the EWMA profiles in the same transaction."""
+        """Record one interaction; a save recomputes the EWMA profiles in the same transaction. Never fits a
+        co-save model: the user's next list scores their saves of now against the community's last fit."""
         check_user_id(user)
         check_kind(kind)
         when = parse_time(at)
@@ -248,9 +246,11 @@ class Recommender:
     def context(self, user: str) -> UserContext:
         """The user's interactions and profiles (stale profiles — another model, missed saves — are
         recomputed) and their co-save scores."""
-        return self._with_cosaves(self._stored(user))
+        return self._with_cosaves(self.stored(user))
 
-    def _stored(self, user: str) -> UserContext:
+    def stored(self, user: str) -> UserContext:
+        """The user's interactions and profiles as stored (stale profiles recomputed), without co-save
+        scores: what a write acknowledges and ``scix users show`` prints never touches the co-save model."""
         ctx = UserContext.read(self.state.reading(self.index, check_user_id(user)))
         if ctx.saved and self.side.vectors is not None and not profiles_current(self.side, ctx):
             profiles = compute_profiles(self.side, ctx.events)
@@ -301,7 +301,7 @@ class Recommender:
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
             raise ConfigError(f"limit must be an integer in 1..{MAX_LIMIT}, not {limit!r}")
         t = time.perf_counter()
-        ctx = self._stored(user)
+        ctx = self.stored(user)
         key = None
         if self.reused is not None:  # the same limit, categories, interactions and community: the last list
             newest = max((e.id for e in ctx.events), default=-1)
@@ -377,6 +377,7 @@ class Recommender:
                 "failure": self.community.failure or None,
                 "refitting": list(self.community.refitting),  # in the background, the stale fit scoring
                 "refit_elsewhere": self.community.refit_elsewhere,  # by another worker, for all of them
+                "fit": self.community.status(),  # each part's age and the saves since its fit
             },
         }
 

@@ -218,7 +218,7 @@ def create_app(index: str, config: Config | None = None) -> FastAPI:
     )
     def interactions(body: NewInteraction):
         event = services.recommender.interact(body.user, body.paper, body.kind, body.at)
-        saves = len(services.recommender.context(body.user).saved)
+        saves = len(services.recommender.stored(body.user).saved)  # the write fits nothing
         return {
             "user": body.user,
             "paper": body.paper,

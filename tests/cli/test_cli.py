@@ -238,3 +238,28 @@ def test_fetch_takes_only_http_urls(home, tmp_path, url, capsys):
         == 2
     )
     assert "only http(s)" in capsys.readouterr().err and not (tmp_path / "d" / "tiny").exists()
+
+
+def test_each_command_imports_only_the_module_that_holds_it():
+    """``scix interact`` starts without the evaluation and search stacks: :data:`OWNERS` names each command's
+    module, and it must name every registered command, with the module that registers it."""
+    import subprocess
+    import sys
+
+    from scix_core.cli import main as cli_main
+    from scix_core.cli.registry import COMMANDS
+
+    cli_main.load([])  # no command named: every module
+    assert {name: run.__module__ for name, (_, _, run) in COMMANDS.items()} == {
+        name: f"scix_core.cli.{module}" for name, module in cli_main.OWNERS.items()
+    }
+    assert cli_main._named(["--config", "interact", "recommend", "--index", "x"]) == "recommend"
+    assert cli_main._named(["--help"]) is None and cli_main._named(["nonsense"]) is None
+    probe = (
+        "import sys; from scix_core.cli.main import load; load(['interact', '--index', 'x']); "
+        "wanted = ('scix_core.cli.', 'scix_core.evaluate', 'scipy'); "
+        "print(sorted(m for m in sys.modules if m.startswith(wanted)))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert "scix_core.cli.recommend" in loaded and "scix_core.cli.evaluate" not in loaded
+    assert "scix_core.evaluate" not in loaded and "scipy" not in loaded

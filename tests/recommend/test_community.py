@@ -26,7 +26,7 @@ from scix_core.recommend.collab.ease import Ease
 from scix_core.recommend.collab.ensemble import Ensemble
 from scix_core.recommend.collab.ials import Ials
 from scix_core.recommend.collab.walk import RP3Beta
-from scix_core.recommend.community import Community, collab_model, joined, part_names
+from scix_core.recommend.community import Community, collab_model, joined, part_names, refit_lock
 
 T0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 LIBRARIES = {"a": ["p1", "p2"], "b": ["p1", "p3"], "c": ["p2", "p3", "p4"], "me": ["p1"]}
@@ -276,7 +276,9 @@ def test_a_server_community_starts_from_the_cached_fit_and_refits_it_in_the_back
     catalog = _catalog()
     state = _state(tmp_path)
     model = Ensemble(((Ease(lam=1.0, cache_dir=tmp_path / "collab"), 1.0),))
-    Community(state, "idx", catalog, model).warm()  # an earlier process fitted (and cached) these saves
+    Community(
+        state, "idx", catalog, model, lag=True
+    ).warm()  # an earlier process fitted (and cached) these saves
     state.import_library("idx", "d", ["p4", "p5"], T0, [])
     state.import_library("idx", "e", ["p4", "p5"], T0, [])
     server = Community(state, "idx", catalog, model, refresh_s=5.0)
@@ -293,13 +295,13 @@ def test_one_process_refits_at_a_time_and_the_others_take_its_fit_later(tmp_path
     catalog = _catalog()
     state = _state(tmp_path)
     model = Ensemble(((Ease(lam=1.0, cache_dir=tmp_path / "collab"), 1.0),))
-    Community(state, "idx", catalog, model).warm()
+    Community(state, "idx", catalog, model, lag=True).warm()
     state.import_library("idx", "d", ["p4", "p5"], T0, [])
     state.import_library("idx", "e", ["p4", "p5"], T0, [])
     server = Community(state, "idx", catalog, model, refresh_s=5.0)
     rows = np.array([catalog.row["p4"]])
     assert not server.refit_elsewhere
-    with try_exclusive(tmp_path / "collab" / "background-refit") as mine:  # another worker is refitting
+    with try_exclusive(refit_lock(tmp_path / "collab", "idx")) as mine:  # another worker is refitting
         assert mine
         assert server.cosaves(rows).scores[catalog.row["p5"]] == 0.0
         server.wait(30)

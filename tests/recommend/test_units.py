@@ -582,3 +582,19 @@ def test_an_items_json_is_its_fields_plain(numpy_scalars, cluster, position, cod
     got = item.to_dict()
     assert got == expected and list(got) == list(expected)
     assert not any(isinstance(v, np.generic) for v in got.values())
+
+
+def test_a_stored_number_of_clusters_is_kept_within_the_tolerance():
+    rng = np.random.default_rng(5)
+    centres = np.eye(6, 16)
+    vecs = np.vstack([c + 0.35 * rng.standard_normal((8, 16)) for c in centres])
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    labels, scores = ward_labels(vecs, 8, 0.05)
+    best = int(labels.max()) + 1
+    other = max((k for k in scores if k != best), key=scores.get)  # the runner-up cut
+    gap = scores[best] - scores[other]
+    kept, _ = ward_labels(vecs, 8, 0.05, keep_k=other, tolerance=gap + 1e-9)
+    assert int(kept.max()) + 1 == other  # within the tolerance: the stored k stays
+    moved, _ = ward_labels(vecs, 8, 0.05, keep_k=other, tolerance=gap / 2)
+    assert np.array_equal(moved, labels)  # beyond it: the best cut
+    assert np.array_equal(ward_labels(vecs, 8, 0.05, keep_k=1, tolerance=1.0)[0], labels)  # not a cut tried

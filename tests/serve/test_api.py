@@ -160,6 +160,11 @@ def test_health_reranker_health_and_metrics(client):
     health = client.get("/healthz")
     assert health.status_code == 200 and health.json()["status"] == "ok"
     assert {c["name"] for c in health.json()["checks"]} == {"lexical", "dense", "recommender", "user_state"}
+    recommender = next(c for c in health.json()["checks"] if c["name"] == "recommender")
+    fit = recommender["community"]["fit"]  # each co-save part's fit: the saves since and its age
+    assert fit["refit_age_s"] == 600.0 and all(
+        {"fitted_on", "saves_since", "age_s"} <= set(p) for p in fit["parts"]
+    )
     reranker = client.get("/healthz/reranker").json()
     assert reranker["configured"] == "off" and reranker["scoring_with"] is None
     client.get("/search", params={"q": "zeta function primes, metered"})

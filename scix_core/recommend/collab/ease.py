@@ -124,6 +124,12 @@ class Ease:
     # set by a fit loaded stale or from the cache: the saves it was fitted on and how long that fit took
     fitted_saves: int | None = field(default=None, compare=False)
     fit_seconds: float | None = field(default=None, compare=False)
+    # when the fit in use was made (epoch seconds; a cached fit's own time, None for a note without one): the
+    # community's refit clock (recommend.community_refit_age_s)
+    fitted_at: float | None = field(default=None, compare=False)
+    # the cached fits (file names) a stale load may take — one community's own (Community.lag); None: any
+    stale_from: frozenset[str] | None = field(default=None, compare=False)
+    cache_file: str | None = field(default=None, compare=False)  # the cached fit in use (its file name)
 
     def fit(self, matrix) -> Ease:
         x = binary(matrix)
@@ -137,35 +143,44 @@ class Ease:
             return self
         path = self._cached(x)
         if path is None:
-            self._p = self._solve(_gram(x), n)
+            self._p, self.fitted_at = self._solve(_gram(x), n), time.time()
         elif not path.exists() and self.stale_share is not None:
             least = self.stale_share * x.nnz
             if not self._load_stale(path.parent, least):
                 with exclusive(path.parent / "ease-refit"):  # one process of the machine refits at a time
-                    if not self._load_stale(path.parent, least):  # ... and the next adopts its fit
+                    # ... and the next takes its fit: of these very saves (another worker's first fit), or
+                    # one it may start from
+                    if not self._load_exact(path) and not self._load_stale(path.parent, least):
                         self._solve_and_save(path, x, n)
         else:
             with exclusive(path):  # processes fitting the same saves at once: one fits, the others load
-                if path.exists():
-                    os.utime(path)
-                    self._p = _mapped(path)
-                    note = _note(path)
-                    self.fit_seconds = note.get("seconds")
-                else:
+                if not self._load_exact(path):
                     self._solve_and_save(path, x, n)
         self._diag = np.ascontiguousarray(np.diagonal(self._p), dtype=np.float32)
         return self
 
+    def _load_exact(self, path: Path) -> bool:
+        """The cached fit of these saves when it is there (False when not)."""
+        if not path.exists():
+            return False
+        os.utime(path)
+        self._p, self.cache_file = _mapped(path), path.name
+        note = _note(path)
+        self.fit_seconds, self.fitted_at = note.get("seconds"), note.get("at")
+        return True
+
     def _solve_and_save(self, path: Path, x, n: int) -> None:
         t = time.perf_counter()
         self._p = self._solve(_gram(x), n)
-        self.fit_seconds = time.perf_counter() - t
-        _save(path, self._p, {"saves": int(x.nnz), "seconds": self.fit_seconds}, self)
+        self.fit_seconds, self.fitted_at, self.cache_file = time.perf_counter() - t, time.time(), path.name
+        _save(path, self._p, {"saves": int(x.nnz), "seconds": self.fit_seconds, "at": self.fitted_at}, self)
 
     def _load_stale(self, folder: Path, least: float) -> bool:
         """The newest cached fit of this λ and catalogue size that saw at least ``least`` saves; False when
         none."""
         for path in sorted(folder.glob("ease-*.npy"), key=mtime, reverse=True):
+            if self.stale_from is not None and path.name not in self.stale_from:
+                continue
             note = _note(path)
             if note.get("lam") != self.lam or note.get("n") != self._n or "items" not in note:
                 continue
@@ -177,6 +192,7 @@ class Ease:
                 continue
             self._items = np.asarray(note["items"], dtype=np.int64)
             self.fitted_saves, self.fit_seconds = int(note["saves"]), float(note["seconds"])
+            self.fitted_at, self.cache_file = note.get("at"), path.name
             return True
         return False
 

@@ -27,12 +27,14 @@ from scix_core.errors import ConfigError, MissingExtraError
 
 @dataclass(frozen=True)
 class Part:
-    """One fitted part: the model, its weight, how long its fit took and how many saves it saw."""
+    """One fitted part: the model, its weight, how long its fit took, how many saves it saw and when it was
+    made (epoch seconds; a fit loaded from a cache, its own time)."""
 
     model: object
     weight: float
     seconds: float
     saves: int
+    at: float = 0.0
 
 
 @dataclass
@@ -67,7 +69,10 @@ class Ensemble:
                 continue
             # a part loaded from a cache says what its fit cost and, when loaded stale, the saves it saw
             seconds = getattr(part, "fit_seconds", None) or time.perf_counter() - t
-            fitted.append(Part(part, weight, seconds, getattr(part, "fitted_saves", None) or int(matrix.nnz)))
+            saves = getattr(part, "fitted_saves", None) or int(matrix.nnz)
+            # a part without a fit time fits in line (made now); a cached fit with no time in its note is old
+            at = getattr(part, "fitted_at", time.time()) or 0.0
+            fitted.append(Part(part, weight, seconds, saves, at))
         if not fitted:
             raise ConfigError("no part of the co-save ensemble could be fitted: " + "; ".join(dropped))
         return replace(self, dropped=tuple(dropped), fitted=tuple(fitted))

@@ -56,6 +56,9 @@ class Ials:
     # and items that saw at least this share of them is taken (and refitted in the background), as EASE's
     stale_share: float | None = field(default=None, compare=False)
     fitted_saves: int | None = field(default=None, compare=False)  # set when a stale fit was taken
+    fitted_at: float | None = field(default=None, compare=False)  # when the fit in use was made (as EASE's)
+    stale_from: frozenset[str] | None = field(default=None, compare=False)  # as EASE's
+    cache_file: str | None = field(default=None, compare=False)  # the cached fit in use (its file name)
     _fitted: tuple = field(default=(), repr=False)
 
     def fit(self, matrix) -> Ials:
@@ -65,12 +68,14 @@ class Ials:
             y = self._solve(x)
         else:
             with exclusive(path):  # processes fitting the same saves at once: one fits, the others load
-                y, self.fit_seconds = _load(path)
+                self.cache_file = path.name
+                y, self.fit_seconds, self.fitted_at = _load(path)
                 if y is None and self.stale_share is not None:
                     y = self._load_stale(path.parent, self.stale_share * x.nnz, x.shape[1])
                 if y is None:
                     y = self._solve(x)
-                    _save(path, y, {"seconds": self.fit_seconds, "saves": int(x.nnz), **self._params()})
+                    note = {"seconds": self.fit_seconds, "saves": int(x.nnz), "at": self.fitted_at}
+                    _save(path, y, {**note, **self._params()})
         self._fitted = (y, y.T @ y + self.regularization * np.eye(y.shape[1]))
         self._y32 = np.ascontiguousarray(
             y, dtype=np.float32
@@ -95,7 +100,7 @@ class Ials:
             )
             model.fit(x, show_progress=False)
         self._model = model  # implicit's own (a fit loaded from the cache has none)
-        self.fit_seconds = time.perf_counter() - t
+        self.fit_seconds, self.fitted_at = time.perf_counter() - t, time.time()
         return np.asarray(model.item_factors, dtype=np.float64)
 
     def _params(self) -> dict:
@@ -107,15 +112,18 @@ class Ials:
         they are now, so older item factors still score every user; a paper saved for the first time since
         has none until the refit.)"""
         for path in sorted(folder.glob("ials-*.npy"), key=mtime, reverse=True):
+            if self.stale_from is not None and path.name not in self.stale_from:
+                continue
             try:
                 note = json.loads(path.with_suffix(".json").read_text())
             except (OSError, ValueError):
                 continue
             if note.get("params") != self._params()["params"] or note.get("saves", -1) < least:
                 continue
-            y, seconds = _load(path)
+            y, seconds, at = _load(path)
             if y is not None and len(y) == items:
-                self.fit_seconds, self.fitted_saves = seconds, int(note["saves"])
+                self.fit_seconds, self.fitted_saves, self.fitted_at = seconds, int(note["saves"]), at
+                self.cache_file = path.name
                 return y
         return None
 
@@ -153,16 +161,17 @@ def by_library(x):
     return x[sorted(range(len(libraries)), key=libraries.__getitem__)]
 
 
-def _load(path: Path) -> tuple[np.ndarray | None, float | None]:
-    """A cached fit's item factors and how long that fit took; (None, None) when there is none or it cannot
-    be read (then refitted)."""
+def _load(path: Path) -> tuple[np.ndarray | None, float | None, float | None]:
+    """A cached fit's item factors, how long that fit took and when it was made; (None, None, None) when
+    there is none or it cannot be read (then refitted)."""
     try:
         y = np.load(path)
-        seconds = json.loads(path.with_suffix(".json").read_text()).get("seconds")
+        note = json.loads(path.with_suffix(".json").read_text())
+        seconds, at = note.get("seconds"), note.get("at")
     except (OSError, ValueError, AttributeError):
-        return None, None
+        return None, None, None
     os.utime(path)  # the newest used is kept longest
-    return np.asarray(y, dtype=np.float64), seconds
+    return np.asarray(y, dtype=np.float64), seconds, at
 
 
 def _save(path: Path, y: np.ndarray, note: dict) -> None:

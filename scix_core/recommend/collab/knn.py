@@ -10,15 +10,20 @@ resting on few co-savers.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.sparse import csr_matrix
 
 from scix_core.recommend.collab.matrix import binary
+
+if TYPE_CHECKING:
+    from scipy.sparse import csr_matrix
 
 
 def top_per_row(matrix: csr_matrix, k: int) -> csr_matrix:
     """Keep each row's ``k`` largest entries (ties: lower column first)."""
+    from scipy.sparse import csr_matrix
+
     matrix = matrix.tocsr()
     indptr, indices, data = matrix.indptr, matrix.indices, matrix.data
     keep = np.ones(len(data), dtype=bool)
@@ -38,6 +43,8 @@ class ItemKnn:
     _sim: csr_matrix | None = field(default=None, repr=False)
 
     def fit(self, matrix) -> ItemKnn:
+        from scipy.sparse import csr_matrix
+
         x = binary(matrix)
         co = (x.T @ x).tocsr()
         co.setdiag(0.0)

@@ -13,13 +13,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.sparse import csr_matrix, hstack
 
 from scix_core.errors import ConfigError
 from scix_core.recommend.collab.matrix import binary, row_normalise
 from scix_core.stores.papers import connect
+
+if TYPE_CHECKING:
+    from scipy.sparse import csr_matrix
 
 
 def load_texts(build_dir: Path) -> list[str]:
@@ -79,6 +82,8 @@ class HybridKnn(TextKnn):
     text_weight: float = 0.3
 
     def fit(self, matrix) -> HybridKnn:
+        from scipy.sparse import hstack  # imported where used (collab/matrix.py)
+
         x = binary(matrix)
         saves = row_normalise(x.T.tocsr())
         self._features = row_normalise(hstack([saves, self.text_weight * self.features(x.shape[1])]).tocsr())

@@ -52,12 +52,15 @@ import itertools
 import time
 import zlib
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.sparse import csr_matrix
 
 from scix_core.errors import ConfigError, MissingExtraError
 from scix_core.recommend.collab.ensemble import Ensemble, Part
+
+if TYPE_CHECKING:
+    from scipy.sparse import csr_matrix
 
 USERS = 1000  # validation users, at most
 QUERIES = 5  # seeded asking sets of one or three saves a validation user

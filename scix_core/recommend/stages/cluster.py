@@ -5,7 +5,11 @@ The number of clusters is chosen, never fixed: one Ward tree (SciPy's ``ward``, 
 at every k from 2 to ``min(recommend.max_clusters, n − 1)`` in one pass down the tree (:func:`cuts`); k is
 the cut with the highest silhouette (Euclidean on unit vectors, i.e. cosine order; every cut scored on one
 distance matrix in one product, :func:`silhouettes`); when no cut reaches ``recommend.min_silhouette``
-the library is one interest (k = 1).
+the library is one interest (k = 1). A user whose clusters are stored keeps their number while its cut's
+silhouette is within ``recommend.cluster_k_tolerance`` of the best: one more save moves flat silhouettes by
+less than that (a 51-paper CiteULike-a library's ran 0.088–0.094 over k = 2..8, and one save took the best
+from k = 8 to k = 3, keeping three of eight interests), and re-clustering on that noise would throw away the
+Hungarian-stable ids the user knows their interests by.
 """
 
 from __future__ import annotations
@@ -83,9 +87,11 @@ def silhouettes(distances: np.ndarray, label_sets: list[np.ndarray]) -> list[flo
 
 
 def ward_labels(
-    vectors: np.ndarray, max_clusters: int, min_silhouette: float
+    vectors: np.ndarray, max_clusters: int, min_silhouette: float, keep_k: int = 0, tolerance: float = 0.0
 ) -> tuple[np.ndarray, dict[int, float]]:
-    """Ward labels and the silhouette of every cut tried (k -> silhouette)."""
+    """Ward labels and the silhouette of every cut tried (k -> silhouette): the best cut, or the one of
+    ``keep_k`` clusters (the user's stored number) while its silhouette is within ``tolerance`` of the
+    best's."""
     from scipy.cluster.hierarchy import ward
     from scipy.spatial.distance import pdist, squareform
 
@@ -101,6 +107,8 @@ def ward_labels(
     for k, labels in labelled.items():
         if scores[k] > best:
             best, best_labels = scores[k], labels
+    if keep_k in scores and min_silhouette < scores[keep_k] >= best - tolerance:
+        best_labels = labelled[keep_k]
     return best_labels, scores
 
 
@@ -127,17 +135,22 @@ class SavedVectors:
 
 
 class WardClustering:
-    """Stage 2: Ward clustering with k chosen by silhouette (only with >= tier1_min_saves saves)."""
+    """Stage 2: Ward clustering with k chosen by silhouette (only with >= tier1_min_saves saves); ``stored``:
+    how many clusters the user has stored (their k is kept within ``recommend.cluster_k_tolerance``)."""
 
     name, writes = "cluster", "labels"
 
+    def __init__(self, stored: int = 0):
+        self.stored = stored
+
     def run(self, state: Tier1State) -> tuple[Tier1State, dict]:
         cfg = state.side.config
-        labels, scores = ward_labels(state.saved_vectors, cfg.max_clusters, cfg.min_silhouette)
+        labels, scores = ward_labels(
+            state.saved_vectors, cfg.max_clusters, cfg.min_silhouette, self.stored, cfg.cluster_k_tolerance
+        )
         k = int(labels.max()) + 1 if len(labels) else 0
-        summary = {
-            "k": k,
-            "rule": f"max silhouette over k=2..{cfg.max_clusters}, 1 below {cfg.min_silhouette}",
-            "silhouettes": {k_: round(v, 4) for k_, v in scores.items()},
-        }
+        rule = f"max silhouette over k=2..{cfg.max_clusters}, 1 below {cfg.min_silhouette}"
+        if self.stored >= 2:
+            rule += f"; the stored k={self.stored} within {cfg.cluster_k_tolerance} of it"
+        summary = {"k": k, "rule": rule, "silhouettes": {k_: round(v, 4) for k_, v in scores.items()}}
         return replace(state, labels=labels, silhouettes=scores), summary

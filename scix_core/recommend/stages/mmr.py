@@ -27,7 +27,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy import sparse
 
 from scix_core.config import RecommendConfig
 from scix_core.recommend.interests import neighbourhood
@@ -94,6 +93,8 @@ def mmr(
         under = np.zeros(n)
     covering = cover is not None and cover_gain > 0
     if covering:
+        from scipy import sparse  # imported where used (collab/matrix.py)
+
         assign, weight = cover
         # each candidate's weight in the interest it falls in per neighbour, a sparse candidates × interests
         # matrix: the cover term is its product with the interests no pick covers yet (a dense gather over
