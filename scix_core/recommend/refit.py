@@ -83,7 +83,7 @@ def community_for(
         weights_cache=cache,
         weights_at=r.tier_weights_at,
         lag=lag,
-        refit_age_s=r.community_refit_age_s,
+        refit_age_s=r.community_refit_age_s if lag else 0.0,  # the evaluation's: as soon as the saves grew
         refit_growth=r.community_refit_growth,
         detached=detached,
     )
