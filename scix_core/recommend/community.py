@@ -59,11 +59,7 @@ and every tier is content-only.
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
-import multiprocessing
-import os
-import signal
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -85,12 +81,9 @@ from scix_core.recommend.collab.ials import Ials
 from scix_core.recommend.collab.walk import CosineWalk, RP3Beta
 from scix_core.recommend.collab.weights import PROCEDURE, TierWeights, choose, questions
 from scix_core.recommend.collab.weights import K as WEIGHTS_AT
+from scix_core.recommend.fits import fit_in_child, read_record, refit_lock, write_record
 from scix_core.recommend.state import UserState
 from scix_core.workspace import read_json, write_json_atomic
-
-# the last fits of an index's community over one user state, beside the fits (:func:`read_record`)
-RECORD = "community-{index}-{state}.json"
-RECORD_FILES = 4  # the cached fits of each part a record names: the ones a lagging community may start from
 
 if TYPE_CHECKING:
     from scipy.sparse import csr_matrix
@@ -224,52 +217,6 @@ def _params(model) -> dict:
     return {f.name: getattr(model, f.name) for f in fields(model) if f.compare and not f.name.startswith("_")}
 
 
-BACKGROUND_NICE = 19  # a background refit runs on the cycles requests leave idle
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
-
-
-def _follow_parent(parent: int) -> None:
-    """End this process with the one that started it (Linux ``PR_SET_PDEATHSIG``): a refit child outlived
-    a stopped or killed server worker, fitting on for a minute with nobody to take its fit."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):  # not Linux: the child finishes its fit and ends
-        return
-    if os.getppid() != parent:  # the parent ended before the request took effect
-        os._exit(0)
-
-
-def lowest_priority() -> None:
-    """This process on the cycles nothing else wants: at 125 requests/s a refit at the workers' priority held
-    the cores ~20 s and the requests arriving meanwhile waited seconds (bench.serve --rate)."""
-    try:
-        os.nice(BACKGROUND_NICE)
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-    except (OSError, AttributeError):
-        pass
-
-
-def _fit_into_cache(model, matrix, parent: int) -> None:
-    _follow_parent(parent)
-    lowest_priority()
-    replace(model).fit(matrix)
-
-
-def _fit_in_child(model, matrix) -> None:
-    """Fit ``model`` (one whose fits are cached on disk) in a spawned process at the lowest priority: an EASE
-    fit holds the GIL for most of its minute (the Gram matrix made dense, LAPACK through f2py), which in a
-    thread would stall the process's requests and make a server's supervisor take the worker for hung. A
-    child that cannot be started or fails leaves the fit to the caller, in its thread."""
-    try:
-        child = multiprocessing.get_context("spawn").Process(
-            target=_fit_into_cache, args=(model, matrix, os.getpid())
-        )
-        child.start()
-        child.join()
-    except (AssertionError, OSError):  # a daemonic process may not have children; no process to spare
-        return
-
-
 def _stale_share(parts: tuple, share: float | None, own: dict | None = None) -> tuple:
     """Ensemble parts with EASE's and iALS's ``stale_share`` set (which cached fit each may adopt) and, with
     ``own`` (part name → cached fit file names), ``stale_from``: only those."""
@@ -281,29 +228,6 @@ def _stale_share(parts: tuple, share: float | None, own: dict | None = None) -> 
         return replace(m, stale_share=share, stale_from=allowed)
 
     return tuple((limited(m), w) for m, w in parts)
-
-
-def refit_lock(folder: Path, index: str) -> Path:
-    """What a refit of ``index``'s community holds (:func:`scix_core.locks.try_exclusive`), in the fit cache
-    ``folder``: one refit of an index at a time, whichever process (a server worker, ``scix users refit``, a
-    detached refit) makes it."""
-    return Path(folder) / f"refit-{index}"
-
-
-def record_path(folder: Path, index: str, location: str) -> Path:
-    """Where the fit record of ``index``'s community over the user state at ``location`` is kept."""
-    state = hashlib.sha1(location.encode()).hexdigest()[:12]
-    return Path(folder) / RECORD.format(index=index, state=state)
-
-
-def read_record(folder: Path, index: str, location: str) -> dict | None:
-    """The last fit of ``index``'s community over the user state at ``location`` that any process used
-    (written after each fit of a lagging community): the saves, each part's saves, fit time and age, and the
-    cached fits each part may start from; None when there is none."""
-    try:
-        return read_json(record_path(folder, index, location))
-    except (OSError, ValueError):
-        return None
 
 
 class Community:
@@ -549,7 +473,7 @@ class Community:
                     if not mine:  # another worker is refitting: its fit is taken at a later refresh
                         return
                     for model in cached:
-                        _fit_in_child(model, matrix)
+                        fit_in_child(model, matrix)
             fresh = fitted.refit(matrix, keep=keep)  # ... and loaded from the cache here
         except Exception as exc:  # noqa: BLE001 — the stale part keeps scoring; the reason is kept
             self.failure = f"background refit of {'+'.join(names)} failed: {exc}"
@@ -624,28 +548,25 @@ class Community:
         folders = self._folders
         if not self.lag or not folders or not isinstance(self._fitted, Ensemble):
             return
-        files = self._own_fits()
         named = [(p.model.name, getattr(p.model, "cache_file", None)) for p in self._fitted.fitted]
-        for part, name in [*named, ("weights", self._weights_file)]:
-            if name:
-                files[part] = [name, *(f for f in files.get(part, ()) if f != name)][:RECORD_FILES]
-        record = {
-            "index": self.index,
-            "state": self.state.location,
-            "model": self.model_label,
-            "saves": int(self._matrix.nnz),
-            "last_id": int(last_id),
-            "written_at": time.time(),
-            "parts": {
-                p.model.name: {"saves": p.saves, "at": p.at, "seconds": p.seconds}
-                for p in self._fitted.fitted
+        write_record(
+            folders[0],
+            self.index,
+            self.state.location,
+            {
+                "index": self.index,
+                "state": self.state.location,
+                "model": self.model_label,
+                "saves": int(self._matrix.nnz),
+                "last_id": int(last_id),
+                "written_at": time.time(),
+                "parts": {
+                    p.model.name: {"saves": p.saves, "at": p.at, "seconds": p.seconds}
+                    for p in self._fitted.fitted
+                },
             },
-            "files": files,
-        }
-        try:
-            write_json_atomic(record_path(folders[0], self.index, self.state.location), record)
-        except OSError:  # a full disk costs the record, never the fit
-            pass
+            [*named, ("weights", self._weights_file)],
+        )
 
     def start_from(self, other: Community, changes=()) -> None:
         """Begin with ``other``'s fitted model where this community is ``other``'s with some users' saves

@@ -2,7 +2,7 @@
 
 A save never fits a model (:meth:`Recommender.interact <scix_core.recommend.Recommender.interact>` only
 writes). The co-save model's slow parts (EASE, iALS) are fitted on their own clock: a lagging
-:class:`~scix_core.recommend.community.Community` starts from the newest cached fit and, once that fit is
+:class:`~scix_core.recommend.community.Community` starts from its own last cached fit and, once that fit is
 ``recommend.community_refit_age_s`` old and the saves have grown by ``recommend.community_refit_growth``,
 asks for a refit — a server in a background thread, the command line (whose process ends first) through
 :func:`spawn`: a detached process running :func:`main` for the index at the lowest priority, with the
@@ -26,15 +26,8 @@ from pathlib import Path
 from scix_core.config import Config, config_from_dict, load_config
 from scix_core.locks import held, try_exclusive
 from scix_core.recommend.catalog import Catalog, shared_catalog
-from scix_core.recommend.community import (
-    Community,
-    collab_model,
-    joined,
-    lowest_priority,
-    part_names,
-    read_record,
-    refit_lock,
-)
+from scix_core.recommend.community import Community, collab_model, joined, part_names
+from scix_core.recommend.fits import lowest_priority, read_record, refit_lock
 from scix_core.recommend.library import library_pairs
 from scix_core.recommend.state import UserState
 from scix_core.recommend.state_postgres import open_state

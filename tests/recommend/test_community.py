@@ -26,7 +26,8 @@ from scix_core.recommend.collab.ease import Ease
 from scix_core.recommend.collab.ensemble import Ensemble
 from scix_core.recommend.collab.ials import Ials
 from scix_core.recommend.collab.walk import RP3Beta
-from scix_core.recommend.community import Community, collab_model, joined, part_names, refit_lock
+from scix_core.recommend.community import Community, collab_model, joined, part_names
+from scix_core.recommend.fits import refit_lock
 
 T0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 LIBRARIES = {"a": ["p1", "p2"], "b": ["p1", "p3"], "c": ["p2", "p3", "p4"], "me": ["p1"]}
@@ -319,8 +320,8 @@ def test_one_process_refits_at_a_time_and_the_others_take_its_fit_later(tmp_path
 
 def test_a_refit_child_ends_with_the_process_that_started_it():
     child = (
-        "import os, sys, time; from scix_core.recommend.community import _follow_parent; "
-        "_follow_parent(int(sys.argv[1])); time.sleep(60)"
+        "import os, sys, time; from scix_core.recommend.fits import follow_parent; "
+        "follow_parent(int(sys.argv[1])); time.sleep(60)"
     )
     parent = (
         "import os, subprocess, sys, time; "

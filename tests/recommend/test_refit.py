@@ -23,7 +23,8 @@ from scix_core.recommend.collab import weights as weights_module
 from scix_core.recommend.collab.ease import Ease
 from scix_core.recommend.collab.ensemble import Ensemble
 from scix_core.recommend.collab.ials import Ials
-from scix_core.recommend.community import Community, read_record, refit_lock
+from scix_core.recommend.community import Community
+from scix_core.recommend.fits import read_record, refit_lock
 from scix_core.recommend.refit import CONFIG_ENV, ENTRY, fit_cache, refit_index, spawn
 from scix_core.recommend.state import UserState
 from tests.recommend.test_community import T0, _catalog, _state

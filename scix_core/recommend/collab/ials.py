@@ -13,7 +13,7 @@ refitting (4 s at CiteULike-a's 205k saves on two cores, and several times
 that beside another busy process), processes fitting the same saves at once
 take a file lock so one fits; the newest ``KEEP`` fits are kept.
 A server's background refit runs in a child process at the lowest priority
-(:func:`scix_core.recommend.community._fit_in_child`) and is loaded from here.
+(:func:`scix_core.recommend.fits.fit_in_child`) and is loaded from here.
 """
 
 from __future__ import annotations
