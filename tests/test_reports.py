@@ -115,3 +115,13 @@ def test_report_cli(kernel_env, capsys):
     assert "lane-attribution.html" in capsys.readouterr().out
     assert "scix-per-query" in (kernel_env / "lane-attribution" / "lane-attribution.html").read_text()
     assert main(["report", "nonsense"]) == 2
+
+
+def test_the_report_commands_help_names_every_report(capsys):
+    from scix_core.cli.main import main
+    from scix_core.reports import NOTEBOOKS
+
+    with pytest.raises(SystemExit):
+        main(["report", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())  # argparse wraps the help text
+    assert all(name in shown for name in NOTEBOOKS)

@@ -182,8 +182,8 @@ def evidence_cmd(args: argparse.Namespace) -> int:
 def _report_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "name",
-        help="query-inspector, lane-attribution, fusion-sweep, evidence; all: the standard set; "
-        "list: the reports and their parameters",
+        help="query-inspector, lane-attribution, fusion-sweep, evidence, cluster-view, recommendation-eval; "
+        "all: the standard set; list: the reports and their parameters",
     )
     p.add_argument(
         "-p",

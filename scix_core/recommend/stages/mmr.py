@@ -1,4 +1,5 @@
-"""Stage 9: Maximal Marginal Relevance (Carbonell & Goldstein 1998) down to top_k, λ = 0.6.
+"""Stage 9: Maximal Marginal Relevance (Carbonell & Goldstein 1998) down to top_k, λ =
+``recommend.mmr_lambda`` (0.8; the reference design's 0.6 in ``scix_core/data/reference.toml``).
 
 pick = argmax λ · rel(d) − (1 − λ) · max_{s ∈ picked} cos(d, s), on the
 candidates' real vectors. Relevance is min-max scaled to [0, 1] over the
