@@ -112,7 +112,7 @@ class Recommender:
         """``state``: another user-state store than the workspace's (benchmarks, offline evaluation).
         ``build_community``: the user libraries the index was built from count as other users' saves (the
         offline evaluation turns it off: it replays only the training saves). ``lag`` (default: as
-        ``build_community``): the co-save model's slow parts start from their newest cached fit and are
+        ``build_community``): the co-save model's slow parts start from their community's last fit and are
         refitted on their clock (``recommend.community_refit_age_s``) — off, every change of the saves is
         fitted exactly, as the offline evaluation needs. ``detach_refits``: those refits run in a detached
         process (the command line's, which ends before a background thread would finish)."""
