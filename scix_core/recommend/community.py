@@ -47,7 +47,7 @@ since, in a background thread (a server, a notebook) or a detached process
 (the command line, ``scix_core.recommend.refit``) — until then its last fit
 keeps scoring, and a user's new save still counts through their own rows
 (x_u · B, iALS's user factors solved from their saves now). A ``lag``
-community (every one but the offline evaluation's) starts from the newest
+community (every one but the offline evaluation's) starts from its own last
 cached fit of its slow parts instead of fitting them, so a process that only
 records a save or asks for a list never waits for a fit. One process refits
 an index at a time (a lock in the fit cache, :func:`refit_lock`): a server's
@@ -164,9 +164,8 @@ class CoSaves:
 COLLAB = ("rp3beta", "cosine", "ease", "ials")  # the parts; "+" joins them into an ensemble
 DEFAULT_COLLAB = "rp3beta+ease"
 INLINE_FIT_S = 0.25  # a part whose last fit took longer is refitted in the background, not in a request
-REFIT_GROWTH = (
-    0.01  # ... once the saves have grown by this share since its fit (recommend.community_refit_growth)
-)
+# ... once the saves have grown by this share since its fit (recommend.community_refit_growth)
+REFIT_GROWTH = 0.01
 KEEP_WEIGHTS = 8  # tier-weight choices kept in the fit cache
 # a server adopts a kept choice made on at least this share of its saves: an offline evaluation's choice (80%
 # of the saves, or ten a user) is of another community
@@ -239,13 +238,13 @@ class Community:
     pairs and counts once.
 
     ``refresh_s`` > 0 (a server): the saves are re-read at most that often. ``lag`` (implied by
-    ``refresh_s`` > 0): the first fit starts from the newest cached fit of each slow part and the newest
-    kept tier-weight choice of the index — refitted on the clock like any stale part — and a background
-    refit adopts a fit another process just made of nearly the same saves. Without it (the offline
-    evaluation) every fit is of the saves as they are. A slow part is due for a refit once its fit is
-    ``refit_age_s`` old and the saves have grown by ``refit_growth`` since; ``detached`` starts that refit
-    in another process (the command line's, which ends before a thread would finish), else a background
-    thread makes it.
+    ``refresh_s`` > 0): the first fit starts from this community's last cached fit of each slow part and
+    its last tier-weight choice (:mod:`scix_core.recommend.fits`) — refitted on the clock like any stale
+    part — and a background refit adopts a fit another process just made of nearly the same saves.
+    Without it (the offline evaluation) every fit is of the saves as they are. A slow part is due for a
+    refit once its fit is ``refit_age_s`` old and the saves have grown by ``refit_growth`` since;
+    ``detached`` starts that refit in another process (the command line's, which ends before a thread would
+    finish), else a background thread makes it.
     """
 
     def __init__(
@@ -272,8 +271,11 @@ class Community:
         self.refresh_s = refresh_s  # co-save scores may use a matrix this many seconds old
         self.lag = lag or refresh_s > 0
         self.refit_age_s, self.refit_growth, self.detached = refit_age_s, refit_growth, detached
-        self._model_given = model
-        if self.lag and isinstance(model, Ensemble):  # start from the newest cached fit of each slow part
+        # the fit cache folders of the parts that keep their fits on disk (the record lives in the first)
+        self._folders = sorted(
+            {Path(m.cache_dir) for m, _ in getattr(model, "parts", ()) if getattr(m, "cache_dir", None)}
+        )
+        if self.lag and isinstance(model, Ensemble):  # start from this community's last fit of each slow part
             model = replace(model, parts=_stale_share(model.parts, 0.0, self._own_fits()))
         self._checked = -np.inf  # when the state was last asked for new saves (time.monotonic)
         self.model = model or collab_model()
@@ -331,12 +333,6 @@ class Community:
         thread = self._background
         return self._refit_parts if thread is not None and thread.is_alive() else ()
 
-    @property
-    def _folders(self) -> list[Path]:
-        """The fit cache folders of the parts that keep their fits on disk."""
-        parts = getattr(getattr(self, "model", None) or self._model_given, "parts", ())
-        return sorted({Path(m.cache_dir) for m, _ in parts if getattr(m, "cache_dir", None) is not None})
-
     def _own_fits(self) -> dict:
         """Part name → the cached fits this community (index and user state) used lately, newest first: the
         only ones a lagging community starts from or adopts — another community's (an evaluation split's, a
@@ -344,6 +340,12 @@ class Community:
         folders = self._folders
         record = read_record(folders[0], self.index, self.state.location) if folders else None
         return (record or {}).get("files", {})
+
+    def _adopting(self, parts: tuple) -> tuple:
+        """Ensemble ``parts`` as a lagging community refits them: a slow part takes a fit of this community
+        another process made of nearly these saves (within ``refit_growth``, as recorded now) instead of
+        repeating it."""
+        return _stale_share(parts, 1 / (1 + self.refit_growth), self._own_fits())
 
     @property
     def refit_elsewhere(self) -> bool:
@@ -424,9 +426,10 @@ class Community:
                 # a part may have started from a stale cached fit: a quick one is redone now, a slow one in
                 # the background (below); a server's later fits adopt another worker's fit of (nearly) the
                 # same saves instead of repeating it
-                later = 1 / (1 + self.refit_growth) if self.lag else None
-                own = self._own_fits() if self.lag else None
-                self._fitted = replace(self._fitted, parts=_stale_share(self._fitted.parts, later, own))
+                parts = self._fitted.parts
+                self._fitted = replace(
+                    self._fitted, parts=self._adopting(parts) if self.lag else _stale_share(parts, None)
+                )
             slow = tuple(p.model.name for p in self._fitted.fitted if p.seconds > INLINE_FIT_S)
             # a first fit refits only the quick parts it loaded stale
             fresh = (
@@ -464,8 +467,7 @@ class Community:
     def _refit_in_background(self, fitted: Ensemble, matrix, names: tuple[str, ...]) -> None:
         keep = tuple(p.model.name for p in fitted.fitted if p.model.name not in names)
         if self.lag:  # adopt a fit another process of this community made meanwhile, as it is recorded now
-            later = 1 / (1 + self.refit_growth)
-            fitted = replace(fitted, parts=_stale_share(fitted.parts, later, self._own_fits()))
+            fitted = replace(fitted, parts=self._adopting(fitted.parts))
         cached = [m for m, _ in fitted.parts if m.name in names and getattr(m, "cache_dir", None) is not None]
         try:
             if cached:  # a part with a disk cache is fitted in a child process first, one at a time
@@ -501,7 +503,7 @@ class Community:
         else:
             failure = "; ".join(getattr(fitted, "dropped", ()))
         if isinstance(fitted, Ensemble) and self.lag:  # later refits of this community adopt fits of others
-            fitted = replace(fitted, parts=_stale_share(fitted.parts, 1 / (1 + self.refit_growth)))
+            fitted = replace(fitted, parts=self._adopting(fitted.parts))
         with self._lock:
             self._fitted, self.failure = fitted, failure
             self._note_fit(self._seen_id)
