@@ -5,6 +5,12 @@
 # recommender on them (scix eval-recs), and the standard reports; ends with what it wrote.
 # Idempotent: an unchanged corpus is not rebuilt, embeddings come from the cache, a sweep whose index
 # build, gold set, settings and (clean) commit are unchanged is reused.
+# A corpus missing from the data directory (SCIX_DATA_DIR, else data/) is fetched first (`scix data fetch`).
+# Knobs (environment): DATASET / INDEX the search corpus and its index (scifact); SPLIT the gold split the
+# sweeps and reports use (train); LIBRARIES the user-library corpus of the recommendation step (citeulike-a);
+# REC_USERS the users `scix eval-recs` samples (500); MIRROR a URL base to fetch missing corpora from
+# instead of their public copies (`scix data fetch --url-base`); HEARTBEAT the seconds between progress
+# lines (30); SCIX_REPORTS_DIR where everything is written (reports/).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -43,7 +49,7 @@ data_dir=${SCIX_DATA_DIR:-$here/data}
 need() {
   [ -d "$data_dir/$1" ] && return 0
   step "fetch $1 into $data_dir (scix data fetch, checksum verified)"
-  if ! "$bin/scix" data fetch "$1" --dest "$data_dir"; then
+  if ! "$bin/scix" data fetch "$1" --dest "$data_dir" ${MIRROR:+--url-base "$MIRROR"}; then
     echo "main job: corpus '$1' is not in $data_dir and could not be fetched; put it there or set SCIX_DATA_DIR" >&2
     exit 1
   fi
@@ -77,7 +83,7 @@ step "ingest $libraries -> index $libraries (user libraries), recommendation eva
 "$bin/scix" eval-recs --index "$libraries" --users "$rec_users" --json "$reports/eval-recs-$libraries.json" --quiet
 
 step "reports"
-"$bin/scix" report all -p index "$index" -p lexical_mode or -p gold "$split"
+"$bin/scix" report all -p index "$index" -p lexical_mode auto -p gold "$split"
 
 step "done"
 echo "main job finished in $(( $(date +%s) - t0 )) s; open these:"

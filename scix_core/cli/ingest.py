@@ -182,16 +182,29 @@ def _data_args(p: argparse.ArgumentParser) -> None:
     f.add_argument("name")
     f.add_argument("--url", help="download from this URL instead (a mirror)")
     f.add_argument("--sha256", help="expected sha256 of the download (required with an unknown --url)")
+    f.add_argument(
+        "--url-base",
+        help="fetch every file of a known source from this mirror (URL_BASE/<file name>), same checksums",
+    )
     f.add_argument("--dest", type=Path, help="target data directory (default: the data directory)")
-    sub.add_parser("list", help="list fetchable datasets")
+    sub.add_parser("list", help="list fetchable datasets: each file, its checksum, and what is already here")
 
 
 @command("data", "manage the data directory (fetch public copies)", _data_args)
 def data_cmd(args: argparse.Namespace) -> int:
+    root = _config(args).data_dir
     if args.action == "list":
+        table = Table("dataset", "format", "here", "file", "url", "checksum", title=f"fetchable into {root}")
         for name, src in sources().items():
-            console.print(f"{name}: {src.url}", highlight=False)
+            here = "yes" if (root / name).is_dir() else "no"
+            files = [(f.name, f.url, f"sha256 {f.sha256[:12]}…") for f in src.files] or [
+                ("(archive)", src.url, f"sha256 {src.sha256[:12]}…" if src.sha256 else f"md5 {src.md5}")
+            ]
+            for i, (file, url, check) in enumerate(files):
+                table.add_row(*((name, src.format or "", here) if i == 0 else ("", "", "")), file, url, check)
+            table.add_row("", "", "", f"[dim]{src.about}[/]", "", "", end_section=True)
+        console.print(table)
         return 0
-    dest = fetch_named(args.name, args.dest or _config(args).data_dir, args.url, args.sha256)
+    dest = fetch_named(args.name, args.dest or root, args.url, args.sha256, args.url_base)
     console.print(f"fetched {args.name} into {dest}", highlight=False)
     return 0
