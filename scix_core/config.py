@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from scix_core.errors import ConfigError
-
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+from scix_core.paths import Found, config_file, default_data_dir, default_home, origins
 
 
 @dataclass(frozen=True)
@@ -253,8 +252,9 @@ class RecommendConfig:
 
 @dataclass(frozen=True)
 class Config:
-    home: Path = PROJECT_ROOT / ".scix"
-    data_dir: Path = PROJECT_ROOT / "data"
+    # the checkout's .scix/ and data/, or the user data directory's for an installed package (scix_core.paths)
+    home: Path = field(default_factory=default_home)
+    data_dir: Path = field(default_factory=default_data_dir)
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     vectors: VectorConfig = field(default_factory=VectorConfig)
     postgres: PostgresConfig = field(default_factory=PostgresConfig)
@@ -341,24 +341,47 @@ def preset_names() -> list[str]:
     return sorted(p.stem for p in PRESETS.glob("*.toml") if p.stem != "sources")
 
 
-def load_config(path: Path | str | None = None, **overrides: Any) -> Config:
-    """Defaults, then the TOML file, then ``SCIX_*`` variables, then ``overrides``.
-
-    ``path`` may also name a preset shipped in ``scix_core/data`` (``"reference"``: the reference design's
-    recommender); an explicit path that does not exist is an error, not the defaults.
-    """
-    cfg = Config()
-    if path is not None and not Path(path).exists():
+def _config_file(path: Path | str | None) -> Found:
+    """The file ``load_config(path)`` reads: ``path`` (or the preset it names), else the one
+    :func:`scix_core.paths.config_file` finds."""
+    if path is None:
+        return config_file()
+    if not Path(path).exists():
         if str(path) not in preset_names():
             raise ConfigError(
                 f"config file {str(path)!r} does not exist (presets: {', '.join(preset_names())})"
             )
-        path = PRESETS / f"{path}.toml"
-    path = Path(path) if path else Path(os.environ.get("SCIX_CONFIG", PROJECT_ROOT / "scix.toml"))
-    if path.exists():
-        try:
-            cfg = _apply(cfg, tomllib.loads(path.read_text()))
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: {exc}") from exc
+        return Found(PRESETS / f"{path}.toml", f"the preset {path!r}")
+    return Found(Path(path), "--config")
+
+
+def _read(found: Found) -> dict[str, Any]:
+    if found.path is None or not found.path.exists():
+        return {}
+    try:
+        return tomllib.loads(found.path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{found.path}: {exc}") from exc
+
+
+def load_config(path: Path | str | None = None, **overrides: Any) -> Config:
+    """Defaults, then the TOML file, then ``SCIX_*`` variables, then ``overrides``.
+
+    ``path`` may also name a preset shipped in ``scix_core/data`` (``"reference"``: the reference design's
+    recommender); an explicit path that does not exist is an error, not the defaults. Without it the file is
+    the one :func:`scix_core.paths.config_file` finds (``SCIX_CONFIG``, the working directory, ...).
+    """
+    cfg = _apply(Config(), _read(_config_file(path)))
     env = {dotted: os.environ[var] for var, dotted in _ENV.items() if os.environ.get(var)}
     return _apply(_apply(cfg, env), overrides)
+
+
+def path_origins(path: Path | str | None = None, **overrides: Any) -> dict[str, Found]:
+    """Where the config file, the workspace, the data directory, the reports and the notebooks are, and
+    why there (``scix info``)."""
+    cfg = load_config(path, **overrides)
+    found = _config_file(path)
+    set_by_file = {key for key in ("home", "data_dir") if key in _read(found)}
+    return origins(
+        cfg.home, cfg.data_dir, found, set_by_file | {k for k in ("home", "data_dir") if k in overrides}
+    )

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from scix_core import paths
 from scix_core.errors import ConfigError, ReportError, UnknownNameError
 from scix_core.evaluate.paths import eval_path, reports_dir
 from scix_core.extras import require
@@ -46,7 +47,7 @@ KERNEL_ENV = {STATIC_ENV: "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TQDM_DISABL
 
 
 def notebooks_dir() -> Path:
-    return Path(os.environ.get("SCIX_NOTEBOOKS_DIR") or ROOT / "notebooks")
+    return paths.notebooks_dir()
 
 
 def notebook_path(name: str) -> Path:

@@ -4,16 +4,17 @@ work tree had uncommitted changes. Stamped on every report and evaluation file."
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 from typing import Any
 
 from scix_core import __version__
-
-ROOT = Path(__file__).resolve().parents[1]
+from scix_core.paths import PACKAGE_ROOT as ROOT
+from scix_core.paths import checkout
 
 
 def code_version() -> dict[str, Any]:
     out: dict[str, Any] = {"scix_core": __version__, "git_commit": None, "git_dirty": None}
+    if not checkout():  # an installed package: the git repository around site-packages is not its code
+        return out
 
     def run(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(

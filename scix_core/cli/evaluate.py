@@ -173,7 +173,7 @@ def evidence_cmd(args: argparse.Namespace) -> int:
     result = runners[args.study](
         _config(args, **({"search.lexical_mode": args.lexical_mode} if args.lexical_mode else {}))
     )
-    paths = evidence.write(result, args.out or evidence.REPORTS)
+    paths = evidence.write(result, args.out)
     console.print(evidence.markdown(result), highlight=False, markup=False)
     console.print(f"wrote {paths[0]} and {paths[1]}", highlight=False)
     return 0

@@ -11,6 +11,7 @@ from rich.table import Table
 from scix_core.cli.common import config_from as _config
 from scix_core.cli.common import console
 from scix_core.cli.registry import command
+from scix_core.config import path_origins
 from scix_core.data import resolve_dataset
 from scix_core.data.fetch import fetch_named, sources
 from scix_core.ingest import ingest
@@ -125,9 +126,17 @@ def _size(path: Path) -> int:
 def info_cmd(args: argparse.Namespace) -> int:
     cfg = _config(args)
     ws = Workspace(cfg.home)
-    if not args.index:
-        for name in ws.indexes():
-            console.print(name)
+    if not args.index:  # where everything is and why there, then the indexes
+        found = path_origins(getattr(args, "config", None))
+        if args.json:
+            where = {k: {"path": str(f.path) if f.path else None, "from": f.origin} for k, f in found.items()}
+            print(json.dumps({"paths": where, "indexes": ws.indexes()}, indent=2))
+            return 0
+        table = Table("path", "where", "from", title="paths")
+        for key, f in found.items():
+            table.add_row(key, str(f.path or "-"), f.origin)
+        console.print(table)
+        console.print("indexes: " + (", ".join(ws.indexes()) or "none yet (scix ingest)"), highlight=False)
         return 0
     folder = ws.index_dir(args.index)
     manifest = read_json(folder / "manifest.json")

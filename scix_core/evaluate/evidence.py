@@ -29,6 +29,7 @@ from scix_core.errors import VectorIndexUnavailableError
 from scix_core.evaluate import evaluate
 from scix_core.evaluate.gold import for_index, from_index
 from scix_core.evaluate.metrics import METRICS, means, per_query
+from scix_core.evaluate.paths import reports_dir
 from scix_core.evaluate.significance import compare, holm
 from scix_core.search import Searcher
 from scix_core.search.knobs import Knobs
@@ -36,8 +37,6 @@ from scix_core.search.lanes import LaneRequest
 from scix_core.search.query import prepare
 from scix_core.types import Ranking
 from scix_core.workspace import Workspace, write_json_atomic
-
-REPORTS = Path(__file__).resolve().parents[2] / "reports"
 
 
 def _searcher(index: str, cfg: Config):
@@ -376,7 +375,9 @@ def markdown(result: dict) -> str:
     return head + meta + "\n\n" + "\n".join(lines) + extra
 
 
-def write(result: dict, folder: Path = REPORTS) -> tuple[Path, Path]:
+def write(result: dict, folder: Path | None = None) -> tuple[Path, Path]:
+    """``evidence-STUDY-INDEX[-MODE].json`` and ``.md`` into ``folder`` (default: the reports folder)."""
+    folder = Path(folder or reports_dir())
     folder.mkdir(parents=True, exist_ok=True)
     suffix = f"-{result['lexical_mode']}" if result.get("lexical_mode") else ""
     stem = folder / f"evidence-{result['study']}-{result['index']}{suffix}"

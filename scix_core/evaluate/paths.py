@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from scix_core import paths
+from scix_core.config import load_config
 
 
 def reports_dir() -> Path:
-    """``$SCIX_REPORTS_DIR``, else the repository's ``reports/``."""
-    return Path(os.environ.get("SCIX_REPORTS_DIR") or ROOT / "reports")
+    """``$SCIX_REPORTS_DIR``; else the checkout's ``reports/``, or ``reports/`` in the configured workspace
+    (:mod:`scix_core.paths`)."""
+    return paths.reports_dir(None if paths.checkout() else load_config().home)
 
 
 def eval_path(index: str, split: str, lexical_mode: str, folder: Path | str | None = None) -> Path:

@@ -1,0 +1,1 @@
+"""The ``scix`` command line."""

@@ -1,0 +1,1 @@
+"""Development tools: checks the test command and `make check` run over the source tree."""

@@ -1,0 +1,534 @@
+"""Offline recommendation evaluation (docs/design.md#rec-eval): ``scix eval-recs``.
+
+Protocol, on the user libraries an index was built with (any folder the
+``citeulike`` loader reads): users with at least ``min_saves`` saves (a
+seeded sample of ``users`` of them, or all); per user a seeded random
+hold-out of ``holdout`` of the saves — the *latest* ``holdout`` where the
+source has real timestamps — at least one; the rest are replayed as saves
+into a private user-state database (never the workspace's); the held-out
+papers are the relevant set, and training saves can never be hits (every run
+excludes them). Per user and run: recall@10, nDCG@10 and hit-rate@10
+(trec_eval), intra-list diversity (mean pairwise cosine distance of the
+recommended papers), and coverage of the user's interest clusters (the Ward
+clusters of the training saves, Tier 1's rule; a recommended paper covers
+the cluster whose centroid it is nearest to); per run, catalogue coverage.
+Paired per-user randomisation tests with Holm correction and the search
+gate (``scix_core.evaluate.significance``) compare every run with the
+baseline. ``per_tier`` truncates the training saves of a seeded sample of
+``per_tier_users`` evaluated users (all when None) to 1, 3, 5 and all — the
+other users keep theirs: the community a new user joins; more than
+:data:`~scix_core.evaluate.rec_lists.PER_TIER_PART` are truncated that many
+at a time, everyone else kept — runs the default
+tier cascade, ``content-knn`` and every tuned peer of
+the runs (on the truncated saves) on each, and reports which tier ran; every
+peer and the cascade's community are refitted on the truncated saves (peers
+with the parameters tuned on the full ones; EASE by an exact low-rank update
+of the full fit).
+``train_size`` N replaces the hold-out share: N training saves per user with
+more than N, the rest held out (Dacrema et al.'s P = N); ``cutoffs`` gives
+recall, nDCG and hit rate at each (the gate decides on the first). The
+collaborative and text peers are tuned on a validation split of the training
+saves first (``scix_core.evaluate.tuning``). Every user's training
+saves — not only the evaluated users' — are replayed: they are the community
+Tier 1's co-saves and the collaborative peers learn from.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from scix_core.config import Config, load_config
+from scix_core.errors import ConfigError
+from scix_core.evaluate import rec_runs
+from scix_core.evaluate.metrics import means, trec_values
+from scix_core.evaluate.rec_lists import (
+    LANE_RUNS,
+    TRUNCATIONS,
+    PeerJob,
+    one_thread_here,
+    per_tier_parts,
+    replay,
+    run_job,
+    run_lists,
+    share_per_tier,
+    start,
+    stop,
+    table_name,
+)
+from scix_core.evaluate.significance import PERMUTATIONS, compare, gate, holm
+from scix_core.recommend import Recommender, UserState
+from scix_core.recommend.library import library_saves, library_times
+from scix_core.recommend.splits import UserSplit, sample, split_libraries
+from scix_core.workspace import write_json_atomic
+
+K = 10
+CUTOFFS = (K,)
+
+
+def metric_names(cutoffs: Sequence[int] = CUTOFFS) -> tuple[str, ...]:
+    """recall, nDCG and hit rate at every cutoff, then diversity at the first and interest-cluster
+    coverage."""
+    return (
+        *(f"{m}@{k}" for k in cutoffs for m in ("recall", "ndcg", "hit")),
+        f"ild@{cutoffs[0]}",
+        "cluster_coverage",
+    )
+
+
+METRICS = metric_names()
+PRIMARY = "recall@10"
+
+
+def in_parts(setup: Mapping) -> str:
+    """How a per-tier table's users were truncated, when in parts
+    (:func:`~scix_core.evaluate.rec_lists.per_tier_parts`)."""
+    sizes = setup.get("per_tier_parts") or ()
+    return f", {len(sizes)} parts of up to {max(sizes):,} in turn" if len(sizes) > 1 else ""
+
+
+def check_cutoffs(cutoffs: Sequence[int]) -> tuple[int, ...]:
+    cutoffs = tuple(dict.fromkeys(int(k) for k in cutoffs))
+    if not cutoffs or any(k < 1 or k > 1000 for k in cutoffs):
+        raise ConfigError(f"--cutoffs must be integers in 1..1000, not {cutoffs!r}")
+    return cutoffs
+
+
+def ranking_metrics(
+    recommended: Mapping[str, Sequence[str]], splits: Sequence[UserSplit], cutoffs: Sequence[int] = CUTOFFS
+) -> dict[str, dict[str, float]]:
+    """recall, nDCG and hit rate at each cutoff per user through trec_eval (binary relevance = held out)."""
+    depth = max(cutoffs)
+    qrels = {s.user: dict.fromkeys(s.test, 1) for s in splits}
+    run = {
+        s.user: {p: float(depth - r) for r, p in enumerate(recommended.get(s.user, [])[:depth])}
+        for s in splits
+    }
+    return trec_values(qrels, run, [f"{m}@{k}" for k in cutoffs for m in ("recall", "ndcg", "hit")])
+
+
+def diversity(vectors: np.ndarray) -> float:
+    """Mean pairwise cosine distance (unit vectors); 0 for fewer than two items."""
+    n = len(vectors)
+    if n < 2:
+        return 0.0
+    sims = vectors @ vectors.T
+    return float(1.0 - (sims.sum() - np.trace(sims)) / (n * (n - 1)))
+
+
+def cluster_coverage(rec_vectors: np.ndarray, centroids: np.ndarray) -> float:
+    if not len(rec_vectors) or not len(centroids):
+        return 0.0
+    return len(set((rec_vectors @ centroids.T).argmax(axis=1).tolist())) / len(centroids)
+
+
+@dataclass(frozen=True)
+class RecEvalReport:
+    index: str
+    n_users: int
+    runs: dict[str, dict[str, float]]  # run -> metric -> mean
+    per_user: dict[str, dict[str, dict[str, float]]]  # run -> metric -> user -> value
+    catalogue_coverage: dict[str, float]
+    comparisons: tuple = ()
+    gates: dict = field(default_factory=dict)
+    per_tier: dict = field(
+        default_factory=dict
+    )  # truncation -> {"tiers": {tier: users}, run -> metric -> mean}
+    seconds: dict[str, float] = field(default_factory=dict)
+    setup: dict = field(default_factory=dict)
+
+    def to_dict(self, per_user: bool = False) -> dict:
+        out = {
+            "index": self.index,
+            "n_users": self.n_users,
+            "runs": self.runs,
+            "catalogue_coverage": self.catalogue_coverage,
+            "comparisons": [c.to_dict() for c in self.comparisons],
+            "gates": {k: g.to_dict() for k, g in self.gates.items()},
+            "per_tier": self.per_tier,
+            "seconds": self.seconds,
+            "setup": self.setup,
+        }
+        if per_user:
+            out["per_user"] = self.per_user
+        return out
+
+    def write_json(self, path: Path | str) -> None:
+        write_json_atomic(Path(path), self.to_dict(per_user=True))
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return metric_names(tuple(self.setup.get("cutoffs", CUTOFFS)))
+
+    @property
+    def primary(self) -> str:
+        return self.metrics[0]
+
+    def print(self, console) -> None:
+        from rich.table import Table
+
+        base = self.setup.get("baseline")
+        metrics, primary = self.metrics, self.primary
+        protocol = (
+            f"{self.setup['train_size']} training saves a user"
+            if self.setup.get("train_size")
+            else f"hold-out {self.setup['holdout']:.0%}"
+        )
+        table = Table(
+            "run",
+            *metrics,
+            "catalogue",
+            *((f"Δ {primary} vs " + base, "p_adj", "gate") if base else ()),
+            title=f"{self.index}: {self.n_users} users, {protocol} ({self.setup['split']}), "
+            f"seed {self.setup['seed']}",
+        )
+        by = {c.candidate: c for c in self.comparisons if c.metric == primary and c.baseline == base}
+        for run, avg in self.runs.items():
+            cells = [f"{avg[m]:.4f}" for m in metrics] + [f"{self.catalogue_coverage[run]:.4f}"]
+            if base:
+                c = by.get(run)
+                cells += (
+                    [f"{c.delta:+.4f}", f"{c.p_adj:.4f}", "SHIP" if self.gates[run].ship else "no"]
+                    if c
+                    else ["—"] * 3
+                )
+            table.add_row(run, *cells)
+        console.print(table)
+        for name, decision in self.gates.items():
+            if " over " in name:
+                console.print(
+                    f"gate {name}: {'SHIP' if decision.ship else 'NO-SHIP'} — {'; '.join(decision.reasons)}",
+                    highlight=False,
+                )
+        for trunc, block in self.per_tier.items():
+            tests = {(c["baseline"], c["metric"]): c for c in block.get("comparisons", [])}
+            tested = (primary, "cluster_coverage")
+            t = Table(
+                "run",
+                *metrics,
+                *(h for m in tested for h in (f"cascade Δ {m}", "p_adj")),
+                title=f"{sum(block['tiers'].values())} of the {self.n_users} users' training saves "
+                f"truncated to {trunc}{in_parts(self.setup)} (the others' kept): tiers run {block['tiers']}",
+            )
+            for run, avg in block["runs"].items():
+                cells = [f"{avg[m]:.4f}" for m in metrics]
+                for m in tested:
+                    c = tests.get((run, m))
+                    cells += [f"{c['delta']:+.4f}", f"{c['p_adj']:.4f}"] if c else ["—", "—"]
+                t.add_row(run, *cells)
+            console.print(t)
+        for peer, tuned in self.setup.get("tuned", {}).items():
+            past = sum(1 for v in tuned["validation"] if v.get("beyond_grid"))
+            console.print(
+                f"{peer}: {tuned['params']} (validation recall@{self.setup['cutoffs'][0]} on training saves, "
+                f"{len(tuned['validation'])} settings{f', {past} past the grid' if past else ''}"
+                f"{', cached' if tuned['cached'] else ''})"
+                + (
+                    f" — still on the edge of what was tried: {', '.join(tuned['on_edge'])} "
+                    "(list further values in scix_core.recommend.collab.BEYOND)"
+                    if tuned.get("on_edge")
+                    else ""
+                ),
+                highlight=False,
+            )
+        chosen = self.setup.get("tier_weights") or {}
+        for label, who in (("1", "Tier 3, one save"), ("3", "Tier 2, three saves"), ("all", "Tier 1")):
+            c = chosen.get(label)
+            if c and "taken" in c:
+                console.print(
+                    f"co-save weights, {who}: {c['taken']} (validation recall@{c.get('k', 10)} on training "
+                    f"saves, {c['users']} users × {c.get('queries', 1)} asks: configured {c['configured']} "
+                    f"{c['configured_recall']:.4f}, best "
+                    f"{c['best']} {c['best_recall']:.4f}, p {c['p']:.3f})",
+                    highlight=False,
+                )
+            elif c:
+                console.print(f"co-save weights, {who}: as configured — {c['reason']}", highlight=False)
+        if chosen.get("reason"):
+            console.print(f"co-save weights: as configured — {chosen['reason']}", highlight=False)
+
+
+def _score(
+    rec,
+    recommended: dict[str, list[str]],
+    splits: Sequence[UserSplit],
+    centroids: dict[str, np.ndarray],
+    cutoffs: Sequence[int] = CUTOFFS,
+):
+    values = ranking_metrics(recommended, splits, cutoffs)
+    side = rec.side
+    first = cutoffs[0]
+    vectors = {s.user: side.vectors.get(side.rows(recommended[s.user][:first])) for s in splits}
+    values[f"ild@{first}"] = {s.user: diversity(vectors[s.user]) for s in splits}
+    values["cluster_coverage"] = {
+        s.user: cluster_coverage(vectors[s.user], centroids[s.user]) for s in splits
+    }
+    return values
+
+
+def _timed_scorer(trainer: Callable, rec, train, splits, seconds: dict[str, float]):
+    t = time.perf_counter()
+    out = trainer(rec, train, [s.user for s in splits])
+    seconds["tier1-lgbm training"] = time.perf_counter() - t
+    return out
+
+
+def evaluate_recs(
+    index: str,
+    config: Config | None = None,
+    *,
+    users: int | None = None,
+    holdout: float = 0.2,
+    seed: int = 42,
+    runs: Sequence[str] = rec_runs.DEFAULT_RUNS,
+    baseline: str | None = "content-knn",
+    min_saves: int = 5,
+    per_tier: bool = True,
+    per_tier_users: int | None = 1000,
+    permutations: int = PERMUTATIONS,
+    progress: bool = True,
+    train_size: int | None = None,
+    cutoffs: Sequence[int] = CUTOFFS,
+    scorer_trainer: Callable | None = None,
+    workers: int | None = None,
+) -> RecEvalReport:
+    """``scorer_trainer``: how the ``tier1-lgbm`` run gets its LightGBM scorer — training belongs to the
+    room above (:func:`scix_core.train.scorer.in_run_scorer`; the command line and the notebook pass it).
+    ``workers``: processes (None: two where this process may use two cores — :func:`_workers`;
+    :mod:`scix_core.evaluate.rec_lists` says what the second runs — more than two run as two)."""
+
+    cfg = config or load_config()
+    cutoffs = check_cutoffs(cutoffs)
+    if per_tier_users is not None and per_tier_users < 1:
+        raise ConfigError(f"--per-tier-users must be a number of users (0: all), not {per_tier_users}")
+    metrics, primary, depth = metric_names(cutoffs), f"recall@{cutoffs[0]}", max(cutoffs)
+    runs = rec_runs.check_runs(runs)
+    if rec_runs.LGBM in runs and scorer_trainer is None:
+        raise ConfigError(
+            f"the {rec_runs.LGBM} run trains a scorer during the run: pass "
+            "scorer_trainer=scix_core.train.scorer.in_run_scorer, or leave the run out"
+        )
+    if baseline and baseline not in runs:
+        runs = (*runs, rec_runs.check_runs([baseline])[0])
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="scix-eval-recs-") as tmp:
+        probe = Recommender(
+            index,
+            cfg,
+            persist_clusters=False,
+            state=UserState(Path(tmp) / "probe.sqlite"),
+            build_community=False,
+        )
+        if probe.side.vectors is None:
+            raise ConfigError(f"index {index!r} cannot be evaluated: {probe.side.unavailable}")
+        libraries = library_saves(probe.build_dir)
+        real_times = library_times(probe.build_dir) is not None
+        if not libraries:
+            raise ConfigError(f"index {index!r} holds no user libraries (ingest a citeulike-format folder)")
+        eligible = split_libraries(libraries, holdout, seed, min_saves, real_times, train_size)
+        splits = sample(eligible, users, seed)
+        if not splits:
+            raise ConfigError(
+                f"no user of index {index!r} has {min_saves} or more saves"
+                + (f" and more than {train_size}" if train_size else "")
+            )
+        evaluated = {s.user: s for s in splits}
+        train = {u: (evaluated[u].train if u in evaluated else tuple(p)) for u, p in libraries.items()}
+        seconds: dict[str, float] = {}
+        rec = Recommender(
+            index,
+            cfg,
+            persist_clusters=False,
+            state=UserState(Path(tmp) / "main.sqlite"),
+            build_community=False,
+        )
+        # the per-tier tables truncate a sample of the evaluated users; everyone else is the same community in
+        # every per-tier run (with every user truncated there would be none: at one save nobody co-saves)
+        truncated = sample(splits, per_tier_users, seed) if per_tier else splits
+        t = time.perf_counter()
+        replay(rec, train, truncated, evaluated=False)
+        others = Path(tmp) / "others.sqlite" if per_tier else None
+        if others is not None:
+            rec.state.snapshot(others)
+        replay(rec, train, truncated, evaluated=True)
+        seconds["replay (training saves into the private state)"] = time.perf_counter() - t
+        peer_runs = ("content-knn", *[r for r in runs if r in rec_runs.COLLAB]) if per_tier else ()
+        job = PeerJob(
+            index,
+            cfg,
+            Path(tmp) / "peers.sqlite",
+            others,
+            Path(tmp),
+            train,
+            tuple(splits),
+            tuple(truncated),
+            tuple(dict.fromkeys([r for r in runs if r in LANE_RUNS] + list(peer_runs))),
+            peer_runs,
+            seed,
+            cutoffs[0],
+            depth,
+            cfg.home / "cache" / "rec-tuning" / index,
+            rec.fit_cache,
+            per_tier_parts(truncated, seed) if per_tier else (),
+        )
+        parallel = _workers(workers) > 1
+        if parallel:
+            rec.state.snapshot(job.state)
+            pool, future = start(job)
+        mine = [r for r in runs if r not in LANE_RUNS]
+        shared: dict = {}  # the per-tier tables this process made for the second (rec_lists.share_per_tier)
+        try:
+            with one_thread_here(parallel):
+                t = time.perf_counter()
+                rec.warm()  # beside the second process's peer tuning, which does not need it
+                seconds["community (co-save model fit)"] = time.perf_counter() - t
+                lgbm_scorer, lgbm_audit = (
+                    _timed_scorer(scorer_trainer, rec, train, splits, seconds)
+                    if rec_runs.LGBM in runs
+                    else (None, None)
+                )
+                recommended, centroids = run_lists(
+                    rec, mine, splits, None, seconds, progress, lgbm_scorer, depth
+                )
+                if parallel and per_tier:
+                    shared = share_per_tier(rec, job, future, seconds)
+            t = time.perf_counter()
+            lane = future.result() if parallel else None
+            alone = lane.unreadable if lane is not None else ""
+            if lane is None or alone:  # one process, or the second could not read the vectors: the job here
+                lane = run_job(job, rec)
+            seconds["waiting for the peers process" if parallel and not alone else "peers (this process)"] = (
+                time.perf_counter() - t
+            )
+        except BaseException:
+            if parallel:  # this process failed or was interrupted: the second's work is of no use now
+                stop(pool)
+            raise
+        finally:
+            if parallel:
+                pool.shutdown(cancel_futures=True)
+        seconds.update(lane.seconds)
+        made = {**lane.per_tier, **shared}
+        made = {n: made[n] for n in map(table_name, TRUNCATIONS) if n in made}
+        recommended.update({r: lane.lists[r] for r in runs if r in LANE_RUNS})
+        recommended = {r: recommended[r] for r in runs}
+        t = time.perf_counter()
+        per_user = {run: _score(rec, recommended[run], splits, centroids, cutoffs) for run in runs}
+        seconds["metrics"] = time.perf_counter() - t
+        catalogue = {
+            run: len({p for ids in recommended[run].values() for p in ids}) / len(rec.side.catalog)
+            for run in runs
+        }
+        tiers: dict = {}
+        if per_tier:
+            t = time.perf_counter()
+            tiers = _per_tier_tables(rec, made, truncated, centroids, cutoffs, peer_runs, permutations)
+            seconds["per-tier tables (metrics)"] = time.perf_counter() - t
+    comparisons, gates = (), {}
+    t = time.perf_counter()
+    if baseline:
+        table = holm(
+            [
+                c
+                for run in runs
+                if run != baseline
+                for c in compare(baseline, run, per_user, metrics, permutations)
+            ]
+        )
+        comparisons = tuple(table)
+        gates = {
+            run: gate([c for c in table if c.candidate == run], primary) for run in runs if run != baseline
+        }
+    same = f"tier1-{cfg.recommend.heuristic}" if cfg.recommend.scorer == "heuristic" else None  # = tier1
+    variants = [r for r in runs if r in rec_runs.VARIANTS and r != same]
+    if variants and "tier1" in runs and baseline != "tier1":
+        # does another scorer ship over the default? their own gates, on their own Holm table
+        own = holm([c for r in variants for c in compare("tier1", r, per_user, metrics, permutations)])
+        comparisons = (*comparisons, *own)
+        for r in variants:
+            gates[f"{r} over tier1"] = gate([c for c in own if c.candidate == r], primary)
+    seconds["significance"] = time.perf_counter() - t
+    seconds["total"] = time.perf_counter() - t0
+    setup = {
+        "holdout": holdout,
+        "train_size": train_size,
+        "seed": seed,
+        "min_saves": min_saves,
+        "baseline": baseline,
+        "k": cutoffs[0],
+        "cutoffs": list(cutoffs),
+        "lgbm_audit": lgbm_audit,
+        "split": "latest per user (real times)" if real_times else "seeded random per user",
+        "users_eligible": len(eligible),
+        "tuned": {n: t.to_dict() for n, t in lane.tuned.items()},
+        "processes": 2 if parallel and not alone else 1,
+        "one_process_because": alone,
+        "collab": rec.community.model_label,
+        "collab_failure": rec.community.failure,
+        "tier_weights": rec.community.weights_chosen,
+        "tier_weights_at": rec.community.weights_at,  # the list length the choice compared recall at
+        "scorer": cfg.recommend.scorer,
+        "mmr_lambda": cfg.recommend.mmr_lambda,
+        "per_tier_users": len(truncated) if per_tier else 0,
+        "per_tier_parts": [len(p) for p in job.parts],  # the users truncated at a time
+        "per_tier_first_process": list(shared),  # the tables the first process made (two processes)
+    }
+    return RecEvalReport(
+        index,
+        len(splits),
+        {r: means(per_user[r]) for r in runs},
+        per_user,
+        catalogue,
+        comparisons,
+        gates,
+        tiers,
+        {k: round(v, 3) for k, v in seconds.items()},
+        setup,
+    )
+
+
+def _workers(workers: int | None) -> int:
+    """Processes to run (at most two); None: as many as the cores this process may use — its CPU affinity,
+    and ``OMP_NUM_THREADS`` when set (``make test`` gives each of its pytest workers one core's worth)."""
+    if workers is not None and workers < 1:
+        raise ConfigError(f"--workers must be 1 or more, not {workers}")
+    if workers is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        budget = os.environ.get("OMP_NUM_THREADS", "")
+        workers = min(cores, int(budget)) if budget.isdigit() and int(budget) > 0 else cores
+    return min(2, workers)
+
+
+def _per_tier_tables(
+    rec,
+    lists: dict,
+    splits: Sequence[UserSplit],
+    centroids: dict[str, np.ndarray],
+    cutoffs: Sequence[int],
+    peer_runs: Sequence[str],
+    permutations: int = PERMUTATIONS,
+) -> dict:
+    """Each truncation's lists (:func:`~scix_core.evaluate.rec_lists.per_tier_lists`) scored, and the cascade
+    tested against each peer on the first cutoff's recall and on coverage, Holm over each table."""
+    out = {}
+    tested = (f"recall@{cutoffs[0]}", "cluster_coverage")
+    for name, (made, ran) in lists.items():
+        values = {run: _score(rec, ids, splits, centroids, cutoffs) for run, ids in made.items()}
+        out[name] = {
+            "tiers": {f"tier{t}": n for t, n in sorted(ran.items())},
+            "runs": {run: means(v) for run, v in values.items()},
+            # the cascade against each peer, Holm over this table (cascade = candidate: Δ > 0 is its lead)
+            "comparisons": [
+                c.to_dict()
+                for c in holm(
+                    [c for p in peer_runs for c in compare(p, "cascade", values, tested, permutations)]
+                )
+            ],
+        }
+    return out

@@ -1,0 +1,1 @@
+"""The served workbench: ``scix serve`` (docs/api.md)."""
