@@ -18,8 +18,17 @@ from scix_core.evaluate import (
     from_dir,
     from_files,
 )
+from scix_core.evaluate.external import parse_spec
 from scix_core.evaluate.gold import for_index
-from scix_core.evaluate.report import reuse_key, saved_key
+from scix_core.evaluate.metrics import METRICS, parse_metrics
+from scix_core.evaluate.report import TABLE_FORMATS, reuse_key, saved_key
+
+
+def file_digest(path: Path) -> str:
+    """A run file's name and content hash (what a reused report depends on)."""
+    import hashlib
+
+    return f"{path.name}:{hashlib.sha256(path.read_bytes()).hexdigest()}" if path.is_file() else str(path)
 
 
 def _eval_args(p: argparse.ArgumentParser) -> None:
@@ -48,6 +57,24 @@ def _eval_args(p: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME=FILE.toml",
         help="add a run: the pipeline with a TOML file merged over the configuration (repeatable)",
+    )
+    p.add_argument(
+        "--run-file",
+        dest="run_files",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="add a TREC run file from any system (Pyserini, PyTerrier, Anserini ...) to the comparison "
+        "(repeatable)",
+    )
+    p.add_argument(
+        "--metrics",
+        help="comma list: ndcg@10, mrr@10, recall@100, hit@10 or any ir-measures measure (map, p@10, r-prec, "
+        "bpref, judged@10, rr ...); the gate's primary is the first (default ndcg@10,mrr@10,recall@50,"
+        "recall@100)",
+    )
+    p.add_argument(
+        "--table", choices=TABLE_FORMATS, help="also print the runs x metrics table as a paper shows it"
     )
     p.add_argument("--baseline", help="compare every run with this one and apply the rollout gate")
     p.add_argument("--reranker", help="reranker for the hybrid+rerank run (name or path)")
@@ -96,6 +123,8 @@ def eval_cmd(args: argparse.Namespace) -> int:
         else DEFAULT_RUNS
     )
     configured = config_runs(args.config_run_specs, args.config_run_files, config=cfg, named=ALL_RUNS)
+    metrics = parse_metrics(args.metrics) if args.metrics else METRICS
+    run_files = dict(parse_spec(spec) for spec in args.run_files)
     if args.reuse and not args.json_path:
         raise ConfigError("--reuse needs --json PATH (the report to reuse)")
     key = None
@@ -104,7 +133,7 @@ def eval_cmd(args: argparse.Namespace) -> int:
             cfg,
             args.index,
             gold,
-            (*runs, *(r.source for r in configured)),
+            (*runs, *(r.source for r in configured), *metrics, *(file_digest(f) for f in run_files.values())),
             args.baseline,
             args.reranker,
             args.permutations,
@@ -128,8 +157,12 @@ def eval_cmd(args: argparse.Namespace) -> int:
         sample=args.sample,
         configured=configured,
         runs_dir=args.runs_dir,
+        metrics=metrics,
+        run_files=run_files,
     )
     report.print(console)
+    if args.table:
+        print("\n" + report.table(args.table))
     if args.json_path:
         report.write_json(args.json_path, reuse_key=key)
         console.print(f"wrote {args.json_path}", highlight=False)

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
 from scix_core.config import Config, load_config
 from scix_core.errors import ConfigError, UnknownNameError
 from scix_core.evaluate.config_runs import ConfigRun, config_runs
+from scix_core.evaluate.external import read_trec_run
 from scix_core.evaluate.gold import Gold, from_dir, from_files, from_index, training_queries
-from scix_core.evaluate.metrics import METRICS, PRIMARY, means, per_query
+from scix_core.evaluate.metrics import METRICS, means, per_query
 from scix_core.evaluate.provenance import buckets, provenance
 from scix_core.evaluate.report import EvalReport, write_trec_runs
 from scix_core.evaluate.runs import ALL_RUNS, DEFAULT_RUNS, DEPTH, collect
@@ -38,9 +39,12 @@ def evaluate(
     seed: int = 13,
     configured: tuple[ConfigRun, ...] = (),
     runs_dir: Path | None = None,
+    metrics: tuple[str, ...] = METRICS,
+    run_files: Mapping[str, Path] | None = None,
 ) -> EvalReport:
-    """Run ``runs`` and the ``configured`` runs on ``gold`` (default: the index's own qrels) and compare them
-    with ``baseline`` (a named or a configured run).
+    """Run ``runs`` and the ``configured`` runs on ``gold`` (default: the index's own qrels), add the TREC
+    ``run_files`` of other systems (name -> path), and compare them all with ``baseline`` (any of those) on
+    ``metrics`` (trec_eval's, through ir-measures; the gate's primary metric is the first).
 
     The lexical pool is uncapped for evaluation (``SCIX_LEXICAL_POOL=inf``), as in the reference design.
     ``runs_dir``: also write every run as a TREC run file there.
@@ -50,7 +54,11 @@ def evaluate(
         if name not in ALL_RUNS:
             raise UnknownNameError("eval run", name, ALL_RUNS)
     own = {r.name: r for r in configured}
-    if baseline is not None and baseline not in runs and baseline not in own:
+    run_files = dict(run_files or {})
+    for name in run_files:
+        if name in ALL_RUNS or name in own:
+            raise ConfigError(f"--run-file {name}: the name is taken by a run of the project; choose another")
+    if baseline is not None and baseline not in runs and baseline not in own and baseline not in run_files:
         runs = (baseline, *runs)
     cfg = (config or load_config()).replace(**{"search.depth": DEPTH})
     with uncapped_pool():
@@ -77,25 +85,31 @@ def evaluate(
             progress=progress,
             configured={r.name: (lambda r=r: Searcher(index, r.apply(cfg))) for r in configured},
         )
+        external = {
+            name: read_trec_run(name, path, lambda ids: searcher.store.titles(ids))
+            for name, path in run_files.items()
+        }
     alphas = {}
     for name in (n for n in runs if n in SCORE_RUNS):
         runset.rankings[name], alphas[name] = cross_validated(runset.lanes, gold, SCORE_RUNS[name], DEPTH)
-    values = {run: per_query(gold, ranked) for run, ranked in runset.rankings.items()}
     if runs_dir is not None:
         write_trec_runs(runset.rankings, runs_dir)
-    ordered = [r for r in (*runs, *own) if r in values]
+    for name, run in external.items():
+        runset.rankings[name] = run.rankings
+    values = {run: per_query(gold, ranked, metrics) for run, ranked in runset.rankings.items()}
+    ordered = [r for r in (*runs, *own, *external) if r in values]
     base = baseline or ("hybrid" if "hybrid" in values else None)
     comparisons = []
     if base in values:
         for run in ordered:
             if run != base:
-                comparisons += compare(base, run, values, METRICS, permutations)
+                comparisons += compare(base, run, values, metrics, permutations)
     comparisons = holm(comparisons)
     gates = {}
     if baseline in values:
         for run in ordered:
             if run != baseline:
-                gates[run] = gate([c for c in comparisons if c.candidate == run])
+                gates[run] = gate([c for c in comparisons if c.candidate == run], metrics[0])
     return EvalReport(
         n_queries=len(queries),
         runs={r: means(values[r]) for r in ordered},
@@ -114,7 +128,9 @@ def evaluate(
             "depth": DEPTH,
             "lexical_pool": "inf",
             "permutations": permutations,
-            "primary": PRIMARY,
+            "metrics": list(metrics),
+            "primary": metrics[0],
+            "external_runs": {name: run.summary(gold.judged) for name, run in external.items()},
             "model": searcher.manifest.get("model"),
             "lexical_backend": cfg.search.lexical_backend,
             "lexical_mode": cfg.search.lexical_mode,

@@ -1,11 +1,13 @@
 """Per-query IR metrics through ir-measures on trec_eval (pytrec_eval); graded qrels, negative grades as
 non-relevant.
 
-trec_eval is the implementation the field's figures come from, and its C code runs at once in a new process.
-(ranx, used here before, compiles its metrics with numba: 80 s in a cold process on the AVX2 machine kind and
-10 s in each process after, with its cache warm, before the first figure of a ``scix eval``.) A metric is
-``name@k``: ``ndcg`` (linear gain, as trec_eval), ``mrr`` (the reciprocal rank within the first k),
-``recall``, ``hit`` (at least one relevant paper in the first k).
+trec_eval is the implementation the field's figures come from, and its C code runs at once in a new process
+(ranx compiles its metrics with numba first, which costs a cold process over a minute). The project's own
+names are ``name@k``: ``ndcg`` (linear gain, as trec_eval), ``mrr`` (the reciprocal rank within the first
+k), ``recall``, ``hit`` (at least one relevant paper in the first k). Any other ir-measures measure is taken
+by its name in any case (:func:`parse_metric`): ``map``/``AP``, ``p@10``, ``r-prec``/``Rprec``, ``bpref``,
+``judged@10``, ``rr``, ``infAP``, ``AP@100``, ``nDCG@10(judged)`` ... Every judged paper is passed to
+trec_eval with its grade (negative grades as 0): bpref and judged@k need the judged non-relevant ones.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Mapping, Sequence
 import ir_measures
 import numpy as np
 
+from scix_core.errors import ConfigError
 from scix_core.evaluate.gold import Gold
 from scix_core.types import Ranking
 
@@ -27,12 +30,48 @@ _MEASURES = {
     "recall": ir_measures.R,
     "hit": ir_measures.Success,
 }
+# other spellings of the project's own names, and of ir-measures' (lower case -> the measure's name)
+_ALIASES = {"success": "hit", "r": "recall", "rr": "mrr", "map": "AP", "r-prec": "Rprec", "rprec": "Rprec"}
+_IR_NAMES = {name.lower(): name for name in ir_measures.measures.registry}
+
+
+def parse_metric(text: str) -> str:
+    """A metric's canonical name: the project's ``ndcg@10``, ``mrr@10``, ``recall@100``, ``hit@10`` (also as
+    ``nDCG@10``, ``RR@10``, ``R@100``, ``Success@10``), else ir-measures' own (``AP``, ``P@10``, ``Rprec``,
+    ``Bpref``, ``Judged@10``, ``RR`` without a cutoff ...). An unknown one is a ConfigError."""
+    raw = text.strip()
+    head, at, rest = raw.partition("@")
+    name = _ALIASES.get(head.lower(), head.lower())
+    if name in _MEASURES and at and rest.isdigit():
+        return f"{name}@{int(rest)}"
+    name = _IR_NAMES.get(name.lower(), _ALIASES.get(head.lower(), head))
+    candidate = f"{name}{at}{rest}"
+    try:
+        return str(ir_measures.parse_measure(candidate))
+    except (ValueError, TypeError, KeyError, NameError, SyntaxError) as exc:
+        raise ConfigError(
+            f"unknown metric {text!r}: ndcg@k, mrr@k, recall@k, hit@k or an ir-measures measure "
+            f"(map, p@10, r-prec, bpref, judged@10, rr, ...): {exc}"
+        ) from None
+
+
+def parse_metrics(text: str) -> tuple[str, ...]:
+    """A comma list of metrics, canonical and without repeats, in the order given (the first is primary)."""
+    metrics = tuple(dict.fromkeys(parse_metric(m) for m in text.split(",") if m.strip()))
+    if not metrics:
+        raise ConfigError("--metrics names no metric")
+    return metrics
+
+
+def trec_qrels(gold: Gold) -> dict[str, dict[str, int]]:
+    """The judged queries' qrels as trec_eval takes them: every judged paper, a negative grade as 0."""
+    return {q: {d: max(int(g), 0) for d, g in gold.qrels[q].items()} for q in gold.judged}
 
 
 def per_query(gold: Gold, rankings: Mapping[str, Ranking], metrics=METRICS) -> dict[str, dict[str, float]]:
     """metric -> query id -> value, over ``gold.judged`` (a query with no ranking scores 0)."""
     ids = gold.judged
-    qrels = {q: {d: int(g) for d, g in gold.qrels[q].items() if g > 0} for q in ids}
+    qrels = trec_qrels(gold)
     run = {}
     for q in ids:
         ranking = rankings.get(q)
@@ -57,12 +96,12 @@ def trec_values(
     groups: dict[int | None, dict] = {}
     for metric in metrics:
         name, _, k = metric.partition("@")
-        if name not in _MEASURES or not k.isdigit():
-            raise ValueError(f"unknown metric {metric!r}: one of {', '.join(_MEASURES)} @ a cutoff")
-        if name == "mrr":
+        if name == "mrr" and k.isdigit():
             groups.setdefault(int(k), {})[_MEASURES[name]] = metric
-        else:
+        elif name in _MEASURES and k.isdigit():
             groups.setdefault(None, {})[_MEASURES[name] @ int(k)] = metric
+        else:
+            groups.setdefault(None, {})[ir_measures.parse_measure(parse_metric(metric))] = metric
     # trec_eval skips a query with no retrieved paper: an empty ranking is one non-relevant placeholder
     run = {q: run.get(q) or {"__no_result__": 0.0} for q in qrels}
     out = {metric: dict.fromkeys(sorted(qrels), 0.0) for metric in metrics}

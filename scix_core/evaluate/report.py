@@ -60,14 +60,22 @@ class EvalReport:
             title=f"{self.setup.get('gold', 'gold set')}: {self.n_queries} queries, "
             f"index {self.setup.get('index')}"
         )
-        for col in ("run", *METRICS, "seconds", "dropped lanes"):
+        metrics = self.metrics
+        for col in ("run", *metrics, "seconds", "dropped lanes"):
             table.add_column(col, no_wrap=True)
+        external = self.setup.get("external_runs", {})
         for run, values in self.runs.items():
             dropped = ", ".join(f"{lane}×{n}" for lane, n in self.dropped_lanes.get(run, {}).items()) or "-"
-            table.add_row(
-                run, *(f"{values[m]:.4f}" for m in METRICS), f"{self.seconds.get(run, 0):.1f}", dropped
-            )
+            seconds = "external" if run in external else f"{self.seconds.get(run, 0):.1f}"
+            table.add_row(run, *(f"{values[m]:.4f}" for m in metrics), seconds, dropped)
         console.print(table)
+        for run, about in external.items():
+            console.print(
+                f"{run}: TREC run {about['path']}, {about['queries']} queries, depth {about['depth']}; "
+                f"{about['unknown_paper_ids']} lines name a paper the index does not hold; "
+                f"{about['gold_queries_without_a_line']} gold queries have no line (scored 0)",
+                highlight=False,
+            )
         for run, why in self.skipped.items():
             console.print(f"[yellow]{run} not run:[/] {why}", highlight=False)
         for run, alphas in self.setup.get("score_fusion_alpha", {}).items():
@@ -120,9 +128,75 @@ class EvalReport:
                 highlight=False,
             )
 
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return tuple(self.setup.get("metrics") or METRICS)
+
+    def table(self, fmt: str = "md") -> str:
+        """The runs × metrics table as a paper shows it (``md`` or ``latex``): :func:`paper_table`."""
+        return paper_table(self.runs, self.comparisons, self.metrics, self.setup.get("baseline"), fmt)
+
     @staticmethod
     def load(path: Path | str) -> dict:
         return json.loads(Path(path).read_text())
+
+
+TABLE_FORMATS = ("md", "latex")
+
+
+def paper_table(
+    runs: Mapping[str, Mapping[str, float]],
+    comparisons,
+    metrics: tuple[str, ...],
+    baseline: str | None,
+    fmt: str = "md",
+) -> str:
+    """Each run's mean of each metric, the best of a column in bold, † where a run is significantly better
+    than ``baseline`` and ‡ where significantly worse (the paired randomisation test, Holm-adjusted over
+    the comparison table, p < 0.05)."""
+    if fmt not in TABLE_FORMATS:
+        raise ValueError(f"table format {fmt!r}: one of {', '.join(TABLE_FORMATS)}")
+    marks = {(c.candidate, c.metric): ("†" if c.delta > 0 else "‡") for c in comparisons if c.significant}
+    best = {m: max(values[m] for values in runs.values()) for m in metrics} if runs else {}
+    latex = fmt == "latex"
+
+    def cell(run: str, metric: str) -> str:
+        value = f"{runs[run][metric]:.4f}"
+        if runs[run][metric] == best[metric]:
+            value = rf"\textbf{{{value}}}" if latex else f"**{value}**"
+        mark = marks.get((run, metric), "")
+        if latex and mark:
+            mark = r"$^{\dagger}$" if mark == "†" else r"$^{\ddagger}$"
+        return value + mark
+
+    def name(run: str) -> str:
+        text = run.replace("_", r"\_") if latex else run
+        return f"{text} (baseline)" if run == baseline else text
+
+    note = (
+        f"† / ‡: significantly better / worse than {baseline} (paired randomisation test, Holm-adjusted "
+        "p < 0.05); best of each column in bold."
+        if baseline
+        else "Best of each column in bold."
+    )
+    if latex:
+        head = " & ".join(["run", *(m.replace("_", r"\_") for m in metrics)])
+        rows = [" & ".join([name(r), *(cell(r, m) for m in metrics)]) + r" \\" for r in runs]
+        return "\n".join(
+            [
+                r"\begin{tabular}{l" + "r" * len(metrics) + "}",
+                r"\toprule",
+                head + r" \\",
+                r"\midrule",
+                *rows,
+                r"\bottomrule",
+                r"\end{tabular}",
+                "% " + note.replace("† / ‡", "dagger / double dagger"),
+            ]
+        )
+    lines = ["| " + " | ".join(["run", *metrics]) + " |", "|---" + "|---:" * len(metrics) + "|"]
+    lines += ["| " + " | ".join([name(r), *(cell(r, m) for m in metrics)]) + " |" for r in runs]
+    return "\n".join([*lines, "", note])
 
 
 def reuse_key(config, index: str, gold, runs, baseline, reranker, permutations, sample) -> str | None:

@@ -18,7 +18,7 @@ from scix_core.errors import ConfigError, UnknownNameError
 from scix_core.evaluate import ALL_RUNS, EvalReport, config_runs, evaluate, evidence
 from scix_core.evaluate.evidence import markdown
 from scix_core.evaluate.gold import for_index
-from scix_core.evaluate.metrics import METRICS, PRIMARY
+from scix_core.evaluate.metrics import METRICS, PRIMARY, parse_metric, parse_metrics
 from scix_core.evaluate.paths import reports_dir
 from scix_core.notebook import charts
 from scix_core.notebook.frontend import Rendered, View, banner, heading, table
@@ -32,8 +32,15 @@ def _verdicts(report: dict, metric: str) -> dict[str, str]:
     return out
 
 
-def render_sweep(report: dict, metric: str = PRIMARY) -> Rendered:
+def report_metrics(report: dict) -> tuple[str, ...]:
+    """The metrics a saved report holds (``--metrics``; older reports: the defaults)."""
+    return tuple(report.get("setup", {}).get("metrics") or METRICS)
+
+
+def render_sweep(report: dict, metric: str | None = None) -> Rendered:
     setup, runs = report.get("setup", {}), report["runs"]
+    metrics = report_metrics(report)
+    metric = metric if metric in metrics else setup.get("primary", metrics[0])
     base = setup.get("baseline")
     parts = [
         heading(
@@ -70,7 +77,7 @@ def render_sweep(report: dict, metric: str = PRIMARY) -> Rendered:
         rows.append(
             {
                 "run": run,
-                **{m: values[m] for m in METRICS},
+                **{m: values[m] for m in metrics},
                 f"Δ {metric}": c["delta"] if c else None,
                 "p": c["p"] if c else None,
                 "p_adj": c["p_adj"] if c else None,
@@ -95,6 +102,15 @@ def render_sweep(report: dict, metric: str = PRIMARY) -> Rendered:
         )
     for run, why in report.get("skipped", {}).items():
         parts.append(banner(f"{run} not run: {why}", "note"))
+    for run, about in setup.get("external_runs", {}).items():
+        parts.append(
+            banner(
+                f"{run}: an external TREC run ({about['path']}), {about['queries']} queries, depth "
+                f"{about['depth']}; {about['unknown_paper_ids']} lines name a paper the index does not hold; "
+                f"{about['gold_queries_without_a_line']} gold queries have no line (scored 0)",
+                "note",
+            )
+        )
     prov = report.get("provenance", {})
     if prov:
         lanes = sorted({lane for p in prov.values() for lane in p.get("share", {})})
@@ -151,32 +167,54 @@ class SweepView(View):
         lexical_mode: str | None = None,
         permutations: int = 2_000,
         config: Config | None = None,
-        metric: str = PRIMARY,
+        metric: str | None = None,
         config_runs: Sequence[str] = (),
+        metrics: str | Sequence[str] | None = None,
+        run_files: dict[str, str] | None = None,
     ):
-        """``config_runs``: ``scix eval --run`` specs (``NAME:KEY=VALUE[,KEY=VALUE]``) added when
-        evaluating."""
+        """When evaluating: ``config_runs`` (``scix eval --run`` specs, ``NAME:KEY=VALUE[,KEY=VALUE]``),
+        ``metrics`` (``--metrics``: the project's or any ir-measures measure, the first primary) and
+        ``run_files`` (``--run-file``: name -> a TREC run from another system). ``metric``: the one plotted
+        (default: the report's primary)."""
         many = isinstance(report, (list, tuple))
+        chosen = (
+            None if not metrics else parse_metrics(metrics if isinstance(metrics, str) else ",".join(metrics))
+        )
         self.reports = [
             self._load(
-                r, index, gold, runs, baseline, sample, lexical_mode, permutations, config, tuple(config_runs)
+                r,
+                index,
+                gold,
+                runs,
+                baseline,
+                sample,
+                lexical_mode,
+                permutations,
+                config,
+                tuple(config_runs),
+                chosen,
+                dict(run_files or {}),
             )
             for r in (report if many else [report])
         ]
-        if metric not in METRICS:
-            raise UnknownNameError("metric", metric, METRICS)
+        self.metrics = tuple(dict.fromkeys(m for r in self.reports for m in report_metrics(r)))
+        metric = parse_metric(metric) if metric else self.reports[0].get("setup", {}).get("primary", PRIMARY)
+        if metric not in self.metrics:
+            raise UnknownNameError("metric", metric, self.metrics)
         self.metric = metric
 
     def _build_widget(self):
         import ipywidgets as w
 
-        control = w.Dropdown(options=list(METRICS), value=self.metric, description="metric")
+        control = w.Dropdown(options=list(self.metrics), value=self.metric, description="metric")
         control.observe(self._pick, names="value")
         self.output = w.Output()
         return w.VBox([control, self.output])
 
     @staticmethod
-    def _load(report, index, gold, runs, baseline, sample, lexical_mode, permutations, config, specs) -> dict:
+    def _load(
+        report, index, gold, runs, baseline, sample, lexical_mode, permutations, config, specs, metrics, files
+    ) -> dict:
         if isinstance(report, EvalReport):
             return report.to_dict()
         if isinstance(report, dict):
@@ -208,6 +246,8 @@ class SweepView(View):
             sample=sample or None,
             permutations=permutations,
             configured=configured,
+            metrics=metrics or METRICS,
+            run_files={name: Path(path) for name, path in files.items()},
         ).to_dict()
 
     def _pick(self, change) -> None:

@@ -180,3 +180,72 @@ def test_runs_dir_holds_the_runs_that_were_scored(on_fixture, tmp_path):
         per = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"}).evaluate(run)
         ndcg = sum(per[q]["ndcg_cut_10"] if q in per else 0.0 for q in qrels) / len(qrels)
         assert ndcg == pytest.approx(doc["runs"][name]["ndcg@10"], abs=1e-6)
+
+
+@pytest.fixture(scope="module")
+def bm25s_run(scifact, tmp_path_factory):
+    """A TREC run of another system on the real SciFact index (:mod:`scix_core.bench.peer_run`: bm25s, the
+    train split's 809 judged queries, 100 deep), one line naming a paper the index does not hold; the gold."""
+    from scix_core.bench.peer_run import bm25s_run
+    from scix_core.evaluate.gold import for_index
+
+    cfg, index = scifact
+    path = bm25s_run(index, "train", tmp_path_factory.mktemp("external") / "bm25s.trec", config=cfg)
+    gold = for_index(index, cfg, "train")
+    with open(path, "a") as fh:
+        fh.write(f"{gold.judged[0]} Q0 not-a-paper-of-the-index 101 -1.0 bm25s\n")  # counted, not relevant
+    return path, gold
+
+
+@pytest.mark.realdata
+def test_any_metric_and_an_external_run_equal_trec_eval_on_scifact_train(
+    scifact, bm25s_run, tmp_path, monkeypatch, capsys
+):
+    """`scix eval --metrics map,p@10,r-prec,bpref,ndcg@10 --run-file bm25s=PATH --table md`: the project's
+    hybrid and bm25s's run in one table with paired tests; each mean equals trec_eval's (ir-measures over
+    pytrec_eval, on the TREC files and the qrels alone) to 4 decimals."""
+    import ir_measures
+    from ir_measures import AP, Bpref, P, Rprec, nDCG
+
+    cfg, index = scifact
+    monkeypatch.setenv("SCIX_HOME", str(cfg.home))
+    path, gold = bm25s_run
+    out, runs = tmp_path / "eval.json", tmp_path / "runs"
+    argv = ["eval", "--index", index, "--split", "train", "--runs", "hybrid", "--baseline", "hybrid"]
+    argv += ["--metrics", "map,p@10,r-prec,bpref,ndcg@10", "--run-file", f"bm25s={path}", "--table", "md"]
+    argv += ["--runs-dir", str(runs), "--json", str(out), "--permutations", "1000", "--quiet"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    doc = json.loads(out.read_text())
+    assert (
+        doc["setup"]["metrics"] == ["AP", "P@10", "Rprec", "Bpref", "ndcg@10"]
+        and doc["setup"]["primary"] == "AP"
+    )
+    ext = doc["setup"]["external_runs"]["bm25s"]
+    assert ext["unknown_paper_ids"] == 1 and ext["queries"] == 809 and ext["gold_queries_without_a_line"] == 0
+    assert {(c["candidate"], c["metric"]) for c in doc["comparisons"]} == {
+        ("bm25s", m) for m in doc["setup"]["metrics"]
+    }
+    assert "| run | AP | P@10 | Rprec | Bpref | ndcg@10 |" in printed and "| bm25s |" in printed.replace(
+        "†", ""
+    ).replace("‡", "")
+    qrels = [ir_measures.Qrel(q, d, int(g)) for q in gold.judged for d, g in gold.qrels[q].items()]
+    measures = {"AP": AP, "P@10": P @ 10, "Rprec": Rprec, "Bpref": Bpref, "ndcg@10": nDCG @ 10}
+    for name, file in (("hybrid", runs / "hybrid.trec"), ("bm25s", path)):
+        truth = ir_measures.calc_aggregate(
+            list(measures.values()), qrels, ir_measures.read_trec_run(str(file))
+        )
+        for metric, measure in measures.items():
+            assert doc["runs"][name][metric] == pytest.approx(truth[measure], abs=5e-5), (name, metric)
+    assert doc["runs"]["hybrid"]["ndcg@10"] > doc["runs"]["bm25s"]["ndcg@10"]
+
+
+def test_a_malformed_run_file_is_an_error_naming_file_and_line(on_fixture, tmp_path, capsys):
+    bad = tmp_path / "other.trec"
+    bad.write_text("1 Q0 d1 1 2.5 other\n1 Q0 d2 2 other\n")
+    assert main(["eval", "--index", "fixture", "--run-file", f"other={bad}", "--quiet"]) == 2
+    assert f"{bad}:2" in capsys.readouterr().err
+    assert main(["eval", "--index", "fixture", "--run-file", "hybrid=x.trec", "--quiet"]) == 2
+    assert "taken" in capsys.readouterr().err
+    assert main(["eval", "--index", "fixture", "--metrics", "ndcg@10,nonsense@3", "--quiet"]) == 2
+    assert "unknown metric 'nonsense@3'" in capsys.readouterr().err

@@ -235,6 +235,43 @@ def test_sweep_view_from_a_live_evaluation_and_from_json(built, tmp_path):
         SweepView(report, metric="map")
 
 
+def test_sweep_view_shows_an_external_run_in_any_metric(built, tmp_path):
+    """The eval notebook's view with ``metrics`` and ``run_files``: another system's TREC run (here an oracle
+    that ranks each query's relevant papers first) beside the project's, in MAP, as the primary metric."""
+    from scix_core.evaluate.gold import for_index
+
+    gold = for_index(built.index, built.config, "train")
+    oracle = tmp_path / "oracle.trec"
+    oracle.write_text(
+        "".join(
+            f"{q} Q0 {paper} {rank} {10 - rank} oracle\n"
+            for q in gold.judged
+            for rank, paper in enumerate(sorted(gold.relevant(q)), 1)
+        )
+    )
+    view = SweepView(
+        index=built.index,
+        gold="train",
+        runs="hybrid",
+        sample=0,
+        permutations=200,
+        config=built.config,
+        metrics="map,p@5,ndcg@10",
+        run_files={"oracle": str(oracle)},
+    )
+    (report,) = view.reports
+    assert view.metrics == ("AP", "P@5", "ndcg@10") and view.metric == "AP"
+    assert (
+        report["runs"]["oracle"]["AP"] == 1.0 and report["setup"]["external_runs"]["oracle"]["queries"] == 6
+    )
+    assert {(c["candidate"], c["metric"]) for c in report["comparisons"]} == {
+        ("oracle", m) for m in ("AP", "P@5", "ndcg@10")
+    }
+    html = view.render().html
+    assert "Δ AP" in html and "oracle: an external TREC run" in html
+    assert [re.findall(r"<td>(.*?)</td>", r)[0] for r in _rows(html, "scix-sweep")] == ["hybrid", "oracle"]
+
+
 def test_evidence_view_loads_saved_results_and_runs_missing_ones(built, tmp_path):
     import json
 

@@ -61,7 +61,10 @@ TEXT_MODELS = ("text-knn", "hybrid-knn")  # built with the catalogue's texts: ``
 GRIDS: dict[str, list[dict]] = {
     "rp3beta": [{"alpha": a, "beta": b} for a in (0.6, 0.8, 1.0) for b in (0.0, 0.2, 0.4)],
     "item-knn": [{"shrink": s, "neighbours": n} for s in (0.0, 10.0, 50.0) for n in (200, 500, 1000)],
-    "ease": [{"lam": lam} for lam in (50.0, 100.0, 200.0, 400.0)],
+    # centred where CiteULike-a's validation splits chose (12.5 and 25): each λ is a dense inversion over
+    # every saved item, so a cold evaluation fits four, not seven; the steps past either edge go as far as
+    # before (BEYOND)
+    "ease": [{"lam": lam} for lam in (12.5, 25.0, 50.0)],
     "ials": [
         {"factors": f, "alpha": a, "regularization": r}
         for f in (128, 256)
@@ -79,7 +82,7 @@ GRIDS: dict[str, list[dict]] = {
 BEYOND: dict[str, dict[str, tuple[tuple, tuple]]] = {
     "rp3beta": {"alpha": ((0.4, 0.2, 0.1), (1.2, 1.5)), "beta": ((), (0.6, 0.8))},
     "item-knn": {"shrink": ((), (100.0, 200.0, 500.0)), "neighbours": ((100, 50), (2000, 4000))},
-    "ease": {"lam": ((25.0, 12.5, 6.25), (800.0, 1600.0, 3200.0))},
+    "ease": {"lam": ((6.25, 3.125), (100.0, 200.0, 400.0, 800.0, 1600.0, 3200.0))},
     "ials": {
         "factors": ((64,), (512,)),
         "alpha": ((10.0, 5.0), (120.0, 240.0)),
