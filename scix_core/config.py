@@ -121,7 +121,7 @@ class RecommendConfig:
     the trending tier are months measured back from the newest paper of the
     index; the suppression window is days measured back from the user's
     newest interaction — never the wall clock. Values chosen on the
-    CiteULike-a tuning samples say so; the figures are in docs/results.md.
+    CiteULike-a tuning samples say so; how each was chosen is in docs/history.md.
     """
 
     tier1_min_saves: int = 5  # saves from which a user is clustered (Tier 1; MIN_PAPERS_FOR_CLUSTERING)

@@ -13,7 +13,7 @@ from scix_core.extras import require
 from scix_core.serve.front import INDEX_ENV, run_front
 
 #: asyncio's own event loop even where uvloop is installed: with uvloop (uvicorn's "auto" choice) the
-#: serve bench answered 96 requests/s against 122-125 (docs/results.md#serving)
+#: serve bench answered 96 requests/s against 122-125 (docs/history.md#serving)
 EVENT_LOOP = {"loop": "asyncio"}
 
 

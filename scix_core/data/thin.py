@@ -8,7 +8,7 @@ CiteULike-style set may be sparser and carry its text only as a bag of words (th
 user keeps a seeded ``--keep`` share of their saves in their order (users left with fewer than
 ``--min-saves`` are dropped; every paper stays in the catalogue), the titles become LDA-C bags
 (:func:`~scix_core.data.citeulike.make_bags`: no titles file is written), the tag files are copied and the
-citations left out. Ingest ``OUT`` and run the same ``scix eval-recs`` commands on it (docs/results.md).
+citations left out. Ingest ``OUT`` and run the same ``scix eval-recs`` commands on it (docs/history.md).
 """
 
 from __future__ import annotations

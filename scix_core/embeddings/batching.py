@@ -2,7 +2,7 @@
 
 A transformer's cost for a short text is mostly per call, not per token: on one thread the query model
 (MiniLM, OpenVINO int8) took 3.2 ms for one title, 2.0 ms a title in a batch of four
-(docs/results.md). A server answers several searches at once, and they used to queue on the query
+(docs/history.md). A server answers several searches at once, and they used to queue on the query
 session's lock one by one. :class:`QueryBatcher` lets the first caller run the encoder on every text
 queued by then; the callers who arrive while it runs wait, and the first of them to wake runs the next
 batch with all of theirs. Nobody waits for a batch to fill: a lone query is encoded at once, alone.

@@ -4,7 +4,7 @@ The reference design's Tiers 3 and 2 are content-only (Qdrant recommend on
 the saved vectors; kNN on the EWMA profile). On an index whose other users
 saved papers (``ctx.cosaves``), what they saved next to a user's one or
 three papers predicts the held-out ones better than what reads like them
-(``scix eval-recs`` per-tier tables, docs/results.md). With
+(``scix eval-recs`` per-tier tables, docs/history.md). With
 ``recommend.community_tiers`` on, a tier's content hits (fetched
 ``oversample`` × the limit) and the ``cosave_candidates`` best co-saved
 papers form one pool, scored
@@ -23,7 +23,7 @@ bonus (``tier3_quota_bonus``; ``tier2_quota_bonus`` in Tier 2; shaped as
 with one or three saves the user's clusters are not known yet, but what the
 community saves beside them shows where else they may lead, and a pool
 cluster with no pick yet is reached before the dominant one takes every
-slot (docs/results.md: at one save, more of the user's later interests
+slot (docs/history.md: at one save, more of the user's later interests
 covered at the same recall; at three, where a co-save weight of 2.0 then
 spread the list, it cost recall). Without other users, or switched off,
 the tier is the reference design's exactly.
@@ -31,7 +31,7 @@ the tier is the reference design's exactly.
 With ``tier3_neighbour_cover`` / ``tier2_neighbour_cover`` on (defaults 2.0 and 3.0), the interests of the
 users who saved the same papers (:mod:`scix_core.recommend.interests`) take the pool clusters' place:
 MMR adds that weight times the share of those users' interests a candidate reaches first. It spreads the
-list where such libraries actually grow rather than over whatever the pool holds (docs/results.md: at one
+list where such libraries actually grow rather than over whatever the pool holds (docs/history.md: at one
 and three saves, more of the user's later interests covered for less recall than the pool bonus took).
 """
 

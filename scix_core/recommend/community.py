@@ -26,7 +26,7 @@ scores divided by the user's best, then summed):
   fit 4 s at CiteULike-a's 205k saves).
 
 The default ``"rp3beta+ease"`` beat each part alone and every tuned peer
-inside the cascade on CiteULike-a (docs/results.md). Tiers 3 and 2 score with
+inside the cascade on CiteULike-a (docs/history.md). Tiers 3 and 2 score with
 ``recommend.tier_collab`` (default ``"rp3beta+ease+ials"``: iALS raised their
 recall at three saves on both tuning samples, and covered more at one save,
 but helped Tier 1 on one sample and cost it on the other); the community

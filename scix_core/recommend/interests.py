@@ -13,7 +13,7 @@ bounded); the greedy itself is a few small matrix products.
 A server computes every library's centroids before its first request (:meth:`InterestCache.warm`): in a
 request, a neighbour's library not seen before costs a Ward clustering (a few ms each, up to
 ``recommend.neighbours`` of them), and a fresh worker answered its first seconds of requests that way
-(docs/results.md#serving). The centroids are kept in a file under ``SCIX_HOME/cache/interests`` too, so a
+(docs/history.md#serving). The centroids are kept in a file under ``SCIX_HOME/cache/interests`` too, so a
 restarted worker reads them instead of clustering the community again.
 """
 

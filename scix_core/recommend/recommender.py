@@ -282,7 +282,7 @@ class Recommender:
         list was answered: Tier 1's changed medoids written, the list logged as served then
         (``recommend.log`` permitting). Both are derived rows whose commit never waited for the disk; on
         PostgreSQL each is a round trip, which under a server's load ends in a wait for the interpreter
-        lock (docs/results.md#serving). The scorer's training labels a served paper by what the user did
+        lock (docs/history.md#serving). The scorer's training labels a served paper by what the user did
         after that time, whenever the row was written."""
         result, write = self._answer(user, limit)
 

@@ -204,7 +204,7 @@ def _profiles_of(rows) -> dict[str, Profile]:
 class UserState:
     """The store. Cheap to construct; each thread of a process keeps one connection (opened on its first
     call, opened again in a forked child or after a database error): a server's recommendation makes about
-    six calls, and opening and closing a WAL connection for each cost it ~1 ms apiece (docs/results.md)."""
+    six calls, and opening and closing a WAL connection for each cost it ~1 ms apiece (docs/history.md)."""
 
     #: every user of an index with interaction counts per kind, in creation order
     USERS_SQL = """SELECT u.user_id, u.categories, u.created,

@@ -191,7 +191,7 @@ class PostgresUserState(UserState):
         worker's writes. Those writes go out in one pipeline, BEGIN to COMMIT, and are read back once: a
         round trip each would cost a thread that waits for the interpreter lock between them — beside a busy
         thread under ``scix serve``'s switch interval a served-log write took 2.97 ms against 0.54 alone
-        (docs/results.md)."""
+        (docs/history.md)."""
         with (
             self._connect() as conn,
             conn.conn.pipeline() if not durable else nullcontext(),

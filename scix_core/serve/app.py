@@ -137,7 +137,7 @@ def create_app(index: str, config: Config | None = None) -> FastAPI:
         gc.freeze()
         # a thread back from native code (the query encoder, a vector search, SQLite) waits for the
         # interpreter lock until the thread holding it is asked to let go: every 5 ms by default, so a
-        # query's encoding took 14 ms beside a Tier-1 recommendation's Python instead of 3 (docs/results.md)
+        # query's encoding took 14 ms beside a Tier-1 recommendation's Python instead of 3 (docs/history.md)
         switch = sys.getswitchinterval()
         sys.setswitchinterval(SWITCH_INTERVAL_S)
         yield

@@ -135,7 +135,7 @@ class Front:
         """The workers' environment: each its share of the cores for the native thread pools (OpenBLAS,
         OpenMP: torch) unless the operator set them. With a pool as wide as the machine in every worker,
         the pools of two busy workers wait on each other's cores: a small matrix product took 8 ms in place
-        of 0.7 with the other core busy (docs/results.md#serving)."""
+        of 0.7 with the other core busy (docs/history.md#serving)."""
         share = str(max(1, (os.cpu_count() or 1) // len(self.workers)))
         return {**{name: share for name in THREAD_POOLS}, **self.env}
 

@@ -77,7 +77,7 @@ class VectorStore(Protocol):
     ) -> list[VectorHit]:
         """The ``k`` nearest points. ``ids=False``: no payload is read, every hit's ``paper_id`` is None — for
         a caller that knows each point's paper by its id (the paper's row): the payload was 0.3 of a
-        query's 0.8 ms on qdrant-edge (docs/results.md)."""
+        query's 0.8 ms on qdrant-edge (docs/history.md)."""
 
     def search_batch(
         self,

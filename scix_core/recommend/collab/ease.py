@@ -89,7 +89,7 @@ def _mapped(path: Path) -> np.ndarray:
     """A cached fit memory-mapped, its pages read in first — by plain reads, which let other threads run:
     touched cold, each page fault of a request's scores held the interpreter lock, and a server's first
     seconds on a fit loaded from disk (a start, a background refit adopted) stalled every request of the
-    worker (docs/results.md#serving)."""
+    worker (docs/history.md#serving)."""
     p = np.load(path, mmap_mode="r")
     try:
         with open(path, "rb", buffering=0) as f:

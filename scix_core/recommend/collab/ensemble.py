@@ -3,7 +3,7 @@
 The strongest simple recommenders err in different places (RP3beta's walk
 favours what a few close neighbours saved, EASE^R's regression what the
 whole community co-saves), and a per-user max-normalised sum of the two beat
-either alone inside the cascade on CiteULike-a (docs/results.md). The
+either alone inside the cascade on CiteULike-a (docs/history.md). The
 normalisation keeps every part on [0, 1] for every user (EASE's negative
 weights — "less likely than nothing" — count as 0), so a weight means
 the same for a user with two saves and one with two hundred.

@@ -9,7 +9,7 @@ and a user who saved S gets score(c) = Σ_{s∈S} W[s, c]. With binary X the
 powers fall on the degrees, so score = n^-β ⊙ Xᵀ (n_u^-α ⊙ X (n^-α ⊙ 1_S)):
 two sparse products per user, no item–item matrix (Dacrema et al. keep each
 item's top-k neighbours of W; the full walk was as good or better on
-CiteULike-a, see docs/results.md). α = 0.5, β = 0.5 with the user step
+CiteULike-a, see docs/history.md). α = 0.5, β = 0.5 with the user step
 un-powered (α_user = 0) is item-kNN cosine without shrinkage, which is how
 ``recommend.collab = "cosine"`` keeps the previous co-save score.
 """

@@ -6,7 +6,7 @@ Tier 1 those of ``recommend.collab``. Which part predicts best depends on the
 community: on CiteULike-a RP3beta's walk, EASE and iALS are close; on a
 sparser bag-of-words set made from it (``python -m scix_core.data.thin``)
 iALS alone beat the equal sum at three saves by a seventh, and Tier 1's
-RP3beta + EASE by a tenth with whole libraries (docs/results.md). So the
+RP3beta + EASE by a tenth with whole libraries (docs/history.md). So the
 weights are chosen per index, the way the peers' hyperparameters are, for
 three questions — one save (Tier 3), three saves (Tier 2), a whole library
 (Tier 1, which may then take a part only the tiers had):

@@ -36,7 +36,7 @@ class Cluster:
 class Features:
     """A scored candidate's features and score by name: the score stage's row, read as (name, value) pairs
     only when asked — a few hundred candidates are scored for a list and a dozen shown, and building every
-    candidate's pairs took half the stage (docs/results.md)."""
+    candidate's pairs took half the stage (docs/history.md)."""
 
     __slots__ = ("names", "values")
 
