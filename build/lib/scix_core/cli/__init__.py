@@ -1,1 +1,0 @@
-"""The ``scix`` command line."""

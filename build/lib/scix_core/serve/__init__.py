@@ -1,1 +1,0 @@
-"""The served workbench: ``scix serve`` (docs/api.md)."""
