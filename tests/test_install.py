@@ -4,6 +4,7 @@ directory, and ``scix info`` says where each path came from."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -27,20 +28,12 @@ def installed(tmp_path_factory) -> tuple[Path, Path]:
     come from this environment's site-packages on PYTHONPATH (where the editable install is only a .pth)."""
     tmp = tmp_path_factory.mktemp("wheel")
     run = dict(check=True, capture_output=True, text=True, timeout=600)
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-w",
-            str(tmp),
-            str(ROOT),
-        ],
-        **run,
-    )
+    source = tmp / "source"  # a copy: building in the checkout would leave build/ in it
+    shutil.copytree(ROOT / "scix_core", source / "scix_core", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    wheel_cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp)]
+    subprocess.run([*wheel_cmd, str(source)], **run)
     (wheel,) = tmp.glob("scix_core-*.whl")
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp / "venv")], **run)
     python = tmp / "venv" / "bin" / "python"
