@@ -238,7 +238,8 @@ class Config:
         return _apply(self, overrides)
 
 
-_ENV = {
+#: the environment variables that set a config field (variable -> dotted field)
+FIELD_ENV = {
     "SCIX_HOME": "home",
     "SCIX_DATA_DIR": "data_dir",
     "SCIX_EMBED_MODEL": "embedding.model",
@@ -251,9 +252,9 @@ _ENV = {
     "SCIX_LEXICAL_BACKEND": "search.lexical_backend",
 }
 
-#: every other environment variable the code reads, and what for (docs/configuration.md's list is made from
-#: this and :data:`_ENV`; ``python -m scix_core.devtools.settings --check`` fails on one the code reads that
-#: is in neither)
+#: every other environment variable the code reads, and what for (docs/configuration.md's list is made
+#: from this and :data:`FIELD_ENV`; ``python -m scix_core.devtools.settings --check`` fails on one the code
+#: reads that is in neither)
 ENVIRONMENT = {
     "SCIX_CONFIG": "the config file to read, before any scix.toml found by looking (scix_core/paths.py)",
     "SCIX_REPORTS_DIR": "where reports, sweeps and evidence files are written (default: reports/)",
@@ -363,7 +364,7 @@ def load_config(path: Path | str | None = None, **overrides: Any) -> Config:
     the one :func:`scix_core.paths.config_file` finds (``SCIX_CONFIG``, the working directory, ...).
     """
     cfg = _apply(Config(), _read(_config_file(path)))
-    env = {dotted: os.environ[var] for var, dotted in _ENV.items() if os.environ.get(var)}
+    env = {dotted: os.environ[var] for var, dotted in FIELD_ENV.items() if os.environ.get(var)}
     return _apply(_apply(cfg, env), overrides)
 
 

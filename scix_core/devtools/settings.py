@@ -2,7 +2,7 @@
 
 Every field of the config dataclasses is documented by its comment in
 ``scix_core/config.py`` (the one on its line, else the block just above it);
-every environment variable by :data:`scix_core.config._ENV` (a variable that
+every environment variable by :data:`scix_core.config.FIELD_ENV` (a variable that
 sets a field) or :data:`scix_core.config.ENVIRONMENT`. ``--check`` (in
 ``make lint`` and the suite) fails when a field has no comment, when the code
 reads a ``SCIX_*`` variable that neither names, when one of those is read
@@ -23,7 +23,7 @@ import tokenize
 from pathlib import Path
 
 from scix_core import config as config_module
-from scix_core.config import _ENV, ENVIRONMENT, Config
+from scix_core.config import ENVIRONMENT, FIELD_ENV, Config
 
 PACKAGE = Path(config_module.__file__).resolve().parent
 DOC = PACKAGE.parent / "docs" / "configuration.md"
@@ -78,7 +78,7 @@ def _cell(text: str) -> str:
 def settings_tables(missing: list[str]) -> str:
     """One table per section, in the dataclasses' order; fields without a comment are added to ``missing``."""
     comments = field_comments((PACKAGE / "config.py").read_text())
-    env_of = {dotted: var for var, dotted in _ENV.items()}
+    env_of = {dotted: var for var, dotted in FIELD_ENV.items()}
     cfg = Config()
     top = [f for f in dataclasses.fields(cfg) if not dataclasses.is_dataclass(getattr(cfg, f.name))]
     sections = [("", "Config", cfg, top)]
@@ -116,12 +116,13 @@ def read_in_code() -> set[str]:
 
 def environment_table(missing: list[str]) -> str:
     read = read_in_code()
-    documented = set(_ENV) | set(ENVIRONMENT)
+    documented = set(FIELD_ENV) | set(ENVIRONMENT)
     missing += [
-        f"{var}: read by the code, in neither config._ENV nor config.ENVIRONMENT" for var in read - documented
+        f"{var}: read by the code, in neither config.FIELD_ENV nor config.ENVIRONMENT"
+        for var in read - documented
     ]
     missing += [f"{var}: documented in config.ENVIRONMENT, read nowhere" for var in set(ENVIRONMENT) - read]
-    rows = [(var, f"sets `{dotted}`") for var, dotted in _ENV.items()] + sorted(ENVIRONMENT.items())
+    rows = [(var, f"sets `{dotted}`") for var, dotted in FIELD_ENV.items()] + sorted(ENVIRONMENT.items())
     out = ["", "| variable | what |", "|---|---|"]
     out += [f"| `{var}` | {_cell(text)} |" for var, text in rows]
     return "\n".join(out)

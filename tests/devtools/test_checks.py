@@ -111,4 +111,4 @@ def test_the_settings_page_matches_the_code(monkeypatch):
     monkeypatch.setattr(settings, "read_in_code", lambda: set(settings.ENVIRONMENT) | {"SCIX_NEW_KNOB"})
     missing.clear()
     settings.environment_table(missing)
-    assert missing == ["SCIX_NEW_KNOB: read by the code, in neither config._ENV nor config.ENVIRONMENT"]
+    assert missing == ["SCIX_NEW_KNOB: read by the code, in neither config.FIELD_ENV nor config.ENVIRONMENT"]
