@@ -197,11 +197,22 @@ def _data_args(p: argparse.ArgumentParser) -> None:
     )
     f.add_argument("--dest", type=Path, help="target data directory (default: the data directory)")
     sub.add_parser("list", help="list fetchable datasets: each file, its checksum, and what is already here")
+    h = sub.add_parser("harvest", help="new arXiv listings by OAI-PMH, as day files YYYY-MM-DD.jsonl")
+    h.add_argument("source", choices=["arxiv"])
+    h.add_argument("--set", required=True, help="an OAI set: cs, math, physics:astro-ph, ...")
+    h.add_argument("--from", dest="start", required=True, help="first datestamp, YYYY-MM-DD")
+    h.add_argument("--until", help="last datestamp, YYYY-MM-DD (default: the newest)")
+    h.add_argument("--category", help="keep only records listed in this category, e.g. cs.AI")
+    h.add_argument("--dest", type=Path, required=True, help="the folder of day files (ingest it with --path)")
+    h.add_argument("--url", default=None, help="the OAI-PMH endpoint (default: arXiv's)")
+    h.add_argument("--delay", type=float, default=3.0, help="seconds between requests (arXiv asks for 3)")
 
 
 @command("data", "manage the data directory (fetch public copies)", _data_args)
 def data_cmd(args: argparse.Namespace) -> int:
     root = _config(args).data_dir
+    if args.action == "harvest":
+        return _harvest(args)
     if args.action == "list":
         table = Table("dataset", "format", "here", "file", "url", "checksum", title=f"fetchable into {root}")
         for name, src in sources().items():
@@ -216,4 +227,22 @@ def data_cmd(args: argparse.Namespace) -> int:
         return 0
     dest = fetch_named(args.name, args.dest or root, args.url, args.sha256, args.url_base)
     console.print(f"fetched {args.name} into {dest}", highlight=False)
+    return 0
+
+
+def _harvest(args: argparse.Namespace) -> int:
+    from scix_core.data.harvest import ARXIV_OAI, Harvester, Request, parse_day  # lazy: only this action
+
+    start, until = parse_day(args.start, "--from"), parse_day(args.until, "--until") if args.until else None
+    request = Request(args.set, start, until, args.category, args.url or ARXIV_OAI)
+    say = lambda message: console.print(f"[dim]harvest: {message}[/]", highlight=False)
+    report = Harvester(request, args.dest, delay_s=args.delay, progress=say).run()
+    days = ", ".join(f"{name} {n}" for name, n in report.days.items()) or "none"
+    console.print(
+        f"harvested {report.records} records in {report.pages} pages into {args.dest} (days: {days}); "
+        f"{report.deleted} deleted, {report.outside_category} outside {args.category or 'the set'}, "
+        f"{report.retries} retries, {report.restarts} restarts"
+        + (f", resumed after page {report.resumed_from_page}" if report.resumed_from_page else ""),
+        highlight=False,
+    )
     return 0
