@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from scix_core.errors import ConfigError
 from scix_core.evaluate import Gold, gate, holm, per_query
 from scix_core.evaluate.metrics import trec_values
 from scix_core.evaluate.provenance import buckets, length_bucket, provenance
@@ -122,8 +123,10 @@ def test_mrr_counts_the_first_ten_and_unknown_metrics_are_refused():
     deep = [f"x{i}" for i in range(12)] + ["d1"]  # d1 at rank 13: outside RR@10, inside recall@50
     values = per_query(GOLD, {"a": _r(*deep)})
     assert values["mrr@10"]["a"] == 0.0 and values["recall@50"]["a"] == 0.5
-    with pytest.raises(ValueError, match="unknown metric 'map@10'"):
-        per_query(GOLD, {}, ("map@10",))
+    with pytest.raises(ConfigError, match="unknown metric 'nonsense@10'"):
+        per_query(GOLD, {}, ("nonsense@10",))
+    # any ir-measures measure by its name: AP within the first ten, d1 at rank 13 of 2 relevant
+    assert per_query(GOLD, {"a": _r(*deep)}, ("AP@10", "AP"))["AP@10"]["a"] == 0.0
 
 
 def test_trec_values_cover_every_judged_query_in_order():
