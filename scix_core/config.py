@@ -90,7 +90,7 @@ class SearchConfig:
     bm25_b: float = 0.75  # the "bm25" backend's b, applied at query time
     ts_config: str = "english"  # PostgreSQL text-search config: "english" or "simple"
     lane_timeout_ms: int = 5000  # a lane slower than this is dropped from the fusion and reported
-    max_query_chars: int = 2000  # a longer query is cut here (the API refuses 4x this with 413)
+    max_query_chars: int = 2000  # a longer query is cut here (the API refuses 10x this with 413)
     max_query_tokens: int = 64  # lexical query terms kept after cleaning
     body: bool = True  # run the full-text body lane when the index has full texts
     # the dense lane scores a paper by its best passage too, when the index has passage vectors
