@@ -368,12 +368,10 @@ def load_config(path: Path | str | None = None, **overrides: Any) -> Config:
     return _apply(_apply(cfg, env), overrides)
 
 
-def path_origins(path: Path | str | None = None, **overrides: Any) -> dict[str, Found]:
+def path_origins(path: Path | str | None = None) -> dict[str, Found]:
     """Where the config file, the workspace, the data directory, the reports and the notebooks are, and
     why there (``scix info``)."""
-    cfg = load_config(path, **overrides)
     found = _config_file(path)
-    set_by_file = {key for key in ("home", "data_dir") if key in _read(found)}
-    return origins(
-        cfg.home, cfg.data_dir, found, set_by_file | {k for k in ("home", "data_dir") if k in overrides}
-    )
+    from_file = _read(found)
+    cfg = load_config(path)
+    return origins(cfg.home, cfg.data_dir, found, {key for key in ("home", "data_dir") if key in from_file})

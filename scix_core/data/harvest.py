@@ -91,11 +91,9 @@ def _text(node: ET.Element | None, tag: str) -> str:
 
 def parse_page(body: bytes, where: str) -> tuple[list[tuple[str, dict | None]], str | None]:
     """(datestamp, record or None for a deleted one) of every record of one page, and the next token
-    (None: the list is complete)."""
-    try:
-        root = ET.fromstring(body)
-    except ET.ParseError as exc:
-        raise DataFormatError(where, None, f"not an OAI-PMH page: {exc}") from None
+    (None: the list is complete). A body that is not XML raises ``ET.ParseError`` (a page cut short: the
+    caller asks again)."""
+    root = ET.fromstring(body)
     error = root.find(f"{OAI}error")
     if error is not None:
         code = error.get("code", "")
@@ -188,10 +186,8 @@ class Harvester:
                 reason = f"503, Retry-After {wait:g} s"
             except (http.client.IncompleteRead, ConnectionError, urllib.error.URLError, TimeoutError) as exc:
                 wait, reason = self.delay_s, f"{type(exc).__name__}: {exc}"
-            except DataFormatError as exc:
-                if "not an OAI-PMH page" not in exc.reason:
-                    raise
-                wait, reason = self.delay_s, "a truncated page"
+            except ET.ParseError as exc:
+                wait, reason = self.delay_s, f"a page that is not whole XML ({exc})"
             failures += 1
             self.report.retries += 1
             if failures > self.retries:
