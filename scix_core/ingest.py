@@ -57,6 +57,10 @@ class IngestReport:
     peak_rss_mb: float = 0.0
     manifest: dict = field(default_factory=dict)
     textless: int = 0  # papers kept with neither title nor abstract: no lane can find them by content
+    # an append's records (scix_core.append): new ids, new versions of held ones, identical to held ones
+    added: int = 0
+    replaced: int = 0
+    unchanged: int = 0
 
 
 def peak_rss_mb() -> float:

@@ -13,7 +13,9 @@ class Paper:
 
     ``categories`` are codes with the primary first (``astro-ph.GA``);
     ``published`` is the first-publication date, decoded from an arXiv id
-    when the source gives none (see :mod:`scix_core.data.arxiv_ids`).
+    when the source gives none (see :mod:`scix_core.data.arxiv_ids`);
+    ``listed`` the day the paper was announced in a listing (a daily
+    file's date), where the source has one — what "new since" asks about.
     """
 
     paper_id: str
@@ -25,6 +27,7 @@ class Paper:
     published: dt.date | None = None
     citation_count: int = 0
     references: tuple[str, ...] = ()
+    listed: dt.date | None = None
 
     @property
     def year(self) -> int | None:

@@ -28,7 +28,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -119,15 +119,17 @@ class Workspace:
         return self.home / "cache" / "embeddings" / model_slug
 
     @contextmanager
-    def new_build(self, name: str, build_id: str) -> Iterator[Path]:
+    def new_build(self, name: str, build_id: str, locked: bool = False) -> Iterator[Path]:
         """Yield an empty folder to build in; on success it becomes ``current``.
 
         On any exception (KeyboardInterrupt included) the partial build is
-        removed and ``current`` still points at the previous build.
+        removed and ``current`` still points at the previous build. ``locked``:
+        the caller already holds :meth:`writing` (an append reads the current
+        build under the same lock it writes the next one).
         """
         builds = self.index_root(name) / "builds"
         builds.mkdir(parents=True, exist_ok=True)
-        with self._build_lock(name):
+        with nullcontext() if locked else self.writing(name):
             tmp = Path(tempfile.mkdtemp(prefix=".building-", dir=builds))
             try:
                 yield tmp
@@ -141,11 +143,13 @@ class Workspace:
             self._prune(name, keep=final)
 
     @contextmanager
-    def _build_lock(self, name: str) -> Iterator[None]:
-        """One build of an index at a time: an exclusive ``flock`` on ``BUILD_LOCK``, not waited for (a second
-        ``scix ingest`` fails at once with :class:`IndexBusyError`); the kernel releases it if the builder
-        dies."""
-        path = self.index_root(name) / BUILD_LOCK
+    def writing(self, name: str) -> Iterator[None]:
+        """One writer of an index at a time (a build or an append): an exclusive ``flock`` on ``BUILD_LOCK``,
+        not waited for (a second ``scix ingest`` fails at once with :class:`IndexBusyError`); the kernel
+        releases it if the writer dies, and the next one removes what it left half-built."""
+        root = self.index_root(name)
+        (root / "builds").mkdir(parents=True, exist_ok=True)
+        path = root / BUILD_LOCK
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             try:

@@ -14,6 +14,7 @@ from scix_core.cli.registry import command
 from scix_core.config import path_origins
 from scix_core.data import resolve_dataset
 from scix_core.data.fetch import fetch_named, sources
+from scix_core.errors import ConfigError
 from scix_core.ingest import ingest
 from scix_core.stores import PaperStore
 from scix_core.stores.postgres import sync_index
@@ -53,7 +54,14 @@ def _ingest_args(p: argparse.ArgumentParser) -> None:
         default="sqlite",
         help="postgres: also mirror the index into PostgreSQL (SCIX_PG_DSN), idempotently",
     )
+    p.add_argument(
+        "--append",
+        action="store_true",
+        help="fold the records into the existing index: new ids added, changed ones replaced, identical "
+        "ones skipped (no rebuild; docs/living-corpus.md)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--json", action="store_true", help="the report as JSON")
 
 
 @command("ingest", "load a dataset and build its paper store, FTS5 indexes and vectors", _ingest_args)
@@ -63,21 +71,41 @@ def ingest_cmd(args: argparse.Namespace) -> int:
     if args.model:
         cfg = cfg.replace(**{"embedding.model": encoder_model(cfg, args.model)})
     path = args.path if args.path else resolve_dataset(args.dataset)
-    report = ingest(
-        path,
-        args.index,
-        args.fmt,
-        config=cfg,
-        limit=args.limit,
-        embed=not args.no_embed,
-        force=args.force,
-        progress=not args.quiet,
-        sparse=args.sparse,
-        passages=args.passages,
-    )
-    print_ingest(report)
+    quiet = args.quiet or args.json
+    if args.append:
+        building = [
+            f
+            for f in ("limit", "no_embed", "force", "sparse", "passages", "vector_backend")
+            if getattr(args, f)
+        ]
+        if building:
+            raise ConfigError(
+                f"--append keeps the index's own build settings; drop --{building[0].replace('_', '-')}"
+            )
+        from scix_core.append import append  # lazy: only for this mode
+
+        report = append(path, args.index, args.fmt, config=cfg, progress=not quiet)
+    else:
+        report = ingest(
+            path,
+            args.index,
+            args.fmt,
+            config=cfg,
+            limit=args.limit,
+            embed=not args.no_embed,
+            force=args.force,
+            progress=not quiet,
+            sparse=args.sparse,
+            passages=args.passages,
+        )
+    sync = None
     if args.backend == "postgres":
         sync = sync_index(args.index, report.path, cfg.postgres.dsn, force=args.force)
+    if args.json:
+        print(json.dumps(ingest_json(report, sync), indent=2))
+        return 0
+    print_ingest(report)
+    if sync is not None:
         console.print(
             f"postgres: {sync.status} {sync.papers} papers into schema {sync.schema} in {sync.seconds:.1f} s",
             highlight=False,
@@ -85,13 +113,47 @@ def ingest_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
+def ingest_json(report, sync=None) -> dict:
+    """What ``scix ingest --json`` prints."""
+    out = {
+        "index": report.index,
+        "status": report.status,
+        "path": str(report.path),
+        "taken": report.taken,
+        "added": report.added,
+        "replaced": report.replaced,
+        "unchanged": report.unchanged,
+        "rejected": [str(r) for r in report.rejected],
+        "duplicates": report.duplicates,
+        "encoded": report.encoded,
+        "reused": report.reused,
+        "stages": {s.stage: round(s.seconds, 3) for s in report.stages},
+        "seconds": round(sum(s.seconds for s in report.stages), 3),
+        "peak_rss_mb": round(report.peak_rss_mb, 1),
+        "papers": report.manifest.get("papers"),
+    }
+    if sync is not None:
+        out["postgres"] = {"status": sync.status, "papers": sync.papers, "seconds": round(sync.seconds, 3)}
+    return out
+
+
 def print_ingest(report) -> None:
     console.print(f"[bold]{report.index}[/]: {report.status} at {report.path}")
-    console.print(
-        f"taken {report.taken} papers, rejected {len(report.rejected)}, duplicate ids dropped "
-        f"{report.duplicates}"
-        " (rule: first occurrence wins)"
+    rule = (
+        "a later record of an id replaces it"
+        if report.manifest.get("format") == "arxiv-jsonl"
+        else ("first occurrence wins")
     )
+    console.print(
+        f"taken {report.taken} papers, rejected {len(report.rejected)}, repeated ids {report.duplicates} "
+        f"(rule: {rule})"
+    )
+    if report.added or report.replaced or report.unchanged:
+        console.print(
+            f"appended: {report.added} added, {report.replaced} replaced by a new version, "
+            f"{report.unchanged} unchanged (skipped); {report.manifest.get('papers')} papers now",
+            highlight=False,
+        )
     for rej in report.rejected[:20]:
         console.print(f"  rejected {rej}", markup=False, highlight=False)
     if len(report.rejected) > 20:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import ast
 import datetime as dt
+import re
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 
 from scix_core.data.arxiv_ids import arxiv_categories, published_from_id, repair_float_id
 from scix_core.data.dataset import Dataset, PaperCollector
 from scix_core.data.textio import one_line as _clean
-from scix_core.data.textio import read_csv_rows, read_jsonl
+from scix_core.data.textio import read_csv_rows, read_jsonl, read_lines
 from scix_core.errors import DataPathError
 from scix_core.types import Paper
 
@@ -24,15 +25,46 @@ def _listing_files(path: Path) -> list[Path]:
     return files
 
 
+_DAY = re.compile(r"(\d{4}-\d{2}-\d{2})(?:\.jsonl)?(?:\.gz)?")
+
+
+def _day(text: str) -> dt.date | None:
+    """``2025-03-18`` or ``2025-03-18.jsonl[.gz]`` -> that date; anything else -> None."""
+    match = _DAY.fullmatch(text.strip())
+    try:
+        return dt.date.fromisoformat(match.group(1)) if match else None
+    except ValueError:
+        return None
+
+
+def listing_days(file: Path) -> dict[int, dt.date]:
+    """line number -> listing day of a concatenated listing file, from the ``NAME.index.tsv.gz`` beside
+    ``NAME.jsonl.gz`` (header ``line  id  source_file``, the source file named by its day); {} without one."""
+    index = file.with_name(file.name.split(".jsonl")[0] + ".index.tsv.gz")
+    if not index.is_file():
+        return {}
+    out = {}
+    for lineno, line in read_lines(index):
+        parts = line.split("\t")
+        if lineno > 1 and len(parts) == 3 and parts[0].isdigit() and (day := _day(parts[2])):
+            out[int(parts[0])] = day
+    return out
+
+
 def load_arxiv_jsonl(path: Path) -> Dataset:
     """Listings: keys ``id``, ``title``, ``summary``, ``authors``, ``categories``.
 
     Non-arXiv codes (ACM ``I.2.7``, MSC ``68T50``) are dropped from the
-    categories; a repeated id keeps its first record.
+    categories. A paper's listing day comes from its record's ``listed``
+    field, else its file's name (``YYYY-MM-DD.jsonl``, as arXiv's daily
+    listings and ``scix data harvest`` write them), else the index file
+    beside a concatenated listing (:func:`listing_days`). A repeated id is a
+    newer version: it replaces the earlier record (:class:`PaperCollector`).
     """
-    out = PaperCollector()
+    out = PaperCollector(newer_wins=True)
     files = _listing_files(path)
     for file in files:
+        file_day, days = _day(file.name), listing_days(file)
         for lineno, rec in read_jsonl(file):
             if isinstance(rec, Exception):
                 out.reject(file, lineno, str(rec))
@@ -52,6 +84,7 @@ def load_arxiv_jsonl(path: Path) -> Dataset:
                     ),
                     categories=arxiv_categories(rec.get("categories")),
                     published=published_from_id(pid),
+                    listed=_day(str(rec.get("listed") or "")) or file_day or days.get(lineno),
                 )
             )
     return Dataset(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -14,8 +15,11 @@ class Dataset:
 
     ``qrels`` maps a split name (``train``, ``test``) to its judgments.
     ``duplicates`` counts records dropped because their id was already taken:
-    the rule everywhere is *first occurrence wins*, so re-reading the same
-    input always keeps the same record.
+    the rule is *first occurrence wins*, so re-reading the same input always
+    keeps the same record — except in dated listings (arXiv), where a later
+    record of an id is a newer version: it replaces the earlier one in its
+    place and keeps its first listing day (``PaperCollector(newer_wins=True)``),
+    which is what ``scix ingest --append`` of the later day does too.
     """
 
     name: str
@@ -36,18 +40,22 @@ class Dataset:
 
 
 class PaperCollector:
-    """Accumulates papers in input order, applying the first-wins duplicate rule."""
+    """Accumulates papers in input order, applying the duplicate rule (see :class:`Dataset`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, newer_wins: bool = False) -> None:
         self._papers: dict[str, Paper] = {}
         self.rejected: list[Rejection] = []
         self.duplicates = 0
+        self.newer_wins = newer_wins
 
     def add(self, paper: Paper) -> None:
-        if paper.paper_id in self._papers:
-            self.duplicates += 1
-        else:
+        old = self._papers.get(paper.paper_id)
+        if old is None:
             self._papers[paper.paper_id] = paper
+            return
+        self.duplicates += 1
+        if self.newer_wins:
+            self._papers[paper.paper_id] = newer_version(old, paper)
 
     def reject(self, path: object, line: int, reason: str) -> None:
         self.rejected.append(Rejection(str(path), line, reason))
@@ -55,3 +63,9 @@ class PaperCollector:
     @property
     def papers(self) -> tuple[Paper, ...]:
         return tuple(self._papers.values())
+
+
+def newer_version(old: Paper, new: Paper) -> Paper:
+    """``new`` replacing ``old``: the newer content, the first listing day of the two."""
+    listed = min((d for d in (old.listed, new.listed) if d is not None), default=None)
+    return new if new.listed == listed else dataclasses.replace(new, listed=listed)

@@ -642,8 +642,9 @@ class Community:
         tiers = tuple(n for n in order if self.tier_parts is None or n in self.tier_parts)
         asked = questions(mine, tiers)
         names = set(mine) | set(tiers)
-        sign = {  # what the choice depends on besides the saves (not the index's name: indexes share it)
-            "items": len(self.catalog),
+        # what the choice depends on besides the saves (not the index's name: indexes share it; not the
+        # catalogue's size: papers nobody saved never score in a co-save part, and an append adds such papers)
+        sign = {
             "questions": repr(asked),
             "procedure": repr(PROCEDURE),
             "at": self.weights_at,

@@ -34,9 +34,11 @@ CREATE TABLE papers (
     published TEXT,
     year INTEGER,
     citation_count INTEGER NOT NULL DEFAULT 0,
-    refs TEXT NOT NULL
+    refs TEXT NOT NULL,
+    listed TEXT
 );
 CREATE INDEX papers_year ON papers(year);
+CREATE INDEX papers_listed ON papers(listed);
 CREATE VIRTUAL TABLE papers_fts USING fts5(
     title, abstract, content='papers', content_rowid='idx', tokenize='porter unicode61');
 CREATE VIRTUAL TABLE body_fts USING fts5(
@@ -66,6 +68,7 @@ def _row(idx: int, p: Paper) -> tuple:
         p.year,
         p.citation_count,
         json.dumps(list(p.references)),
+        p.listed.isoformat() if p.listed else None,
     )
 
 
@@ -80,6 +83,7 @@ def _paper(row: sqlite3.Row) -> Paper:
         published=dt.date.fromisoformat(row["published"]) if row["published"] else None,
         citation_count=row["citation_count"],
         references=tuple(json.loads(row["refs"])),
+        listed=dt.date.fromisoformat(row["listed"]) if "listed" in row.keys() and row["listed"] else None,
     )
 
 
@@ -123,7 +127,7 @@ def build_store(path: Path, dataset: Dataset, meta: dict[str, str]) -> None:
         conn.executescript(SCHEMA)
         with conn:
             conn.executemany(
-                "INSERT INTO papers VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO papers VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 (_row(i, p) for i, p in enumerate(dataset.papers)),
             )
             conn.executemany(
@@ -167,6 +171,65 @@ def build_store(path: Path, dataset: Dataset, meta: dict[str, str]) -> None:
         conn.close()
 
 
+def copy_store(source: Path, path: Path) -> None:
+    """A page-for-page copy of a finished store (SQLite's online backup: whole even while others read it)."""
+    src = connect(source, readonly=True)
+    dst = connect(path)
+    try:
+        src.backup(dst)
+        dst.execute("PRAGMA journal_mode=WAL")
+    finally:
+        dst.close()
+        src.close()
+
+
+def append_papers(path: Path, papers: dict[int, Paper], meta: dict[str, str]) -> None:
+    """Write ``papers`` (row -> paper) into the store at ``path`` in one transaction: a row the store has is
+    replaced (its FTS5 entries deleted with the old text, as an external-content table needs), a new one
+    added; FTS5 merges its segments as it goes (automerge). ``meta`` entries are set."""
+    conn = connect(path)
+    try:
+        if "listed" not in {r["name"] for r in conn.execute("PRAGMA table_info(papers)")}:  # an older build
+            conn.execute("ALTER TABLE papers ADD COLUMN listed TEXT")
+        with conn:
+            marks = json.dumps(list(papers))
+            old = conn.execute(
+                "SELECT idx, title, abstract, body FROM papers WHERE idx IN (SELECT value FROM json_each(?))",
+                [marks],
+            ).fetchall()
+            conn.executemany(
+                "INSERT INTO papers_fts(papers_fts, rowid, title, abstract) VALUES ('delete', ?, ?, ?)",
+                ((r["idx"], r["title"], r["abstract"]) for r in old),
+            )
+            conn.executemany(
+                "INSERT INTO body_fts(body_fts, rowid, body) VALUES ('delete', ?, ?)",
+                ((r["idx"], r["body"]) for r in old if r["body"] is not None),
+            )
+            conn.execute(
+                "DELETE FROM paper_categories WHERE idx IN (SELECT value FROM json_each(?))", [marks]
+            )
+            conn.executemany(
+                "INSERT OR REPLACE INTO papers VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                (_row(i, p) for i, p in papers.items()),
+            )
+            conn.executemany(
+                "INSERT INTO paper_categories VALUES (?,?)",
+                ((i, c) for i, p in papers.items() for c in dict.fromkeys(p.categories)),
+            )
+            conn.executemany(
+                "INSERT INTO papers_fts(rowid, title, abstract) VALUES (?, ?, ?)",
+                ((i, p.title, p.abstract) for i, p in papers.items()),
+            )
+            conn.executemany(
+                "INSERT INTO body_fts(rowid, body) VALUES (?, ?)",
+                ((i, p.body) for i, p in papers.items() if p.body is not None),
+            )
+            conn.executemany("INSERT OR REPLACE INTO meta VALUES (?,?)", sorted(meta.items()))
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+
+
 class PaperStore:
     """Read access to a built paper store."""
 
@@ -192,6 +255,14 @@ class PaperStore:
             for row in self.conn.execute(f"SELECT * FROM papers WHERE paper_id IN ({marks})", chunk):
                 out[row["paper_id"]] = _paper(row)
         return out
+
+    def rows(self, paper_ids: Iterable[str]) -> dict[str, tuple[int, Paper]]:
+        """paper id -> (row, paper) of the ids the store holds."""
+        sql = "SELECT * FROM papers WHERE paper_id IN (SELECT value FROM json_each(?))"
+        return {
+            r["paper_id"]: (r["idx"], _paper(r))
+            for r in self.conn.execute(sql, [json.dumps(list(paper_ids))])
+        }
 
     def titles(self, paper_ids: Iterable[str]) -> dict[str, tuple[str, int]]:
         """paper id -> (title, citation count): the cheap lookup the boosts need."""

@@ -51,27 +51,31 @@ def analyse(text: str) -> list[str]:
     return stem(lexical_words(text))
 
 
-def build_terms(path: Path, texts: Iterable[str]) -> dict:
-    """Write the matrix for ``texts`` (paper ``i`` = row ``i``) into the new folder ``path``; returns its
-    figures."""
-    vocab: dict[str, int] = {}
+def _counted(texts: Iterable[str], vocab: dict[str, int], first_row: int = 0):
+    """The (rows, term ids, counts) triplets and lengths of ``texts`` as rows ``first_row`` on, adding their
+    new terms to ``vocab``."""
     rows: list[np.ndarray] = []
     cols: list[np.ndarray] = []
     counts: list[np.ndarray] = []
     lengths: list[int] = []
-    for i, text in enumerate(texts):
+    for i, text in enumerate(texts, start=first_row):
         terms = analyse(text)
         lengths.append(len(terms))
         tf = Counter(terms)
         cols.append(np.fromiter((vocab.setdefault(t, len(vocab)) for t in tf), np.int32, len(tf)))
         counts.append(np.fromiter(tf.values(), np.int32, len(tf)))
         rows.append(np.full(len(tf), i, np.int32))
-    from scipy.sparse import coo_matrix
-
     empty = np.zeros(0, np.int32)
     join = lambda parts: np.concatenate(parts) if parts else empty  # noqa: E731
-    # term-major: one column per term, its papers ascending (canonical CSC)
-    matrix = coo_matrix((join(counts), (join(rows), join(cols))), shape=(len(lengths), len(vocab))).tocsc()
+    return join(rows), join(cols), join(counts), np.asarray(lengths, np.int32)
+
+
+def _write(path: Path, rows, cols, counts, lengths: np.ndarray, vocab: dict[str, int]) -> dict:
+    """The matrix of the triplets (term-major: one column per term, its papers ascending, canonical CSC)
+    into the new folder ``path``; returns its figures."""
+    from scipy.sparse import coo_matrix
+
+    matrix = coo_matrix((counts, (rows, cols)), shape=(len(lengths), len(vocab))).tocsc()
     matrix.sort_indices()
     path.mkdir(parents=True)
     for name, array in (
@@ -86,9 +90,44 @@ def build_terms(path: Path, texts: Iterable[str]) -> dict:
         "papers": len(lengths),
         "vocabulary": len(vocab),
         "postings": int(matrix.nnz),
-        "avg_len": round(float(np.mean(lengths)) if lengths else 0.0, 3),
+        "avg_len": round(float(np.mean(lengths)) if len(lengths) else 0.0, 3),
         "stemmer": STEMMER,
     }
+
+
+def build_terms(path: Path, texts: Iterable[str]) -> dict:
+    """Write the matrix for ``texts`` (paper ``i`` = row ``i``) into the new folder ``path``; returns its
+    figures."""
+    vocab: dict[str, int] = {}
+    return _write(path, *_counted(texts, vocab), vocab)
+
+
+def extend_terms(old: Path, path: Path, texts: dict[int, str]) -> dict:
+    """The matrix at ``old`` with rows ``texts`` (row -> text) written anew — a replaced paper's row or a new
+    one past the last — into the new folder ``path``; returns its figures. The counts are those
+    :func:`build_terms` gives the same texts, so BM25 scores are too: only the ids of terms differ (new
+    ones are numbered after the old ones), and a term whose papers were all replaced keeps an empty
+    column."""
+    before = TermIndex(old)
+    vocab = dict(before.vocab)
+    n = max([before.n - 1, *texts]) + 1
+    if n - before.n != sum(1 for r in texts if r >= before.n):
+        raise ValueError(f"new rows of a term matrix of {before.n} must follow it without a gap")
+    rows = np.repeat(np.arange(len(before.indptr) - 1, dtype=np.int32), np.diff(before.indptr))  # term ids
+    docs, tf = np.asarray(before.docs), np.asarray(before.tf)
+    keep = ~np.isin(docs, np.fromiter(texts, np.int64, len(texts)))
+    new_rows, new_cols, new_counts, new_lengths = _counted(texts.values(), vocab)
+    order = np.fromiter(texts, np.int32, len(texts))
+    lengths = np.concatenate([np.asarray(before.lengths), np.zeros(n - before.n, np.int32)])
+    lengths[order] = new_lengths
+    return _write(
+        path,
+        np.concatenate([docs[keep], order[new_rows]]),
+        np.concatenate([rows[keep], new_cols]),
+        np.concatenate([tf[keep], new_counts]),
+        lengths,
+        vocab,
+    )
 
 
 class TermIndex:

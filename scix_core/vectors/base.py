@@ -64,6 +64,9 @@ class VectorStore(Protocol):
 
     def upsert(self, ids: Sequence[int], vectors: np.ndarray, payloads: Sequence[dict]) -> None: ...
 
+    def delete_papers(self, paper_ids: Sequence[str]) -> None:
+        """Remove every point whose payload names one of these papers."""
+
     def finish(self) -> None:
         """Build indexes and flush after the last upsert."""
 

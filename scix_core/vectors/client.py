@@ -110,6 +110,14 @@ class ClientVectorStore:
                 ],
             )
 
+    def delete_papers(self, paper_ids: Sequence[str]) -> None:
+        """Remove every point of these papers (an appended paper's old passages)."""
+        if paper_ids:
+            from qdrant_client import models as m
+
+            flt = client_filter(VectorFilter(paper_ids=tuple(paper_ids)))
+            self.client.delete(self.collection, points_selector=m.FilterSelector(filter=flt))
+
     def finish(self) -> None:
         pass
 

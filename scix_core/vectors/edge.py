@@ -98,6 +98,15 @@ class EdgeVectorStore:
             ]
             self.shard.update(qe.UpdateOperation.upsert_points(points))
 
+    def delete_papers(self, paper_ids: Sequence[str]) -> None:
+        """Remove every point of these papers (an appended paper's old passages)."""
+        if paper_ids:
+            self.shard.update(
+                edge_api().UpdateOperation.delete_points_by_filter(
+                    edge_filter(VectorFilter(paper_ids=tuple(paper_ids)))
+                )
+            )
+
     def finish(self) -> None:
         self.shard.optimize()
         self.shard.flush()

@@ -78,11 +78,11 @@ def test_citeulike_count_prefix_mismatch_names_file_and_line(tmp_path):
 
 
 def test_arxiv_listing_filters_codes_dedupes_and_rejects_bad_lines():
+    """A repeated id is a newer version: it replaces the first record in its place."""
     ds = load_dataset(FIXTURES / "arxiv")
     assert ds.format == "arxiv-jsonl"
     assert [p.paper_id for p in ds.papers] == ["2103.01234", "1812.00001"]
-    assert ds.papers[0].categories == ("cs.AI", "cs.CL")
-    assert ds.papers[0].abstract == "An abstract with a line break."
+    assert (ds.papers[0].title, ds.papers[0].abstract, ds.papers[0].categories) == ("dup", "dup", ("cs.AI",))
     assert ds.papers[0].published == dt.date(2021, 3, 1)
     assert ds.papers[1].categories == ("astro-ph.GA",)
     assert ds.duplicates == 1 and len(ds.rejected) == 1 and ds.rejected[0].line == 4

@@ -176,13 +176,14 @@ class Ease:
         _save(path, self._p, {"saves": int(x.nnz), "seconds": self.fit_seconds, "at": self.fitted_at}, self)
 
     def _load_stale(self, folder: Path, least: float) -> bool:
-        """The newest cached fit of this λ and catalogue size that saw at least ``least`` saves; False when
-        none."""
+        """The newest cached fit of this λ that saw at least ``least`` saves, of this catalogue or of a
+        smaller one it grew from (an append adds rows at the end, unsaved: a fit's items are rows of both);
+        False when none."""
         for path in sorted(folder.glob("ease-*.npy"), key=mtime, reverse=True):
             if self.stale_from is not None and path.name not in self.stale_from:
                 continue
             note = _note(path)
-            if note.get("lam") != self.lam or note.get("n") != self._n or "items" not in note:
+            if note.get("lam") != self.lam or not 0 < note.get("n", 0) <= self._n or "items" not in note:
                 continue
             if note.get("saves", -1) < least:  # (newest = last used: an older file may have seen more)
                 continue

@@ -107,10 +107,11 @@ class Ials:
         return {"params": [self.factors, self.alpha, self.regularization, self.iterations, self.seed]}
 
     def _load_stale(self, folder: Path, least: float, items: int) -> np.ndarray | None:
-        """The item factors of the newest cached fit with these parameters and ``items`` items that saw at
-        least ``least`` saves; None when there is none. (A user's factors are solved from their saves as
-        they are now, so older item factors still score every user; a paper saved for the first time since
-        has none until the refit.)"""
+        """The item factors of the newest cached fit with these parameters that saw at least ``least`` saves,
+        of ``items`` items or of a smaller catalogue it grew from (an append adds rows at the end, unsaved:
+        their factors are zeros, as a fit gives an item nobody saved); None when there is none. (A user's
+        factors are solved from their saves as they are now, so older item factors still score every user;
+        a paper saved for the first time since has none until the refit.)"""
         for path in sorted(folder.glob("ials-*.npy"), key=mtime, reverse=True):
             if self.stale_from is not None and path.name not in self.stale_from:
                 continue
@@ -121,7 +122,8 @@ class Ials:
             if note.get("params") != self._params()["params"] or note.get("saves", -1) < least:
                 continue
             y, seconds, at = _load(path)
-            if y is not None and len(y) == items:
+            if y is not None and 0 < len(y) <= items:
+                y = np.vstack([y, np.zeros((items - len(y), y.shape[1]))]) if len(y) < items else y
                 self.fit_seconds, self.fitted_saves, self.fitted_at = seconds, int(note["saves"]), at
                 self.cache_file = path.name
                 return y

@@ -1,0 +1,318 @@
+"""`scix ingest --append`: after any sequence of appends the index answers as a full ingest of the same
+records — the lexical lanes (FTS5 and the term matrix) the same ranks and scores, the dense lane the same ids
+under exact search, hybrid the same top 10 on a gold set — on random sequences over the fixture corpus and
+on real days of the shared arXiv listings; and bad input changes nothing."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scix_core.append import append
+from scix_core.config import load_config
+from scix_core.data import Dataset, load_dataset
+from scix_core.data.dataset import PaperCollector
+from scix_core.errors import ConfigError, DataFormatError, IndexBusyError, IndexNotFoundError
+from scix_core.ingest import ingest
+from scix_core.search import Searcher
+from scix_core.stores.papers import PaperStore
+from scix_core.vectors import close_readers
+from scix_core.workspace import Workspace
+from tests.corpus import PAPERS, QRELS, QUERIES
+from tests.helpers import make_request
+
+pytestmark = pytest.mark.model
+
+
+class OneByOne:
+    """The real encoder, one text per call: a paper's vector then never depends on the batch it was encoded
+    in (int8 backends quantise activations per batch), so an append's vectors are a full ingest's."""
+
+    def __init__(self, encoder):
+        self.inner, self.slug, self.max_length, self.config = (
+            encoder,
+            encoder.slug,
+            encoder.max_length,
+            encoder.config,
+        )
+
+    def encode(self, texts, progress=False):
+        if not len(texts):
+            return self.inner.encode([])
+        return np.vstack([self.inner.encode([t]) for t in texts])
+
+
+def _rows(build: Path) -> list[tuple]:
+    store = PaperStore(build / "papers.sqlite")
+    try:
+        return [tuple(r) for r in store.conn.execute("SELECT * FROM papers ORDER BY idx")]
+    finally:
+        store.close()
+
+
+def _answers(cfg, index: str, queries: list[str], encoder) -> dict:
+    """Every lane's ranking and the hybrid top 10 of each query, on both lexical backends."""
+    out = {}
+    for backend in ("sqlite", "bm25"):
+        searcher = Searcher(index, cfg, backend=backend)
+        try:
+            for q in queries:
+                request = make_request(q, encoder)
+                for lane in [*searcher.lexical, searcher.dense]:
+                    ranking = lane.search(request, 50)
+                    out[backend, lane.name, q] = [(i.paper_id, round(i.score, 4)) for i in ranking.items]
+                out[backend, "hybrid", q] = list(searcher.search(q, "hybrid", limit=10).ids)
+        finally:
+            searcher.close()
+    return out
+
+
+def _same(got: dict, want: dict) -> None:
+    assert got.keys() == want.keys()
+    for key, ranking in want.items():
+        if key[1] == "hybrid":
+            assert got[key] == ranking, key
+            continue
+        assert [p for p, _ in got[key]] == [p for p, _ in ranking], key
+        assert [s for _, s in got[key]] == pytest.approx([s for _, s in ranking], abs=2e-4), key
+
+
+def _revised(paper, day: dt.date):
+    return dataclasses.replace(
+        paper, abstract=paper.abstract + " Revised: graph networks for galaxies.", listed=day
+    )
+
+
+BATCH = st.lists(st.tuples(st.integers(0, len(PAPERS) - 1), st.booleans()), min_size=1, max_size=6)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    first=st.lists(st.integers(0, len(PAPERS) - 1), min_size=1, max_size=8, unique=True),
+    batches=st.lists(BATCH, min_size=1, max_size=3),
+)
+def test_appends_answer_as_a_full_ingest(home, encoder, first, batches):
+    """Random append sequences (new papers, new versions of held ones, repeats of held ones) against a
+    full ingest of the records in the same order, a later record of an id replacing the earlier."""
+    cfg = load_config()
+    single = OneByOne(encoder)
+    day0 = dt.date(2025, 1, 1)
+    records = [[dataclasses.replace(PAPERS[i], listed=day0) for i in first]]
+    for n, batch in enumerate(batches, start=1):
+        day = day0 + dt.timedelta(days=n)
+        records.append(
+            [
+                _revised(PAPERS[i], day) if new else dataclasses.replace(PAPERS[i], listed=day)
+                for i, new in batch
+            ]
+        )
+    everything = PaperCollector(newer_wins=True)
+    for batch in records:
+        for paper in batch:
+            everything.add(paper)
+
+    def dataset(papers) -> Dataset:
+        kept = PaperCollector(newer_wins=True)
+        for p in papers:
+            kept.add(p)
+        return Dataset("days", "arxiv-jsonl", kept.papers)
+
+    tag = f"{abs(hash((tuple(first), repr(batches)))):x}"[:10]
+    full, grown = f"full-{tag}", f"grown-{tag}"
+    ingest(dataset(everything.papers), full, config=cfg, progress=False, encoder=single)
+    ingest(dataset(records[0]), grown, config=cfg, progress=False, encoder=single)
+    for batch in records[1:]:
+        report = append(dataset(batch), grown, config=cfg, progress=False, encoder=single)
+        assert report.added + report.replaced + report.unchanged == report.taken
+    ws = Workspace(cfg.home)
+    assert _rows(ws.index_dir(grown)) == _rows(ws.index_dir(full))
+    queries = [q.text for q in QUERIES]
+    _same(_answers(cfg, grown, queries, encoder), _answers(cfg, full, queries, encoder))
+    close_readers()
+    for name in (full, grown):
+        shutil.rmtree(ws.index_root(name))
+
+
+def _days(data_dir: Path, folder: Path, count: int) -> list[Path]:
+    """``count`` listing days of the shared math.NT listing after its first (a 478-paper backfill), one
+    ``YYYY-MM-DD.jsonl`` each."""
+    from scix_core.bench.update import split_days
+
+    source = folder / "source"
+    source.mkdir(parents=True)
+    for name in ("math_nt_daily.jsonl.gz", "math_nt_daily.index.tsv.gz"):
+        (source / name).symlink_to(data_dir / "arxiv-daily" / name)
+    return split_days(source, folder / "days")[1 : 1 + count]
+
+
+@pytest.mark.realdata
+def test_real_days_appended_one_at_a_time_answer_as_a_full_ingest(home, encoder, data_dir, tmp_path):
+    cfg = load_config()
+    single = OneByOne(encoder)
+    days = _days(data_dir, tmp_path, 7)
+    (tmp_path / "base").mkdir()
+    for day in days[:3]:
+        (tmp_path / "base" / day.name).symlink_to(day)
+    ingest(
+        tmp_path / "days" if False else tmp_path / "base",
+        "grown",
+        "arxiv-jsonl",
+        config=cfg,
+        progress=False,
+        encoder=single,
+    )
+    added = 0
+    for day in days[3:]:
+        report = append(day, "grown", config=cfg, progress=False, encoder=single)
+        assert report.status == "appended" and report.rejected == ()
+        added += report.added
+    (tmp_path / "all").mkdir()
+    for day in days:
+        (tmp_path / "all" / day.name).symlink_to(day)
+    ingest(tmp_path / "all", "full", "arxiv-jsonl", config=cfg, progress=False, encoder=single)
+    ws = Workspace(cfg.home)
+    rows = _rows(ws.index_dir("grown"))
+    assert rows == _rows(ws.index_dir("full"))
+    listed = {r[11] for r in rows}
+    assert listed == {d.stem for d in days}  # every paper keeps the day it was listed
+    # a known-item gold set: each of 12 papers' titles finds that paper
+    store = PaperStore(ws.index_dir("full") / "papers.sqlite")
+    known = list(store.papers())[:: max(1, len(rows) // 12)][:12]
+    store.close()
+    queries = [p.title for p in known]
+    got, want = _answers(cfg, "grown", queries, encoder), _answers(cfg, "full", queries, encoder)
+    _same(got, want)
+    found = sum(p.paper_id in want["bm25", "hybrid", p.title][:10] for p in known)
+    assert found >= 10  # the gold set is a real one: hybrid finds most titles' papers
+    assert added > 0
+
+
+@pytest.fixture
+def small(home, encoder, tmp_path):
+    """A four-paper index from the fixture listing day files (``2025-01-01.jsonl``), and a second day."""
+    cfg = load_config()
+    day1, day2 = tmp_path / "2025-01-01.jsonl", tmp_path / "2025-01-02.jsonl"
+    lines = [
+        json.dumps(
+            {
+                "id": p.paper_id,
+                "title": p.title,
+                "summary": p.abstract,
+                "authors": list(p.authors),
+                "categories": list(p.categories),
+            }
+        )
+        for p in PAPERS
+    ]
+    day1.write_text("\n".join(lines[:4]) + "\n")
+    day2.write_text("\n".join(lines[4:6]) + "\n")
+    ingest(day1, "small", "arxiv-jsonl", config=cfg, progress=False, encoder=encoder)
+    return cfg, day1, day2
+
+
+def _state(cfg, index="small"):
+    ws = Workspace(cfg.home)
+    return ws.index_dir(index).name, _rows(ws.index_dir(index))
+
+
+def test_listing_day_from_the_file_name_and_a_day_already_in_changes_nothing(small, encoder):
+    cfg, day1, day2 = small
+    before = _state(cfg)
+    assert {r[11] for r in before[1]} == {"2025-01-01"}
+    report = append(day1, "small", config=cfg, progress=False, encoder=encoder)
+    assert (report.status, report.unchanged, report.added) == ("unchanged", 4, 0)
+    assert _state(cfg) == before
+    report = append(day2, "small", config=cfg, progress=False, encoder=encoder)
+    assert (report.status, report.added, report.replaced) == ("appended", 2, 0)
+    rows = _state(cfg)[1]
+    assert [r[11] for r in rows] == ["2025-01-01"] * 4 + ["2025-01-02"] * 2
+    manifest = json.loads((Workspace(cfg.home).index_dir("small") / "manifest.json").read_text())
+    assert manifest["papers"] == manifest["vectors"] == 6 and manifest["appends"][-1]["added"] == 2
+
+
+def test_a_new_version_replaces_in_place_and_keeps_its_first_day(small, encoder, tmp_path):
+    cfg, _, _ = small
+    later = tmp_path / "2025-02-01.jsonl"
+    later.write_text(
+        json.dumps(
+            {"id": PAPERS[0].paper_id, "title": "Graph networks, revised", "summary": "A new version."}
+        )
+        + "\n"
+    )
+    report = append(later, "small", config=cfg, progress=False, encoder=encoder)
+    assert (report.added, report.replaced) == (0, 1)
+    row = _state(cfg)[1][0]
+    assert (row[1], row[2], row[11]) == (PAPERS[0].paper_id, "Graph networks, revised", "2025-01-01")
+    searcher = Searcher("small", cfg)
+    try:
+        assert searcher.search("revised", "keyword").ids[0] == PAPERS[0].paper_id
+        assert searcher.search("molecule solubility toxicity", "keyword").ids[:1] != (PAPERS[0].paper_id,)
+    finally:
+        searcher.close()
+
+
+@pytest.mark.parametrize(
+    "content, error",
+    [
+        ('{"id": "x1", "title": "Fine"}\n{not json\n', "counted"),
+        ('{"title": "no id here"}\n', "counted"),
+        ("", DataFormatError),
+        ("id,title\nx1,a csv row\n", "counted"),
+    ],
+    ids=["malformed-line", "record-without-id", "empty-file", "wrong-format"],
+)
+def test_hostile_appends_are_counted_or_typed_and_change_nothing_else(
+    small, encoder, tmp_path, content, error
+):
+    cfg, _, _ = small
+    before = _state(cfg)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(content)
+    if error == "counted":
+        report = append(bad, "small", config=cfg, progress=False, encoder=encoder)
+        assert report.rejected and all(r.path == str(bad) and r.line >= 1 for r in report.rejected)
+        rows = _state(cfg)[1]
+        assert rows[:4] == before[1]  # held papers untouched; a good line beside a bad one is taken
+        assert len(rows) == 4 + report.added
+        return
+    with pytest.raises(error):
+        append(bad, "small", config=cfg, progress=False, encoder=encoder)
+    assert _state(cfg) == before
+
+
+def test_an_append_with_gold_data_or_to_no_index_is_refused(small, encoder):
+    cfg, day1, _ = small
+    with pytest.raises(IndexNotFoundError):
+        append(day1, "absent", config=cfg, progress=False, encoder=encoder)
+    with pytest.raises(ConfigError, match="papers only"):
+        append(
+            Dataset("q", "python", PAPERS[:2], QUERIES, {"train": QRELS["train"]}),
+            "small",
+            config=cfg,
+            progress=False,
+            encoder=encoder,
+        )
+
+
+def test_one_writer_at_a_time(small, encoder):
+    cfg, _, day2 = small
+    before = _state(cfg)
+    with Workspace(cfg.home).writing("small"):
+        with pytest.raises(IndexBusyError):
+            append(day2, "small", config=cfg, progress=False, encoder=encoder)
+    assert _state(cfg) == before
+    assert append(day2, "small", config=cfg, progress=False, encoder=encoder).added == 2
+
+
+def test_loaded_listing_keeps_days_from_the_index_file(data_dir):
+    dataset = load_dataset(data_dir / "arxiv-daily" / "math_nt_daily.jsonl.gz", "arxiv-jsonl")
+    days = sorted({p.listed for p in dataset.papers})
+    assert None not in days and days[0] == dt.date(2025, 7, 8) and len(days) > 250
