@@ -26,6 +26,7 @@ def _search_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--year", help="year range: 2019-2021, 2019-, -2021 or 2020")
     p.add_argument("--category", action="append", default=[], help="category code (repeatable; any of)")
     p.add_argument("--author", action="append", default=[], help="author name substring (repeatable; any of)")
+    p.add_argument("--since", help="only papers listed on or after this day (YYYY-MM-DD)")
     p.add_argument(
         "--backend",
         choices=["sqlite", "bm25", "postgres"],
@@ -79,7 +80,12 @@ def search_cmd(args: argparse.Namespace) -> int:
     searcher = Searcher(args.index, _config(args, **overrides), backend=args.backend)
     if args.mode != "keyword":
         searcher.warm()  # load the model first, so the timings are the query's own
-    filters = {"year": args.year, "categories": args.category or None, "authors": args.author or None}
+    filters = {
+        "year": args.year,
+        "categories": args.category or None,
+        "authors": args.author or None,
+        "since": args.since,
+    }
     result = searcher.search(
         args.query,
         args.mode,

@@ -1,7 +1,8 @@
 """What the recommender knows about an index's papers, loaded once per build.
 
-Per paper (row = point id = ``papers.idx``): id, category codes, month of
-first publication, citation count. *Codes* are the corpus's own category
+Per paper (row = point id = ``papers.idx``): id, category codes, its date
+(:func:`paper_day`: the day it was listed where the source has one, its first
+publication otherwise) as a day and a month count, citation count. *Codes* are the corpus's own category
 codes (arXiv ``cs.LG``, primary first) where it has them, and its tags
 otherwise (CiteULike); which one is said in :attr:`Catalog.code_source`.
 Citation counts are the in-degree of the paper in the index's citation
@@ -29,6 +30,15 @@ def months(day: dt.date) -> int:
     return day.year * 12 + day.month - 1
 
 
+def paper_day(published: dt.date | None, listed: dt.date | None) -> dt.date | None:
+    """A paper's date for recency: the day it was listed, unless it was first published in an earlier month
+    (a cross-list or a new version of an older paper: an arXiv id's month dates it) — then that; the
+    publication date when it was never listed."""
+    if listed is None or published is None:
+        return listed or published
+    return listed if months(listed) <= months(published) else published
+
+
 @dataclass(frozen=True, eq=False)
 class Catalog:
     index: str
@@ -38,13 +48,18 @@ class Catalog:
     code_source: str  # "categories", "tags" or "none"
     month: np.ndarray  # int32 per row, -1 when undated
     citations: np.ndarray  # int64 per row
+    day: np.ndarray | None = None  # int32 per row: the date's ordinal, -1 when undated (None: by month)
 
     @classmethod
     def load(cls, index: str, store_path: Path) -> Catalog:
         conn = connect(store_path, readonly=True)
         try:
+            listed = "listed" in {
+                r["name"] for r in conn.execute("PRAGMA table_info(papers)")
+            }  # newer builds
             rows = conn.execute(
-                "SELECT idx, paper_id, categories, published, citation_count FROM papers ORDER BY idx"
+                "SELECT idx, paper_id, categories, published, citation_count, "
+                f"{'listed' if listed else 'NULL AS listed'} FROM papers ORDER BY idx"
             ).fetchall()
             indegree = dict(
                 conn.execute(
@@ -63,14 +78,16 @@ class Catalog:
         else:
             codes = tuple(tuple(json.loads(r["categories"])) for r in rows)
             source = "categories" if any(codes) else "none"
-        month = np.array(
-            [months(dt.date.fromisoformat(r["published"])) if r["published"] else -1 for r in rows],
-            dtype=np.int32,
-        )
+        dates = [
+            paper_day(*(dt.date.fromisoformat(r[k]) if r[k] else None for k in ("published", "listed")))
+            for r in rows
+        ]
+        month = np.array([months(d) if d else -1 for d in dates], dtype=np.int32)
+        day = np.array([d.toordinal() if d else -1 for d in dates], dtype=np.int32)
         cites = np.array(
             [max(r["citation_count"], indegree.get(r["paper_id"], 0)) for r in rows], dtype=np.int64
         )
-        return cls(index, ids, {pid: i for i, pid in enumerate(ids)}, codes, source, month, cites)
+        return cls(index, ids, {pid: i for i, pid in enumerate(ids)}, codes, source, month, cites, day)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -101,10 +118,12 @@ class Catalog:
 
     @cached_property
     def trending_order(self) -> np.ndarray:
-        """Every row in Tier 0's order — citations descending, then newer first, then corpus order — sorted
-        once: a subset's ranking is this order filtered (the same total order), not a sort per request."""
+        """Every row in Tier 0's order — citations descending, then newer first (by day where the catalogue
+        has days), then corpus order — sorted once: a subset's ranking is this order filtered (the same total
+        order), not a sort per request."""
         rows = np.arange(len(self.ids))
-        return rows[np.lexsort((rows, -self.month.astype(np.int64), -self.citations))]
+        newer = self.month if self.day is None else self.day
+        return rows[np.lexsort((rows, -newer.astype(np.int64), -self.citations))]
 
     @cached_property
     def _code_rows(self) -> dict[str, np.ndarray]:

@@ -2,9 +2,12 @@
 
 The window is measured back from the newest paper of the index, never from
 the wall clock (a static corpus would otherwise trend nothing), in months of
-first publication (decoded from arXiv ids, so revised classics do not look
-new): 24 months, widened to 48 then 96 (``recommend.trending_months``) when
-the user's categories hold fewer papers than asked for in the window.
+the paper's date — the day it was listed where the source has one, else its
+first publication (decoded from arXiv ids, so revised classics and
+cross-lists of old papers do not look new; :func:`~scix_core.recommend.catalog.paper_day`),
+newer first by day within equal citations: 24 months, widened to 48 then 96
+(``recommend.trending_months``) when the user's categories hold fewer papers
+than asked for in the window.
 Where the corpus lacks a signal Tier 0 still answers and says so: no
 citations → newest first; no dates → most cited of all time; neither →
 corpus order.

@@ -7,15 +7,18 @@
 * ``paper_ids`` — only these papers.
 * ``has_body`` — ``True``: only papers with full text; ``False``: only without.
 * ``exclude_categories`` / ``exclude_authors`` — none of these (same matching as above).
+* ``since`` — listed on or after this day (``"2026-06-01"``): the day a listing announced the paper
+  (:attr:`scix_core.types.Paper.listed`); a paper never listed fails it.
 
 Lexical lanes apply them in SQL before the candidate-pool cap; the dense
-lane sends what Qdrant can express (years, categories, ids) as payload
+lane sends what Qdrant can express (years, categories, ids, listing days) as payload
 filters and post-filters the rest with over-fetch.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -38,6 +41,7 @@ class SearchFilters:
     has_body: bool | None = None
     exclude_categories: tuple[str, ...] = ()
     exclude_authors: tuple[str, ...] = ()
+    since: dt.date | None = None
 
     def __post_init__(self) -> None:
         for name in _LISTS:
@@ -51,6 +55,8 @@ class SearchFilters:
                 raise FilterError(f"{name} must be an integer year, got {value!r}")
         if self.year_min is not None and self.year_max is not None and self.year_min > self.year_max:
             raise FilterError(f"reversed year range: {self.year_min} > {self.year_max}")
+        if self.since is not None:
+            object.__setattr__(self, "since", parse_day(self.since))
         if self.has_body not in (None, True, False):
             raise FilterError(f"has_body must be true, false or unset, got {self.has_body!r}")
 
@@ -68,7 +74,12 @@ class SearchFilters:
     def vector_filter(self) -> VectorFilter:
         """The part a vector store evaluates as payload filters."""
         return VectorFilter(
-            self.year_min, self.year_max, self.categories, self.paper_ids, self.exclude_categories
+            self.year_min,
+            self.year_max,
+            self.categories,
+            self.paper_ids,
+            self.exclude_categories,
+            listed_min=self.since.toordinal() if self.since else None,
         )
 
     @property
@@ -78,7 +89,7 @@ class SearchFilters:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            k: list(v) if isinstance(v, tuple) else v
+            k: list(v) if isinstance(v, tuple) else v.isoformat() if isinstance(v, dt.date) else v
             for k, v in dataclasses.asdict(self).items()
             if v not in (None, ())
         }
@@ -108,6 +119,18 @@ class SearchFilters:
         if spec.get("year") is not None:
             fields["year_min"], fields["year_max"] = parse_year_range(spec["year"])
         return cls(**fields)
+
+
+def parse_day(value: Any) -> dt.date:
+    """``"2026-06-01"`` or a date -> that date; a :class:`FilterError` for anything else."""
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    try:
+        return dt.date.fromisoformat(str(value).strip())
+    except ValueError:
+        raise FilterError(f"since must be a day as YYYY-MM-DD, got {value!r}") from None
 
 
 def parse_year_range(value: Any) -> tuple[int | None, int | None]:

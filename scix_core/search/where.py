@@ -52,6 +52,8 @@ def sqlite_where(flt: SearchFilters) -> tuple[str, list]:
         )
     if flt.exclude_authors:
         add("NOT scix_author_match(p.authors, ?)", json.dumps(list(flt.excluded_author_needles)))
+    if flt.since is not None:
+        add("p.listed >= ?", flt.since.isoformat())
     sql += _body(flt)
     return " AND ".join(sql) or "1", params
 
@@ -75,6 +77,8 @@ def postgres_where(flt: SearchFilters) -> tuple[str, list]:
         add("p.paper_id = ANY(%s::text[])", list(flt.paper_ids))
     if flt.exclude_categories:
         add("NOT (p.categories && %s::text[])", list(flt.exclude_categories))
+    if flt.since is not None:
+        add("p.listed >= %s", flt.since)
     if flt.exclude_authors:
         add(
             "NOT EXISTS (SELECT 1 FROM unnest(p.authors_folded) a, unnest(%s::text[]) n WHERE strpos(a, n) > "

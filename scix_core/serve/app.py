@@ -165,6 +165,7 @@ def create_app(index: str, config: Config | None = None) -> FastAPI:
         # None, not default_factory=list: pydantic inspects a default factory's signature on every request
         category: list[str] | None = Query(None),
         author: list[str] | None = Query(None),
+        since: str | None = Query(None, description="only papers listed on or after this day, YYYY-MM-DD"),
         lexical_mode: Literal["auto", "and", "or"] | None = None,
         rerank: str | None = None,
         boosts: bool | None = None,
@@ -176,7 +177,7 @@ def create_app(index: str, config: Config | None = None) -> FastAPI:
         if mode not in MODES:
             raise ApiError(422, "bad_parameters", f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         searcher = services.searcher_for(lexical_mode)
-        filters = {"year": year, "categories": category or None, "authors": author or None}
+        filters = {"year": year, "categories": category or None, "authors": author or None, "since": since}
         result = searcher.search(q, mode, filters, limit, rerank=rerank, boosts=boosts)
         services.metrics.stages(result.timing_ms)
         services.note_rerank(result.metadata)

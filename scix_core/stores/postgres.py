@@ -30,7 +30,9 @@ from scix_core.stores.analysis import BODY_MAX_CHARS
 from scix_core.stores.papers import PaperStore
 from scix_core.stores.terms import TermIndex
 
-SYNC_FORMAT = "2"  # 2: the term matrix is mirrored too; a schema synced by an older format is re-synced
+SYNC_FORMAT = (
+    "3"  # 2: the term matrix mirrored too; 3: listing days. A schema of an older format is re-synced
+)
 INDEX_TS_CONFIG = "english"  # the config the stored tsvector and the body index are built with
 #: the body index's partial predicate and expression; the body lane repeats both verbatim
 BODY_PREDICATE = f"body IS NOT NULL AND length(body) <= {BODY_MAX_CHARS}"
@@ -79,7 +81,7 @@ def _ddl(schema):
             idx integer PRIMARY KEY, paper_id text NOT NULL UNIQUE, title text NOT NULL,
             abstract text NOT NULL,
             body text, authors text[] NOT NULL, authors_folded text[] NOT NULL, categories text[] NOT NULL,
-            published date, year integer, citation_count integer NOT NULL DEFAULT 0,
+            published date, year integer, citation_count integer NOT NULL DEFAULT 0, listed date,
             tsv tsvector GENERATED ALWAYS AS (
                 setweight(to_tsvector('{INDEX_TS_CONFIG}'::regconfig, title), 'A') ||
                 setweight(to_tsvector('{INDEX_TS_CONFIG}'::regconfig, abstract), 'B')) STORED)""",
@@ -202,15 +204,18 @@ def sync_index(
                     "published",
                     "year",
                     "citation_count",
+                    "listed",
                 )
                 copy = sql.SQL("COPY {}.papers ({}) FROM STDIN").format(
                     sql.Identifier(staging), sql.SQL(", ").join(map(sql.Identifier, columns))
                 )
                 n = 0
+                columns_held = {r["name"] for r in store.conn.execute("PRAGMA table_info(papers)")}
+                listed = "listed" if "listed" in columns_held else "NULL AS listed"  # an older build
                 with conn.cursor() as cur, cur.copy(copy) as out:
                     for row in store.conn.execute(
                         "SELECT idx, paper_id, title, abstract, body, authors, categories, "
-                        "published, year, citation_count FROM papers ORDER BY idx"
+                        f"published, year, citation_count, {listed} FROM papers ORDER BY idx"
                     ):
                         authors = json.loads(row["authors"])
                         out.write_row(
@@ -226,6 +231,7 @@ def sync_index(
                                 row["published"],
                                 row["year"],
                                 row["citation_count"],
+                                row["listed"],
                             )
                         )
                         n += 1

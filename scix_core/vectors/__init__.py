@@ -17,7 +17,10 @@ BACKENDS = ("edge", "qdrant")
 
 
 def payload(paper) -> dict:
-    return {"paper_id": paper.paper_id, "year": paper.year, "categories": list(paper.categories)}
+    out = {"paper_id": paper.paper_id, "year": paper.year, "categories": list(paper.categories)}
+    if paper.listed is not None:
+        out["listed"] = paper.listed.toordinal()
+    return out
 
 
 PARTS = (

@@ -12,7 +12,8 @@ from typing import Protocol
 
 import numpy as np
 
-PAYLOAD_INDEXES = {"paper_id": "keyword", "year": "integer", "categories": "keyword"}
+#: ``listed``: the listing day as a date ordinal (``--since``); absent for a paper never listed
+PAYLOAD_INDEXES = {"paper_id": "keyword", "year": "integer", "categories": "keyword", "listed": "integer"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +26,7 @@ class VectorFilter:
     paper_ids: tuple[str, ...] = ()
     exclude_categories: tuple[str, ...] = ()
     exclude_points: tuple[int, ...] = ()  # point ids never to return (a user's saved and dismissed papers)
+    listed_min: int | None = None  # listed on or after this day (a date ordinal)
 
     def __bool__(self) -> bool:
         return any(
@@ -35,6 +37,7 @@ class VectorFilter:
                 self.paper_ids,
                 self.exclude_categories,
                 self.exclude_points,
+                self.listed_min is not None,
             )
         )
 

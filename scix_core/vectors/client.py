@@ -25,6 +25,8 @@ def client_filter(flt: VectorFilter | None):
     must = []
     if flt.year_min is not None or flt.year_max is not None:
         must.append(m.FieldCondition(key="year", range=m.Range(gte=flt.year_min, lte=flt.year_max)))
+    if flt.listed_min is not None:
+        must.append(m.FieldCondition(key="listed", range=m.Range(gte=flt.listed_min)))
     if flt.categories:
         must.append(m.FieldCondition(key="categories", match=m.MatchAny(any=list(flt.categories))))
     if flt.paper_ids:

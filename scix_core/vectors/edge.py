@@ -38,6 +38,8 @@ def edge_filter(flt: VectorFilter | None):
                 ),
             )
         )
+    if flt.listed_min is not None:
+        must.append(qe.FieldCondition(key="listed", range=qe.RangeFloat(gte=float(flt.listed_min))))
     if flt.categories:
         must.append(qe.FieldCondition(key="categories", match=qe.MatchAny(list(flt.categories))))
     if flt.paper_ids:

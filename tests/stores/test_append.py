@@ -20,7 +20,7 @@ from scix_core.append import append
 from scix_core.config import load_config
 from scix_core.data import Dataset, load_dataset
 from scix_core.data.dataset import PaperCollector
-from scix_core.errors import ConfigError, DataFormatError, IndexBusyError, IndexNotFoundError
+from scix_core.errors import ConfigError, DataFormatError, FilterError, IndexBusyError, IndexNotFoundError
 from scix_core.ingest import ingest
 from scix_core.search import Searcher
 from scix_core.stores.papers import PaperStore
@@ -316,3 +316,30 @@ def test_loaded_listing_keeps_days_from_the_index_file(data_dir):
     dataset = load_dataset(data_dir / "arxiv-daily" / "math_nt_daily.jsonl.gz", "arxiv-jsonl")
     days = sorted({p.listed for p in dataset.papers})
     assert None not in days and days[0] == dt.date(2025, 7, 8) and len(days) > 250
+
+
+@pytest.mark.parametrize("mode", ["keyword", "semantic", "hybrid"])
+def test_since_keeps_the_papers_listed_from_that_day_in_every_lane(small, encoder, mode):
+    cfg, _, day2 = small
+    append(day2, "small", config=cfg, progress=False, encoder=encoder)
+    searcher = Searcher("small", cfg)
+    try:
+        everything = searcher.search("neural networks galaxies vitamin primes", mode, limit=20).ids
+        recent = searcher.search("neural networks galaxies vitamin primes", mode, {"since": "2025-01-02"}, 20)
+    finally:
+        searcher.close()
+    new = {p.paper_id for p in PAPERS[4:6]}
+    assert set(recent.ids) <= new and recent.ids
+    assert set(everything) - new  # the filter is what removed the older papers
+    with pytest.raises(FilterError, match="YYYY-MM-DD"):
+        Searcher("small", cfg).search("x", mode, {"since": "yesterday"})
+
+
+def test_a_paper_is_dated_by_its_listing_day_unless_it_is_older():
+    from scix_core.recommend.catalog import paper_day
+
+    d = dt.date
+    assert paper_day(d(2026, 6, 1), d(2026, 6, 18)) == d(2026, 6, 18)  # an id's month, listed that month
+    assert paper_day(d(2018, 12, 1), d(2026, 6, 18)) == d(2018, 12, 1)  # a cross-list of an old paper
+    assert paper_day(None, d(2026, 6, 18)) == d(2026, 6, 18)
+    assert paper_day(d(2019, 1, 1), None) == d(2019, 1, 1)
