@@ -10,6 +10,12 @@ outputs. Errors are typed JSON, never a traceback (:mod:`scix_core.serve.errors`
 vector shard opens in one process at a time, so the others read private copies of it
 (:mod:`scix_core.vectors.replica`); user state (SQLite in WAL mode, or PostgreSQL) is shared, and each
 worker's co-save model follows the saves any of them records (docs/design.md#api).
+
+Each worker follows its index: every ``FOLLOW_S`` seconds it looks whether ``current`` names another build
+(a rebuild or an append, ``scix ingest --append``) and, if so, opens a searcher and a recommender on it in
+the background and swaps them in between requests; a request already running finishes on the build it
+started on, whose searcher and recommender are closed ``RETIRE_S`` seconds later (their leases keep the old
+build on disk until then).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from scix_core.serve.metrics import Metrics
 from scix_core.serve.middleware import LimitsAndMetrics
 from scix_core.serve.responses import Json
 from scix_core.vectors import close_readers
+from scix_core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 #: a query longer than this many times ``search.max_query_chars`` is refused with 413 (below it, the
@@ -55,6 +62,8 @@ SERVE_REUSE_S = 30.0
 #: seconds between the interpreter's requests that the thread holding its lock let another run (Python's
 #: default 0.005): short, so a request back from native code is not kept waiting behind another's Python
 SWITCH_INTERVAL_S = 0.0005
+FOLLOW_S = 2.0  # how often a worker looks for a new build of its index
+RETIRE_S = 60.0  # how long a superseded build's searcher and recommender stay open for requests still on them
 
 
 class NewUser(BaseModel):
@@ -85,6 +94,53 @@ class Services:
         self._lock = threading.Lock()
         self.last_rerank: dict = {}
         self._variants: dict[str, Searcher] = {}
+        self.switches = 0  # builds followed since the start
+        self.follow_error = ""  # why the last attempt to follow a new build failed (it is tried again)
+        self._stop = threading.Event()
+        self._retired: list[threading.Timer] = []
+
+    def follow(self, warm: bool = True) -> bool:
+        """Serve the index's current build if it is not the one served; True when it switched. The new
+        searcher and recommender are opened (and warmed) before the swap, so no request waits for them."""
+        if Workspace(self.config.home).is_current(self.index, self.searcher.build_dir):
+            return False
+        searcher = Searcher(self.index, self.config)
+        try:
+            recommender = Recommender(self.index, self.config)
+        except BaseException:
+            searcher.close()
+            raise
+        if warm:
+            searcher.warm(shapes=True)
+            recommender.warm(serving=True)
+        if self.searcher.encoder is None and searcher.encoder is not None:
+            self.metrics.query_encoder(searcher.encoder.query_batches)
+        with self._lock:
+            old = (self.recommender, self.searcher, *self._variants.values())
+            self.searcher, self.recommender, self._variants = searcher, recommender, {}
+            self.switches += 1
+        timer = threading.Timer(RETIRE_S, _close_all, args=(old,))
+        timer.daemon = True
+        timer.start()
+        self._retired.append(timer)
+        log.info("now serving build %s of index %s", searcher.build_dir.name, self.index)
+        return True
+
+    def follow_builds(self, every_s: float = FOLLOW_S) -> threading.Thread:
+        """A daemon thread that calls :meth:`follow` every ``every_s`` seconds until :meth:`close`."""
+
+        def loop() -> None:
+            while not self._stop.wait(every_s):
+                try:
+                    self.follow()
+                    self.follow_error = ""
+                except Exception as exc:  # the old build keeps serving; the next round tries again
+                    self.follow_error = f"{exc.__class__.__name__}: {exc}"
+                    log.warning("could not follow a new build of %s: %s", self.index, self.follow_error)
+
+        thread = threading.Thread(target=loop, name=f"scix-follow-{self.index}", daemon=True)
+        thread.start()
+        return thread
 
     def searcher_for(self, lexical_mode: str | None) -> Searcher:
         """The searcher, or one of the same index with another lexical mode (built once per mode)."""
@@ -101,9 +157,18 @@ class Services:
             self.last_rerank = {k: metadata.get(k) for k in ("reranked", "rerank_reason")}
 
     def close(self) -> None:
-        self.recommender.close()
-        for searcher in (*self._variants.values(), self.searcher):
-            searcher.close()
+        self._stop.set()
+        for timer in self._retired:  # superseded builds still open: closed now
+            if timer.is_alive():
+                timer.cancel()
+                timer.function(*timer.args)
+        self._retired.clear()
+        _close_all((self.recommender, *self._variants.values(), self.searcher))
+
+
+def _close_all(parts) -> None:
+    for part in parts:
+        part.close()
 
 
 def _writer(request: Request) -> None:
@@ -135,6 +200,7 @@ def create_app(index: str, config: Config | None = None) -> FastAPI:
         # no longer walks it while every request of the worker waits (42 ms each on citeulike-a); what of it
         # is dropped later is still freed by reference counting (only a cycle among it would stay)
         gc.freeze()
+        services.follow_builds()
         # a thread back from native code (the query encoder, a vector search, SQLite) waits for the
         # interpreter lock until the thread holding it is asked to let go: every 5 ms by default, so a
         # query's encoding took 14 ms beside a Tier-1 recommendation's Python instead of 3 (docs/history.md)
@@ -237,6 +303,10 @@ def create_app(index: str, config: Config | None = None) -> FastAPI:
             "index": index,
             "version": __version__,
             "worker": os.getpid(),  # which process answered (`scix serve --workers N`)
+            "build": services.searcher.build_dir.name,  # the build served (it follows rebuilds and appends)
+            "papers": services.searcher.manifest.get("papers"),
+            "builds_followed": services.switches,
+            "follow_error": services.follow_error or None,  # the last new build it could not open yet
             "checks": checks,
         }
         return Json(body, status_code=200 if ok else 503)

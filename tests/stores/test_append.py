@@ -9,6 +9,7 @@ import dataclasses
 import datetime as dt
 import json
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -343,3 +344,35 @@ def test_a_paper_is_dated_by_its_listing_day_unless_it_is_older():
     assert paper_day(d(2018, 12, 1), d(2026, 6, 18)) == d(2018, 12, 1)  # a cross-list of an old paper
     assert paper_day(None, d(2026, 6, 18)) == d(2026, 6, 18)
     assert paper_day(d(2019, 1, 1), None) == d(2019, 1, 1)
+
+
+def test_a_server_answers_from_the_appended_corpus_without_a_restart(small, encoder):
+    from fastapi.testclient import TestClient
+
+    from scix_core.serve.app import create_app
+
+    cfg, _, day2 = small
+    new = PAPERS[5]
+    with TestClient(create_app("small", cfg)) as client:
+        before = client.get("/healthz").json()
+        assert before["papers"] == 4 and before["builds_followed"] == 0
+        assert new.paper_id not in _hits(client, new.title)
+        append(day2, "small", config=cfg, progress=False, encoder=encoder)
+        for _ in range(150):  # the worker looks every FOLLOW_S (2 s)
+            health = client.get("/healthz").json()
+            if health["builds_followed"]:
+                break
+            assert _hits(client, PAPERS[0].title)  # the old build answers meanwhile
+            time.sleep(0.1)
+        assert health["papers"] == 6 and health["build"] != before["build"] and health["status"] == "ok"
+        assert _hits(client, new.title)[0] == new.paper_id
+        user = client.post("/api/users", json={"user": "reader"}).json()["user"]
+        saved = client.post("/api/interactions", json={"user": user, "paper": new.paper_id, "kind": "save"})
+        assert saved.status_code == 201  # a paper of the appended day is known to the recommender too
+        assert client.get("/api/recommendations", params={"user": user}).status_code == 200
+
+
+def _hits(client, q: str) -> list[str]:
+    r = client.get("/search", params={"q": q, "limit": 5})
+    assert r.status_code == 200, r.text
+    return [h["paper_id"] for h in r.json()["hits"]]
