@@ -71,7 +71,7 @@ def _command(dataset: Path, index: str, limit: int | None, postgres: bool) -> li
     return cmd + (["--backend", "postgres"] if postgres else [])
 
 
-def _answers(home: Path, index: str, queries: list[str], env: dict) -> list[tuple]:
+def answers_of(home: Path, index: str, queries: list[str], env: dict) -> list[tuple]:
     """Keyword and hybrid top 10 of each query, in a fresh process (it owns the vector shard while it
     reads)."""
     code = (
@@ -93,7 +93,7 @@ def _answers(home: Path, index: str, queries: list[str], env: dict) -> list[tupl
     return [tuple(map(tuple, pair)) for pair in json.loads(done.stdout)]
 
 
-def _phase(root: Path, before: str, stale: frozenset[Path] = frozenset()) -> str:
+def build_phase(root: Path, before: str, stale: frozenset[Path] = frozenset()) -> str:
     """The phase a build left behind; ``stale``: build folders an earlier killed run left (not this run's)."""
     current = (root / "current").resolve().name if (root / "current").exists() else ""
     if current != before:
@@ -109,13 +109,13 @@ def _phase(root: Path, before: str, stale: frozenset[Path] = frozenset()) -> str
     return "store+fts" if (build / "papers.sqlite").exists() else "parse"
 
 
-def _await_phase(
+def await_phase(
     proc: subprocess.Popen, root: Path, before: str, stale: frozenset[Path], target: str, deadline: float
 ) -> bool:
     """Poll the build every 2 ms until it is in ``target``; False if the process ended or the deadline
     passed."""
     while proc.poll() is None and time.perf_counter() < deadline:
-        if _phase(root, before, stale) == target:
+        if build_phase(root, before, stale) == target:
             return True
         time.sleep(0.002)
     return False
@@ -156,7 +156,7 @@ def run(
     store = PaperStore(root / "current" / "papers.sqlite")
     queries = [p.title for p in list(store.papers())[:QUERIES]]
     store.close()
-    reference = _answers(home, index, queries, env)
+    reference = answers_of(home, index, queries, env)
     key = read_json(root / "current" / "manifest.json")["build_key"]
     rng = random.Random(seed)
     phases: Counter[str] = Counter()
@@ -175,7 +175,7 @@ def run(
         started = time.perf_counter()
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if target:
-            reached = _await_phase(proc, root, before, stale, target, started + 4 * wall + 30)
+            reached = await_phase(proc, root, before, stale, target, started + 4 * wall + 30)
             if reached:
                 time.sleep(rng.uniform(0, 0.02))
         else:
@@ -187,12 +187,12 @@ def run(
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
             proc.wait()
-            phase = _phase(root, before, stale)
+            phase = build_phase(root, before, stale)
         else:
             phase = "finished before the kill"
         phases[phase] += 1
         try:
-            answers = _answers(home, index, queries, env)
+            answers = answers_of(home, index, queries, env)
             if answers != reference:
                 failures.append(f"kill {i} ({phase}, {delay:.2f} s): results changed")
             if read_json(root / "current" / "manifest.json")["build_key"] != key:  # unreadable or foreign
@@ -207,7 +207,7 @@ def run(
     if last.returncode != 0:
         failures.append(f"the run after the kills failed: {last.stderr[-1500:]}")
     reused = re.search(r"embeddings: (\d+) encoded, (\d+) reused", last.stdout)
-    if last.returncode == 0 and _answers(home, index, queries, env) != reference:
+    if last.returncode == 0 and answers_of(home, index, queries, env) != reference:
         failures.append("the run after the kills answers differently")
     return KillReport(
         kills,
