@@ -5,12 +5,21 @@ Vectors are stored float16 in content-addressed chunks of ``CHUNK`` texts
 dimension, the corpus content hash, the count and its chunk keys. Chunks
 make a long encode resumable after Ctrl-C, and let a ``--limit`` run's
 prefix serve the full run.
+
+A chunk that is not cached is not necessarily new text: every cached text is
+also indexed by its own hash (``texts.sqlite``: text -> chunk file, row), so
+a chunk is encoded only for the texts no chunk holds — a full rebuild after a
+month of appends (``scix ingest --append``, whose chunks are each day's
+papers) re-encodes nothing. Such a vector was encoded beside other texts than
+a fresh encode would put it with: equal for float backends, to the
+quantisation's tolerance for the int8 ones (activations quantised per batch).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import sqlite3
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -21,6 +30,7 @@ from scix_core.stores import npy
 from scix_core.workspace import read_json, write_json_atomic
 
 CHUNK = 2048
+TEXTS = "texts.sqlite"  # text hash -> (chunk file, row) of every cached text
 
 
 def _hash(parts: Sequence[str]) -> str:
@@ -54,6 +64,63 @@ class EmbeddingCache:
     def _chunk_key(self, texts: Sequence[str]) -> str:
         return _hash([self.model, str(self.max_length), *texts])
 
+    def _text_keys(self, texts: Sequence[str]) -> list[str]:
+        return [_hash([self.model, str(self.max_length), t])[:32] for t in texts]
+
+    def _texts_db(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.folder / TEXTS, timeout=60)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS texts (key TEXT PRIMARY KEY, chunk TEXT NOT NULL, row INTEGER)"
+        )
+        conn.execute("CREATE TABLE IF NOT EXISTS chunks (key TEXT PRIMARY KEY)")
+        return conn
+
+    def _index_chunk(self, conn: sqlite3.Connection, key: str, texts: Sequence[str]) -> None:
+        """Record where each text of the cached chunk ``key`` is (once per chunk)."""
+        if conn.execute("SELECT 1 FROM chunks WHERE key = ?", (key,)).fetchone():
+            return
+        with conn:
+            conn.executemany(
+                "INSERT OR IGNORE INTO texts VALUES (?, ?, ?)",
+                ((k, key, row) for row, k in enumerate(self._text_keys(texts))),
+            )
+            conn.execute("INSERT OR IGNORE INTO chunks VALUES (?)", (key,))
+
+    def _encoded(self, conn, chunk: Sequence[str], encode) -> tuple[np.ndarray, int]:
+        """The chunk's vectors: those of texts another chunk holds read from it, the rest encoded; and how
+        many were read."""
+        keys = self._text_keys(chunk)
+        found: dict[int, tuple[str, int]] = {}
+        for i in range(0, len(keys), 500):
+            part = keys[i : i + 500]
+            marks = ",".join("?" * len(part))
+            rows = dict(
+                (k, (c, r))
+                for k, c, r in conn.execute(f"SELECT key, chunk, row FROM texts WHERE key IN ({marks})", part)
+            )
+            found.update({i + j: rows[k] for j, k in enumerate(part) if k in rows})
+        out: np.ndarray | None = None
+        by_chunk: dict[str, list[tuple[int, int]]] = {}
+        for at, (c, r) in found.items():
+            by_chunk.setdefault(c, []).append((at, r))
+        reused: dict[int, np.ndarray] = {}
+        for c, pairs in by_chunk.items():
+            try:
+                stored = npy.load(self.folder / f"{c}.npy", mmap_mode="r")
+                reused.update({at: np.asarray(stored[r]) for at, r in pairs})
+            except (OSError, ValueError, IndexError):  # removed or cut short: encode those texts instead
+                continue
+        missing = [i for i in range(len(chunk)) if i not in reused]
+        fresh = np.asarray(encode([chunk[i] for i in missing]), dtype=np.float16) if missing else None
+        dim = fresh.shape[1] if fresh is not None else next(iter(reused.values())).shape[0]
+        out = np.zeros((len(chunk), dim), dtype=np.float16)
+        for at, vec in reused.items():
+            out[at] = vec
+        if fresh is not None:
+            out[missing] = fresh
+        return out, len(reused)
+
     def vectors(
         self,
         texts: Sequence[str],
@@ -65,21 +132,26 @@ class EmbeddingCache:
         c_hash = corpus_hash(texts)
         manifest = self.folder / f"corpus-{c_hash[:24]}.json"
         parts, keys = [], []
-        for start in range(0, len(texts), CHUNK):
-            chunk = texts[start : start + CHUNK]
-            key = self._chunk_key(chunk)
-            path = self.folder / f"{key[:32]}.npy"
-            if path.exists():
-                self.hits += len(chunk)
-                part = npy.load(path)
-            else:
-                self.misses += len(chunk)
-                part = np.asarray(encode(chunk), dtype=np.float16)
-                _save_npy(path, part)
-            parts.append(part)
-            keys.append(key[:32])
-            if on_chunk:
-                on_chunk(len(chunk))
+        conn = self._texts_db()
+        try:
+            for start in range(0, len(texts), CHUNK):
+                chunk = texts[start : start + CHUNK]
+                key = self._chunk_key(chunk)[:32]
+                path = self.folder / f"{key}.npy"
+                if path.exists():
+                    self.hits += len(chunk)
+                    part = npy.load(path)
+                else:
+                    part, reused = self._encoded(conn, chunk, encode)
+                    self.hits, self.misses = self.hits + reused, self.misses + len(chunk) - reused
+                    _save_npy(path, part)
+                self._index_chunk(conn, key, chunk)
+                parts.append(part)
+                keys.append(key)
+                if on_chunk:
+                    on_chunk(len(chunk))
+        finally:
+            conn.close()
         vecs = np.concatenate(parts) if parts else np.zeros((0, 0), dtype=np.float16)
         write_json_atomic(
             manifest,

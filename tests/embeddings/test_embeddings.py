@@ -43,8 +43,11 @@ def test_cache_encodes_each_chunk_once(tmp_path, encoder, monkeypatch):
     assert (cache.misses, cache.hits) == (3, 0)
     cache2 = EmbeddingCache(tmp_path, "m", 512)
     full = cache2.vectors(texts, encoder.encode)
-    assert (cache2.misses, cache2.hits) == (3, 2)  # the first full chunk came from the prefix run
-    assert full.dtype == np.float16 and np.array_equal(full[:2], first[:2])
+    # the first full chunk came from the prefix run; "e f" too, from its chunk of one
+    assert (cache2.misses, cache2.hits) == (2, 3)
+    assert full.dtype == np.float16 and np.array_equal(full[:3], first)
+    again = EmbeddingCache(tmp_path, "m", 512)  # any order, any chunking: every text is held now
+    assert np.array_equal(again.vectors(texts[::-1], encoder.encode), full[::-1]) and again.misses == 0
     manifest = cache2.manifest(texts)
     assert manifest["count"] == 5 and manifest["dim"] == 384 and manifest["model"] == "m"
 
