@@ -218,6 +218,9 @@ def info_cmd(args: argparse.Namespace) -> int:
         "sources": manifest.get("sources"),
         "rejected": manifest.get("rejected"),
         "duplicates": manifest.get("duplicates"),
+        "listed": store.listed_range(),
+        "appends": manifest.get("appended", 0),  # `scix ingest --append` runs since the last full build
+        "last_append": (manifest.get("appends") or [None])[-1],
         "sizes_bytes": {p.name: _size(p) for p in sorted(folder.iterdir())},
     }
     store.close()

@@ -264,6 +264,15 @@ class PaperStore:
             for r in self.conn.execute(sql, [json.dumps(list(paper_ids))])
         }
 
+    def listed_range(self) -> dict | None:
+        """The first and last listing day and how many papers have one (None: no paper was listed)."""
+        if "listed" not in {r["name"] for r in self.conn.execute("PRAGMA table_info(papers)")}:
+            return None
+        first, last, n = self.conn.execute(
+            "SELECT min(listed), max(listed), count(listed) FROM papers WHERE listed IS NOT NULL"
+        ).fetchone()
+        return {"first": first, "last": last, "papers": n} if n else None
+
     def titles(self, paper_ids: Iterable[str]) -> dict[str, tuple[str, int]]:
         """paper id -> (title, citation count): the cheap lookup the boosts need."""
         sql = (
