@@ -49,7 +49,7 @@ from scix_core.embeddings import EmbeddingCache, Encoder
 from scix_core.embeddings.passages import corpus_passages
 from scix_core.errors import ConfigError, DataFormatError
 from scix_core.ingest import IngestReport, StageTiming, peak_rss_mb
-from scix_core.stores.papers import PaperStore, append_papers, copy_store
+from scix_core.stores.papers import PaperStore, append_papers, connect, copy_store
 from scix_core.stores.terms import extend_terms
 from scix_core.types import Paper
 from scix_core.vectors import open_store, payload
@@ -182,10 +182,13 @@ def append(
     encoder: Encoder | None = None,
 ) -> IngestReport:
     """Fold ``source``'s papers into the index ``index`` (module docstring); status ``appended`` or
-    ``unchanged`` (nothing new: no build is made). ``fmt`` defaults to the index's own format."""
+    ``unchanged`` (nothing new: no build is made). ``fmt`` defaults to the index's own format. (``progress``:
+    accepted as :func:`~scix_core.ingest.ingest` does; a day's papers are one embedding chunk, shown as
+    the ``embed`` stage's time.)"""
     cfg = config or load_config()
     ws = Workspace(cfg.home)
     stages: list[StageTiming] = []
+    ws.index_dir(index)  # IndexNotFoundError before any folder of the name is made
     with ws.writing(index):
         old = ws.index_dir(index)
         manifest = read_json(old / "manifest.json")
@@ -236,7 +239,7 @@ def append(
                 "collection for every build, which an append cannot swap atomically; run a full `scix ingest`"
             )
         with ws.new_build(index, _key(manifest, changes), locked=True) as build:
-            encoded, reused = _write(old, build, manifest, changes, cfg, encoder, progress, stages)
+            encoded, reused = _write(old, build, manifest, changes, cfg, encoder, stages)
             new = _manifest(manifest, changes, dataset, encoded, stages)
             write_json_atomic(build / "manifest.json", new)
         return report("appended", (ws.index_root(index) / "current").resolve(), new, encoded, reused)
@@ -249,7 +252,6 @@ def _write(
     changes: Changes,
     cfg: Config,
     encoder,
-    progress: bool,
     stages: list,
 ) -> tuple[int, int]:
     """Every store of ``old`` into ``build`` with ``changes``; returns (vectors encoded, reused)."""
@@ -349,8 +351,6 @@ def _append_passages(
 
 def _compact_fts(path: Path) -> None:
     """Merge an FTS5 index's segments into one when an append has left more than ``FTS_SEGMENTS``."""
-    from scix_core.stores.papers import connect  # lazy: only here
-
     conn = connect(path)
     try:
         for table in ("papers_fts", "body_fts"):

@@ -90,6 +90,10 @@ class Workspace:
         current = self.index_root(name) / "current"
         return current.exists() and current.resolve() == Path(build_dir).resolve()
 
+    def changed_at(self, name: str) -> float:
+        """When ``current`` of ``name`` last moved (epoch seconds: the swapped-in link's own time)."""
+        return os.lstat(self.index_root(name) / "current").st_mtime
+
     def indexes(self) -> list[str]:
         root = self.home / "indexes"
         return sorted(p.name for p in root.iterdir() if (p / "current").exists()) if root.exists() else []

@@ -17,7 +17,7 @@ from scix_core.data.fetch import fetch_named, sources
 from scix_core.errors import ConfigError
 from scix_core.ingest import ingest
 from scix_core.stores import PaperStore
-from scix_core.stores.postgres import sync_index
+from scix_core.stores.postgres import sync_append, sync_index
 from scix_core.train.encoder import encoder_model
 from scix_core.workspace import Workspace, read_json
 
@@ -100,7 +100,10 @@ def ingest_cmd(args: argparse.Namespace) -> int:
         )
     sync = None
     if args.backend == "postgres":
-        sync = sync_index(args.index, report.path, cfg.postgres.dsn, force=args.force)
+        if report.status == "appended":  # the mirror follows in place
+            sync = sync_append(args.index, report.path, cfg.postgres.dsn)
+        else:
+            sync = sync_index(args.index, report.path, cfg.postgres.dsn, force=args.force)
     if args.json:
         print(json.dumps(ingest_json(report, sync), indent=2))
         return 0

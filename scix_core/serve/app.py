@@ -12,10 +12,13 @@ vector shard opens in one process at a time, so the others read private copies o
 worker's co-save model follows the saves any of them records (docs/design.md#api).
 
 Each worker follows its index: every ``FOLLOW_S`` seconds it looks whether ``current`` names another build
-(a rebuild or an append, ``scix ingest --append``) and, if so, opens a searcher and a recommender on it in
-the background and swaps them in between requests; a request already running finishes on the build it
-started on, whose searcher and recommender are closed ``RETIRE_S`` seconds later (their leases keep the old
-build on disk until then).
+(a rebuild or an append, ``scix ingest --append``) and, once that build has been current for
+``FOLLOW_SETTLE_S`` (or the worker's own is ``FOLLOW_MAX_LAG_S`` old), opens a searcher and a recommender on
+it in the background and swaps them in between requests; a request already running finishes on the build
+it started on, whose searcher and recommender are closed ``RETIRE_S`` seconds later (their leases keep the
+old build on disk until then). Opening a build costs a worker about half a second (a second worker copies
+the vector shard): following every build of a burst of appends put a second's tail on the requests, so a
+burst is followed once, at its end.
 """
 
 from __future__ import annotations
@@ -63,6 +66,8 @@ SERVE_REUSE_S = 30.0
 #: default 0.005): short, so a request back from native code is not kept waiting behind another's Python
 SWITCH_INTERVAL_S = 0.0005
 FOLLOW_S = 2.0  # how often a worker looks for a new build of its index
+FOLLOW_SETTLE_S = 5.0  # a new build is followed once it has been current this long ...
+FOLLOW_MAX_LAG_S = 60.0  # ... or once the build served has been superseded this long (appends in a row)
 RETIRE_S = 60.0  # how long a superseded build's searcher and recommender stay open for requests still on them
 
 
@@ -98,11 +103,24 @@ class Services:
         self.follow_error = ""  # why the last attempt to follow a new build failed (it is tried again)
         self._stop = threading.Event()
         self._retired: list[threading.Timer] = []
+        self._superseded: float | None = None  # when the build served was first seen superseded
 
-    def follow(self, warm: bool = True) -> bool:
+    def follow(self, warm: bool = True, settle_s: float = 0.0) -> bool:
         """Serve the index's current build if it is not the one served; True when it switched. The new
-        searcher and recommender are opened (and warmed) before the swap, so no request waits for them."""
-        if Workspace(self.config.home).is_current(self.index, self.searcher.build_dir):
+        searcher and recommender are opened (and warmed) before the swap, so no request waits for them.
+        ``settle_s``: only a build current for that long (or one superseding the served one for
+        ``FOLLOW_MAX_LAG_S``)."""
+        ws = Workspace(self.config.home)
+        if ws.is_current(self.index, self.searcher.build_dir):
+            self._superseded = None
+            return False
+        now = time.time()
+        self._superseded = self._superseded or now
+        if (
+            settle_s > 0
+            and now - ws.changed_at(self.index) < settle_s
+            and now - self._superseded < FOLLOW_MAX_LAG_S
+        ):
             return False
         searcher = Searcher(self.index, self.config)
         try:
@@ -110,8 +128,8 @@ class Services:
         except BaseException:
             searcher.close()
             raise
-        if warm:
-            searcher.warm(shapes=True)
+        if warm:  # the query encoder is the process's shared one, its shapes warmed at the start
+            searcher.warm()
             recommender.warm(serving=True)
         if self.searcher.encoder is None and searcher.encoder is not None:
             self.metrics.query_encoder(searcher.encoder.query_batches)
@@ -119,6 +137,7 @@ class Services:
             old = (self.recommender, self.searcher, *self._variants.values())
             self.searcher, self.recommender, self._variants = searcher, recommender, {}
             self.switches += 1
+            self._superseded = None
         timer = threading.Timer(RETIRE_S, _close_all, args=(old,))
         timer.daemon = True
         timer.start()
@@ -132,7 +151,7 @@ class Services:
         def loop() -> None:
             while not self._stop.wait(every_s):
                 try:
-                    self.follow()
+                    self.follow(settle_s=FOLLOW_SETTLE_S)
                     self.follow_error = ""
                 except Exception as exc:  # the old build keeps serving; the next round tries again
                     self.follow_error = f"{exc.__class__.__name__}: {exc}"

@@ -6,14 +6,15 @@ an expression GIN index over ``to_tsvector(body)`` whose partial predicate
 (``body IS NOT NULL AND length(body) <= 1048575``) the body lane repeats,
 ``meta`` (build key, text-search config, sync format), and — when the build has a term matrix
 (:mod:`scix_core.stores.terms`) — that matrix as ``terms`` (stem, id, document frequency) and ``postings``
-(term id, paper, term frequency, paper length / average length), copied term-major so one term's postings are
-contiguous on disk: the ``bm25`` ranking of the title/abstract lane
+(term id, paper, term frequency, paper length in terms; the lane divides by ``meta.avg_len``), copied
+term-major so one term's postings are contiguous on disk: the ``bm25`` ranking of the title/abstract lane
 (:class:`~scix_core.search.lanes.postgres.PostgresBm25Lane`) reads them.
 
 :func:`sync_index` copies a built SQLite store into PostgreSQL in one
 transaction: the new schema is loaded beside the old one and swapped in at
 commit, so readers never see a half-loaded index and a failure changes
-nothing. Re-syncing an unchanged build is a no-op.
+nothing. Re-syncing an unchanged build is a no-op. :func:`sync_append` brings
+the mirror of a build up to an append of it in place (one transaction too).
 """
 
 from __future__ import annotations
@@ -86,8 +87,8 @@ def _ddl(schema):
                 setweight(to_tsvector('{INDEX_TS_CONFIG}'::regconfig, title), 'A') ||
                 setweight(to_tsvector('{INDEX_TS_CONFIG}'::regconfig, abstract), 'B')) STORED)""",
             "CREATE TABLE {s}.terms (id integer PRIMARY KEY, term text NOT NULL UNIQUE, df integer NOT NULL)",
-            "CREATE TABLE {s}.postings (term integer NOT NULL, idx integer NOT NULL, tf integer NOT NULL, dl "
-            "real NOT NULL)",
+            "CREATE TABLE {s}.postings (term integer NOT NULL, idx integer NOT NULL, tf integer NOT NULL, "
+            "len integer NOT NULL)",
         )
     ]
 
@@ -152,20 +153,149 @@ def _copy_terms(conn, schema: str, terms_dir: Path) -> dict[str, str]:
         ) as out:
             for term, t in matrix.vocab.items():
                 out.write_row((t, term, int(df[t])))
-        docs, tf, dl = np.asarray(matrix.docs), np.asarray(matrix.tf), matrix.relative_len
-        with cur.copy(
-            sql.SQL("COPY {}.postings (term, idx, tf, dl) FROM STDIN").format(sql.Identifier(schema))
-        ) as out:
-            for t in range(len(df)):
-                for j in range(indptr[t], indptr[t + 1]):
-                    d = int(docs[j])
-                    out.write_row((t, d, int(tf[j]), float(dl[d])))
-    return {"terms": str(len(df)), "postings": str(int(indptr[-1])), "avg_len": repr(matrix.avg_len)}
+        terms = np.repeat(np.arange(len(df)), df)
+        _copy_postings(cur, schema, terms, np.asarray(matrix.docs), np.asarray(matrix.tf), matrix.lengths)
+    return _term_meta(matrix)
+
+
+def _term_meta(matrix: TermIndex) -> dict[str, str]:
+    return {
+        "terms": str(len(matrix.vocab)),
+        "postings": str(len(matrix.docs)),
+        "avg_len": repr(matrix.avg_len),
+    }
+
+
+def _copy_postings(cur, schema: str, terms, docs, tf, lengths) -> None:
+    """COPY postings (term, paper, tf, the paper's length in terms): BM25's length norm divides the length by
+    the average at query time (``meta.avg_len``), so an append changes no other paper's rows."""
+    from psycopg import sql
+
+    with cur.copy(
+        sql.SQL("COPY {}.postings (term, idx, tf, len) FROM STDIN").format(sql.Identifier(schema))
+    ) as out:
+        for t, d, f in zip(terms.tolist(), docs.tolist(), tf.tolist()):
+            out.write_row((t, d, f, int(lengths[d])))
 
 
 def _text(value: str | None) -> str | None:
     """PostgreSQL text cannot hold NUL; nothing searchable is lost by dropping it."""
     return value.replace("\x00", "") if value else value
+
+
+PAPER_COLUMNS = (
+    "idx",
+    "paper_id",
+    "title",
+    "abstract",
+    "body",
+    "authors",
+    "authors_folded",
+    "categories",
+    "published",
+    "year",
+    "citation_count",
+    "listed",
+)
+
+
+def _copy_papers(conn, schema: str, store: PaperStore, select: str, params: list) -> int:
+    """COPY the store's papers that ``select`` picks into ``schema.papers``; returns how many."""
+    from psycopg import sql
+
+    copy = sql.SQL("COPY {}.papers ({}) FROM STDIN").format(
+        sql.Identifier(schema), sql.SQL(", ").join(map(sql.Identifier, PAPER_COLUMNS))
+    )
+    n = 0
+    with conn.cursor() as cur, cur.copy(copy) as out:
+        for row in store.conn.execute(select, params):
+            authors = json.loads(row["authors"])
+            out.write_row(
+                (
+                    row["idx"],
+                    row["paper_id"],
+                    _text(row["title"]),
+                    _text(row["abstract"]),
+                    _text(row["body"]),
+                    authors,
+                    [a.casefold() for a in authors],
+                    json.loads(row["categories"]),
+                    row["published"],
+                    row["year"],
+                    row["citation_count"],
+                    row["listed"] if "listed" in row.keys() else None,  # an older build has none
+                )
+            )
+            n += 1
+    return n
+
+
+def sync_append(index: str, build_dir: Path, dsn: str | None, lock_timeout_ms: int = 30_000) -> SyncReport:
+    """Bring the mirror of an appended build's previous build up to it in place, in one transaction: the
+    appended and replaced papers' rows and postings written (a replaced paper's old ones deleted first), new
+    terms added, every changed document frequency and the meta (build key, counts, average length) set.
+    Readers see the old mirror until the commit. A mirror of anything else — no mirror, another build, an
+    older sync format — is synced whole (:func:`sync_index`)."""
+    import numpy as np
+    import psycopg
+    from psycopg import sql
+
+    t = time.perf_counter()
+    build_dir = Path(build_dir)
+    last = (json.loads((build_dir / "manifest.json").read_text()).get("appends") or [{}])[-1]
+    rows, previous = last.get("rows"), last.get("previous_key")
+    store = PaperStore(build_dir / "papers.sqlite")
+    schema, key = schema_name(index), store.meta().get("build_key", "")
+    try:
+        with connect(dsn) as conn:
+            held = synced_build_key(conn, schema)
+            if key and held == key:
+                return SyncReport(index, schema, "unchanged", len(store), time.perf_counter() - t)
+            if not rows or not previous or held != previous or not (build_dir / "terms").is_dir():
+                store.close()
+                return sync_index(index, build_dir, dsn, lock_timeout_ms=lock_timeout_ms)
+            held_terms = int(synced_meta(conn, schema).get("terms", 0))
+            matrix = TermIndex(build_dir / "terms")
+            df = np.diff(np.asarray(matrix.indptr))
+            docs = np.asarray(matrix.docs)
+            pick = np.isin(docs, np.asarray(rows, dtype=np.int64))
+            q = {name: sql.Identifier(schema, name) for name in ("papers", "postings", "terms", "meta")}
+            with conn.transaction(), conn.cursor() as cur:
+                cur.execute("SELECT set_config('lock_timeout', %s, true)", [f"{int(lock_timeout_ms)}ms"])
+                replaced = [r for r in rows if r < int(last.get("first_new", 0))]
+                cur.execute(sql.SQL("DELETE FROM {} WHERE idx = ANY(%s)").format(q["papers"]), [rows])
+                if replaced:  # (postings have no index by paper: only a replacement pays the scan)
+                    cur.execute(
+                        sql.SQL("DELETE FROM {} WHERE idx = ANY(%s)").format(q["postings"]), [replaced]
+                    )
+                select = "SELECT * FROM papers WHERE idx IN (SELECT value FROM json_each(?)) ORDER BY idx"
+                _copy_papers(conn, schema, store, select, [json.dumps(rows)])
+                terms = np.repeat(np.arange(len(df)), df)[pick]
+                _copy_postings(cur, schema, terms, docs[pick], np.asarray(matrix.tf)[pick], matrix.lengths)
+                with cur.copy(sql.SQL("COPY {} (id, term, df) FROM STDIN").format(q["terms"])) as out:
+                    for term, i in matrix.vocab.items():
+                        if i >= held_terms:
+                            out.write_row((i, term, int(df[i])))
+                cur.execute(
+                    sql.SQL(
+                        "UPDATE {t} SET df = v.df FROM unnest(%s::int[], %s::int[]) AS v(id, df) "
+                        "WHERE {t}.id = v.id AND {t}.df <> v.df"
+                    ).format(t=q["terms"]),
+                    [list(range(held_terms)), df[:held_terms].tolist()],
+                )
+                meta = {"build_key": key, "papers": str(len(store)), **_term_meta(matrix)}
+                cur.executemany(
+                    sql.SQL("UPDATE {} SET value = %s WHERE key = %s").format(q["meta"]),
+                    [(v, k) for k, v in meta.items()],
+                )
+    except psycopg.Error as exc:
+        raise BackendUnavailableError(
+            f"sync of the append to index {index!r} to PostgreSQL failed and was rolled back "
+            f"(PostgreSQL is unchanged): {exc}"
+        ) from exc
+    finally:
+        store.close()
+    return SyncReport(index, schema, "appended", len(rows), time.perf_counter() - t)
 
 
 def sync_index(
@@ -192,49 +322,7 @@ def sync_index(
                 conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(staging)))
                 for stmt in _ddl(staging):
                     conn.execute(stmt)
-                columns = (
-                    "idx",
-                    "paper_id",
-                    "title",
-                    "abstract",
-                    "body",
-                    "authors",
-                    "authors_folded",
-                    "categories",
-                    "published",
-                    "year",
-                    "citation_count",
-                    "listed",
-                )
-                copy = sql.SQL("COPY {}.papers ({}) FROM STDIN").format(
-                    sql.Identifier(staging), sql.SQL(", ").join(map(sql.Identifier, columns))
-                )
-                n = 0
-                columns_held = {r["name"] for r in store.conn.execute("PRAGMA table_info(papers)")}
-                listed = "listed" if "listed" in columns_held else "NULL AS listed"  # an older build
-                with conn.cursor() as cur, cur.copy(copy) as out:
-                    for row in store.conn.execute(
-                        "SELECT idx, paper_id, title, abstract, body, authors, categories, "
-                        f"published, year, citation_count, {listed} FROM papers ORDER BY idx"
-                    ):
-                        authors = json.loads(row["authors"])
-                        out.write_row(
-                            (
-                                row["idx"],
-                                row["paper_id"],
-                                _text(row["title"]),
-                                _text(row["abstract"]),
-                                _text(row["body"]),
-                                authors,
-                                [a.casefold() for a in authors],
-                                json.loads(row["categories"]),
-                                row["published"],
-                                row["year"],
-                                row["citation_count"],
-                                row["listed"],
-                            )
-                        )
-                        n += 1
+                n = _copy_papers(conn, staging, store, "SELECT * FROM papers ORDER BY idx", [])
                 meta = {
                     "index": index,
                     "build_key": key,

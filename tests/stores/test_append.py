@@ -376,3 +376,45 @@ def _hits(client, q: str) -> list[str]:
     r = client.get("/search", params={"q": q, "limit": 5})
     assert r.status_code == 200, r.text
     return [h["paper_id"] for h in r.json()["hits"]]
+
+
+@pytest.mark.postgres
+def test_the_postgres_mirror_follows_an_append_in_place(small, encoder, postgresql, tmp_path):
+    """The mirror of the previous build is brought up to the appended one (new papers, a new version, new
+    terms, changed document frequencies) and ranks as the mirror of a full ingest of the same records."""
+    from scix_core.stores.postgres import sync_append, sync_index
+
+    cfg, day1, day2 = small
+    dsn = postgresql.info.dsn
+    ws = Workspace(cfg.home)
+    sync_index("small", ws.index_dir("small"), dsn)
+    later = tmp_path / "2025-01-03.jsonl"
+    later.write_text(
+        json.dumps(
+            {
+                "id": PAPERS[1].paper_id,
+                "title": "Convolutional zyzzyva classifiers",
+                "summary": "Deep networks, revised.",
+            }
+        )
+        + "\n"
+        + day2.read_text()
+    )
+    append(later, "small", config=cfg, progress=False, encoder=encoder)
+    synced = sync_append("small", ws.index_dir("small"), dsn)
+    assert (synced.status, synced.papers) == ("appended", 3)  # one replaced, two added
+    same = PaperCollector(newer_wins=True)
+    for path in (day1, later):
+        for paper in load_dataset(path, "arxiv-jsonl").papers:
+            same.add(paper)
+    ingest(Dataset("days", "arxiv-jsonl", same.papers), "whole", config=cfg, progress=False, encoder=encoder)
+    sync_index("whole", ws.index_dir("whole"), dsn)
+    pg = cfg.replace(**{"postgres.dsn": dsn, "search.lexical_backend": "postgres"})
+    for q in ("zyzzyva", "neural networks", "dark matter galaxies", "revised deep networks"):
+        got, want = (
+            Searcher(name, pg).search(q, "keyword", limit=20).to_dict()["hits"] for name in ("small", "whole")
+        )
+        assert [(h["paper_id"], round(h["score"], 5)) for h in got] == [
+            (h["paper_id"], round(h["score"], 5)) for h in want
+        ], q
+    assert sync_append("small", ws.index_dir("small"), dsn).status == "unchanged"

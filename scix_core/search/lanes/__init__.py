@@ -142,6 +142,7 @@ def postgres_lanes(cfg: Config, build_dir: Path, index: str, with_body: bool) ->
                     s.bm25_b,
                     s.lane_timeout_ms,
                     reconnect,
+                    float(meta.get("avg_len", 0.0)),
                 )
             )
         else:

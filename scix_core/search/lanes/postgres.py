@@ -175,10 +175,12 @@ class PostgresBm25Lane(PostgresLane):
         b: float = 0.75,
         timeout_ms: float = 5000,
         connect: Callable[[], object] | None = None,
+        avg_len: float = 0.0,
     ):
         super().__init__(conn, schema, name, "title_abstract", mode, "english", timeout_ms, connect)
         check_bm25(k1, b)
-        self.papers, self.k1, self.b = papers, k1, b
+        # avg_len: the papers' average length in terms (BM25's length norm is a posting's len / avg_len)
+        self.papers, self.k1, self.b, self.avg_len = papers, k1, b, avg_len
 
     def search(self, request: LaneRequest, k: int) -> Ranking:
         if self.mode != "auto" or not request.query.tokens or k <= 0:
@@ -210,7 +212,7 @@ class PostgresBm25Lane(PostgresLane):
             "WITH q AS MATERIALIZED (SELECT t.id, w.qtf * ln(1 + (%s::float8 - t.df + 0.5) / (t.df + 0.5)) "
             "AS w "
             "FROM unnest(%s::text[], %s::float8[]) AS w(term, qtf) JOIN {terms} t ON t.term = w.term), "
-            "s AS (SELECT po.idx, sum(q.w * po.tf / (po.tf + %s + %s * po.dl)) AS score{every} "
+            "s AS (SELECT po.idx, sum(q.w * po.tf / (po.tf + %s + %s * po.len)) AS score{every} "
             "FROM q JOIN {postings} po ON po.term = q.id GROUP BY po.idx{having}{cut}) "
             "SELECT p.paper_id, s.score{every_out} FROM s JOIN {papers} p ON p.idx = s.idx WHERE {where} "
             "ORDER BY {first}s.score DESC, s.idx LIMIT %s"
@@ -229,7 +231,7 @@ class PostgresBm25Lane(PostgresLane):
             list(weights),
             [float(w) for w in weights.values()],
             self.k1 * (1 - self.b),
-            self.k1 * self.b,
+            self.k1 * self.b / self.avg_len if self.avg_len > 0 else 0.0,
             *n,
             *([k] if unfiltered else []),
             *params,
