@@ -19,6 +19,7 @@ import datetime as dt
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -66,8 +67,9 @@ def _scix(*args: str, nice: int = 0) -> dict:
     """One ``scix`` command in its own process (``nice``: at that lower priority); its JSON answer plus wall
     seconds."""
     t = time.perf_counter()
+    low = ["ionice", "-c", "3"] if nice and shutil.which("ionice") else []  # its disk too, where it can
     done = subprocess.run(
-        [sys.executable, "-m", "scix_core", *args, "--json"],
+        [*low, sys.executable, "-m", "scix_core", *args, "--json"],
         capture_output=True,
         preexec_fn=(lambda: os.nice(nice)) if nice else None,
         **TEXT,

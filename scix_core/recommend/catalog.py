@@ -39,6 +39,24 @@ def paper_day(published: dt.date | None, listed: dt.date | None) -> dt.date | No
     return listed if months(listed) <= months(published) else published
 
 
+def _days(texts: list[str | None]) -> np.ndarray:
+    """ISO days (None: undated) as ``datetime64[D]`` (NaT), parsed in one call."""
+    return np.array([t or "NaT" for t in texts], dtype="datetime64[D]")
+
+
+def _dated(published: list[str | None], listed: list[str | None]) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's :func:`paper_day` as (month count, date ordinal), -1 when undated — vectorised."""
+    pub, lis = _days(published), _days(listed)
+    pub_m, lis_m = pub.astype("datetime64[M]"), lis.astype("datetime64[M]")
+    take_listed = ~np.isnat(lis) & (np.isnat(pub) | (lis_m <= pub_m))
+    when = np.where(take_listed, lis, pub)
+    undated = np.isnat(when)
+    # datetime64 counts from 1970-01: months(day) = year*12 + month - 1; the ordinal of 1970-01-01 is 719163
+    month = np.where(undated, -1, when.astype("datetime64[M]").astype(np.int64) + 1970 * 12)
+    day = np.where(undated, -1, when.astype(np.int64) + dt.date(1970, 1, 1).toordinal())
+    return month.astype(np.int32), day.astype(np.int32)
+
+
 @dataclass(frozen=True, eq=False)
 class Catalog:
     index: str
@@ -75,15 +93,10 @@ class Catalog:
         codes: Sequence[tuple[str, ...]]
         if tagged:  # read when first asked: a process that only records a save never needs them
             codes, source = _Tags(store_path, ids), "tags"
-        else:
-            codes = tuple(tuple(json.loads(r["categories"])) for r in rows)
+        else:  # one JSON document for every row's list: a parse per row was most of a server's follow
+            codes = tuple(map(tuple, json.loads("[" + ",".join(r["categories"] for r in rows) + "]")))
             source = "categories" if any(codes) else "none"
-        dates = [
-            paper_day(*(dt.date.fromisoformat(r[k]) if r[k] else None for k in ("published", "listed")))
-            for r in rows
-        ]
-        month = np.array([months(d) if d else -1 for d in dates], dtype=np.int32)
-        day = np.array([d.toordinal() if d else -1 for d in dates], dtype=np.int32)
+        month, day = _dated([r["published"] for r in rows], [r["listed"] for r in rows])
         cites = np.array(
             [max(r["citation_count"], indegree.get(r["paper_id"], 0)) for r in rows], dtype=np.int64
         )
