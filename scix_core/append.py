@@ -387,7 +387,12 @@ def _manifest(manifest: dict, changes: Changes, dataset: Dataset, encoded: int, 
         "replaced": changes.replaced,
         "unchanged": changes.unchanged,
         "rejected": len(dataset.rejected),
+        # what the PostgreSQL mirror of the previous build needs to follow (stores.postgres.sync_append)
+        "previous_key": manifest.get("build_key"),
+        "first_new": changes.first_new,
+        "rows": sorted(changes.rows),
     }
-    new["appends"] = [*manifest.get("appends", []), entry][-APPENDS_KEPT:]
+    earlier = [{k: v for k, v in e.items() if k != "rows"} for e in manifest.get("appends", [])]
+    new["appends"] = [*earlier, entry][-APPENDS_KEPT:]
     new["appended"] = int(manifest.get("appended", 0)) + 1
     return new

@@ -10,7 +10,7 @@ from scix_core.errors import BackendUnavailableError, ConfigError
 from scix_core.search import Searcher
 from scix_core.search.lanes import LaneTimeout
 from scix_core.search.lanes.postgres import PostgresBm25Lane, PostgresLane
-from scix_core.stores.postgres import connect, schema_name, sync_index, synced_build_key
+from scix_core.stores.postgres import SYNC_FORMAT, connect, schema_name, sync_index, synced_build_key
 from scix_core.stores.terms import TermIndex
 from scix_core.workspace import Workspace
 from tests.helpers import make_request
@@ -142,7 +142,7 @@ def test_a_schema_synced_by_an_older_format_is_stale_and_a_bm25_lane_without_pos
     conn = connect(dsn)
     conn.execute(f"DELETE FROM {schema}.meta WHERE key = 'sync_format'")
     assert synced_build_key(conn, schema) is None  # format 1 had no postings: `scix ingest` re-syncs it
-    conn.execute(f"INSERT INTO {schema}.meta VALUES ('sync_format', '2')")
+    conn.execute(f"INSERT INTO {schema}.meta VALUES ('sync_format', %s)", [SYNC_FORMAT])
     conn.execute(
         f"DELETE FROM {schema}.meta WHERE key = 'terms'"
     )  # as if synced from a build without a matrix
