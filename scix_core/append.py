@@ -48,7 +48,7 @@ from scix_core.data.dataset import newer_version
 from scix_core.embeddings import EmbeddingCache, Encoder
 from scix_core.embeddings.passages import corpus_passages
 from scix_core.errors import ConfigError, DataFormatError
-from scix_core.ingest import IngestReport, StageTiming, peak_rss_mb
+from scix_core.ingest import IngestReport, StageTiming
 from scix_core.stores.papers import PaperStore, append_papers, connect, copy_store
 from scix_core.stores.terms import extend_terms
 from scix_core.types import Paper
@@ -209,19 +209,16 @@ def append(
             store.close()
 
         def report(status: str, path: Path, built: dict, encoded: int = 0, reused: int = 0) -> IngestReport:
-            return IngestReport(
+            return IngestReport.of(
+                dataset,
                 index,
                 path,
                 status,
-                len(dataset.papers),
-                dataset.rejected,
-                dataset.duplicates,
-                tuple(stages),
-                encoded,
-                reused,
-                peak_rss_mb(),
+                stages,
                 built,
-                sum(1 for p in changes.papers if not p.text),
+                encoded=encoded,
+                reused=reused,
+                textless=sum(1 for p in changes.papers if not p.text),
                 added=changes.added,
                 replaced=changes.replaced,
                 unchanged=changes.unchanged,

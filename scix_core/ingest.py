@@ -62,6 +62,22 @@ class IngestReport:
     replaced: int = 0
     unchanged: int = 0
 
+    @classmethod
+    def of(cls, dataset: Dataset, index: str, path: Path, status: str, stages, manifest: dict, **more):
+        """The report of ``dataset``'s ingest (or append) into ``index`` now at ``path``."""
+        return cls(
+            index,
+            path,
+            status,
+            len(dataset.papers),
+            dataset.rejected,
+            dataset.duplicates,
+            tuple(stages),
+            peak_rss_mb=peak_rss_mb(),
+            manifest=manifest,
+            **more,
+        )
+
 
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -182,16 +198,13 @@ def ingest(
     if not force and (root / "current" / "manifest.json").exists():
         old = read_json(root / "current" / "manifest.json")
         if old.get("build_key") == key:
-            return IngestReport(
+            return IngestReport.of(
+                dataset,
                 index,
                 (root / "current").resolve(),
                 "unchanged",
-                len(dataset.papers),
-                dataset.rejected,
-                dataset.duplicates,
-                tuple(stages),
-                peak_rss_mb=peak_rss_mb(),
-                manifest=old,
+                stages,
+                old,
                 textless=texts.count(""),
             )
 
@@ -252,17 +265,14 @@ def ingest(
             stages.append(StageTiming("sparse", time.perf_counter() - t, len(texts)))
         manifest["stages"] = {s.stage: round(s.seconds, 3) for s in stages}
         write_json_atomic(build / "manifest.json", manifest)
-    return IngestReport(
+    return IngestReport.of(
+        dataset,
         index,
         (root / "current").resolve(),
         "built",
-        len(dataset.papers),
-        dataset.rejected,
-        dataset.duplicates,
-        tuple(stages),
-        encoded,
-        reused,
-        peak_rss_mb(),
+        stages,
         manifest,
-        texts.count(""),
+        encoded=encoded,
+        reused=reused,
+        textless=texts.count(""),
     )

@@ -142,14 +142,14 @@ def ingest_json(report, sync=None) -> dict:
 
 def print_ingest(report) -> None:
     console.print(f"[bold]{report.index}[/]: {report.status} at {report.path}")
-    rule = (
-        "a later record of an id replaces it"
-        if report.manifest.get("format") == "arxiv-jsonl"
-        else ("first occurrence wins")
-    )
+    newer = report.manifest.get("format") == "arxiv-jsonl"  # a listing's later record is a newer version
     console.print(
-        f"taken {report.taken} papers, rejected {len(report.rejected)}, repeated ids {report.duplicates} "
-        f"(rule: {rule})"
+        f"taken {report.taken} papers, rejected {len(report.rejected)}, duplicate ids "
+        + (
+            f"replaced {report.duplicates} (rule: a later record of an id replaces it)"
+            if newer
+            else f"dropped {report.duplicates} (rule: first occurrence wins)"
+        )
     )
     if report.added or report.replaced or report.unchanged:
         console.print(

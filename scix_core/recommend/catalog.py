@@ -72,12 +72,11 @@ class Catalog:
     def load(cls, index: str, store_path: Path) -> Catalog:
         conn = connect(store_path, readonly=True)
         try:
-            listed = "listed" in {
-                r["name"] for r in conn.execute("PRAGMA table_info(papers)")
-            }  # newer builds
+            held = {r["name"] for r in conn.execute("PRAGMA table_info(papers)")}
+            listed_column = "listed" if "listed" in held else "NULL AS listed"  # builds before listing days
             rows = conn.execute(
                 "SELECT idx, paper_id, categories, published, citation_count, "
-                f"{'listed' if listed else 'NULL AS listed'} FROM papers ORDER BY idx"
+                f"{listed_column} FROM papers ORDER BY idx"
             ).fetchall()
             indegree = dict(
                 conn.execute(
