@@ -236,8 +236,8 @@ def append(
                 "collection for every build, which an append cannot swap atomically; run a full `scix ingest`"
             )
         with ws.new_build(index, _key(manifest, changes), locked=True) as build:
-            encoded, reused = _write(old, build, manifest, changes, cfg, encoder, stages)
-            new = _manifest(manifest, changes, dataset, encoded, stages)
+            encoded, reused, extra = _write(old, build, manifest, changes, cfg, encoder, stages)
+            new = {**_manifest(manifest, changes, dataset, encoded, stages), **extra}
             write_json_atomic(build / "manifest.json", new)
         return report("appended", (ws.index_root(index) / "current").resolve(), new, encoded, reused)
 
@@ -250,8 +250,9 @@ def _write(
     cfg: Config,
     encoder,
     stages: list,
-) -> tuple[int, int]:
-    """Every store of ``old`` into ``build`` with ``changes``; returns (vectors encoded, reused)."""
+) -> tuple[int, int, dict]:
+    """Every store of ``old`` into ``build`` with ``changes``; returns (vectors encoded, reused, manifest
+    entries the stores report)."""
     total = changes.total
     t = time.perf_counter()
     copy_store(old / "papers.sqlite", build / "papers.sqlite")
@@ -266,10 +267,12 @@ def _write(
     )
     _compact_fts(build / "papers.sqlite")
     stages.append(StageTiming("store+fts", time.perf_counter() - t, len(changes.rows)))
-    t = time.perf_counter()
-    extend_terms(old / "terms", build / "terms", {r: p.text for r, p in changes.rows.items()})
-    stages.append(StageTiming("terms", time.perf_counter() - t, len(changes.rows)))
+    if (old / "terms").is_dir():  # (a build from before the term matrix has none: FTS5 ranks it)
+        t = time.perf_counter()
+        extend_terms(old / "terms", build / "terms", {r: p.text for r, p in changes.rows.items()})
+        stages.append(StageTiming("terms", time.perf_counter() - t, len(changes.rows)))
     encoded = reused = 0
+    extra: dict = {}  # manifest entries the stores report
     if manifest.get("vectors"):
         embedding = dataclasses.replace(
             cfg.embedding,
@@ -301,10 +304,11 @@ def _write(
             store.close()
         _extend_local(old, build, rows, vectors, total)
         stages.append(StageTiming("vectors+index", time.perf_counter() - t, len(rows)))
-        if manifest.get("passages"):
+        if "passage_window" in manifest:  # built with --passages (perhaps none yet: short abstracts)
             t = time.perf_counter()
-            count = _append_passages(old, build, manifest, changes, vectors_cfg, cache, encoder)
+            count, points = _append_passages(old, build, manifest, changes, vectors_cfg, cache, encoder)
             stages.append(StageTiming("passages", time.perf_counter() - t, count))
+            extra["passages"] = points
         encoded, reused = cache.misses, cache.hits
     if manifest.get("sparse"):
         t = time.perf_counter()
@@ -318,32 +322,40 @@ def _write(
         finally:
             sparse.close()
         stages.append(StageTiming("sparse", time.perf_counter() - t, len(changes.rows)))
-    return encoded, reused
+    return encoded, reused, extra
 
 
 def _append_passages(
     old: Path, build: Path, manifest: dict, changes: Changes, vectors_cfg, cache, encoder
-) -> int:
+) -> tuple[int, int]:
     """The replaced papers' passages deleted, the changed papers' passages added after the last point id
-    (``passage_next`` of the manifest); returns how many were added."""
+    (``passage_next`` of the manifest); returns how many were added and how many the store holds."""
     owners, texts = corpus_passages(changes.papers)
-    copy_tree(
-        _vector_folder(old, vectors_cfg.backend, "passages"),
-        _vector_folder(build, vectors_cfg.backend, "passages"),
+    held = _vector_folder(old, vectors_cfg.backend, "passages")
+    if not held.exists() and not texts:  # no passage yet, none now
+        return 0, 0
+    if held.exists():
+        copy_tree(held, _vector_folder(build, vectors_cfg.backend, "passages"))
+    store = open_store(
+        vectors_cfg,
+        build,
+        manifest["index"],
+        dim=None if held.exists() else int(manifest["dim"]),
+        part="passages",
     )
-    store = open_store(vectors_cfg, build, manifest["index"], part="passages")
     try:
         store.delete_papers([p.paper_id for r, p in changes.rows.items() if r < changes.first_new])
         if texts:
             vectors = cache.vectors(texts, encoder.encode)
-            first = int(manifest.get("passage_next", manifest["passages"]))
+            first = int(manifest.get("passage_next", manifest.get("passages", 0)))
             store.upsert(
                 range(first, first + len(texts)), vectors, [payload(changes.papers[o]) for o in owners]
             )
         store.finish()
+        total = store.count()
     finally:
         store.close()
-    return len(texts)
+    return len(texts), total
 
 
 def _compact_fts(path: Path) -> None:
@@ -373,9 +385,9 @@ def _manifest(manifest: dict, changes: Changes, dataset: Dataset, encoded: int, 
     )
     if manifest.get("vectors"):
         new["vectors"] = total
-    if manifest.get("passages"):
+    if "passage_window" in manifest:
         _, texts = corpus_passages(changes.papers)
-        first = int(manifest.get("passage_next", manifest["passages"]))
+        first = int(manifest.get("passage_next", manifest.get("passages", 0)))
         new["passage_next"] = first + len(texts)
     entry = {
         "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

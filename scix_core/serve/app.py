@@ -134,14 +134,17 @@ class Services:
         if self.searcher.encoder is None and searcher.encoder is not None:
             self.metrics.query_encoder(searcher.encoder.query_batches)
         with self._lock:
+            if self._stop.is_set():  # the server closed while the build was being opened
+                _close_all((recommender, searcher))
+                return False
             old = (self.recommender, self.searcher, *self._variants.values())
             self.searcher, self.recommender, self._variants = searcher, recommender, {}
             self.switches += 1
             self._superseded = None
-        timer = threading.Timer(RETIRE_S, _close_all, args=(old,))
-        timer.daemon = True
-        timer.start()
-        self._retired.append(timer)
+            timer = threading.Timer(RETIRE_S, _close_all, args=(old,))
+            timer.daemon = True
+            timer.start()
+            self._retired = [t for t in self._retired if t.is_alive()] + [timer]
         log.info("now serving build %s of index %s", searcher.build_dir.name, self.index)
         return True
 
@@ -176,12 +179,13 @@ class Services:
             self.last_rerank = {k: metadata.get(k) for k in ("reranked", "rerank_reason")}
 
     def close(self) -> None:
-        self._stop.set()
-        for timer in self._retired:  # superseded builds still open: closed now
+        with self._lock:
+            self._stop.set()
+            retired, self._retired = self._retired, []
+        for timer in retired:  # superseded builds still open: closed now
             if timer.is_alive():
                 timer.cancel()
                 timer.function(*timer.args)
-        self._retired.clear()
         _close_all((self.recommender, *self._variants.values(), self.searcher))
 
 

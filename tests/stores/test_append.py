@@ -418,3 +418,42 @@ def test_the_postgres_mirror_follows_an_append_in_place(small, encoder, postgres
             (h["paper_id"], round(h["score"], 5)) for h in want
         ], q
     assert sync_append("small", ws.index_dir("small"), dsn).status == "unchanged"
+
+
+def test_passages_and_sparse_vectors_follow_an_append(home, encoder, tmp_path):
+    """An index built with ``--passages --sparse``: a replaced paper's old passages go, the new papers'
+    come, and the dense lane (MaxP over passages) ranks as on a full ingest; the sparse lane finds them."""
+    cfg = load_config()
+    single = OneByOne(encoder)
+    day = dt.date(2025, 1, 1)
+
+    def long(paper):  # passages are three-sentence windows of abstracts longer than one window
+        more = " ".join(f"{paper.title} is studied in part {i}." for i in range(4))
+        return dataclasses.replace(paper, abstract=f"{paper.abstract} {more}", listed=day)
+
+    first = [long(p) for p in PAPERS[:5]]
+    later = [_revised(first[1], day + dt.timedelta(days=1)), *(long(p) for p in PAPERS[5:8])]
+    opts = {"config": cfg, "progress": False, "encoder": single, "passages": True, "sparse": True}
+    ingest(Dataset("d", "arxiv-jsonl", tuple(first)), "grown", **opts)
+    report = append(
+        Dataset("d", "arxiv-jsonl", tuple(later)), "grown", config=cfg, progress=False, encoder=single
+    )
+    assert (report.added, report.replaced) == (3, 1)
+    same = PaperCollector(newer_wins=True)
+    for paper in [*first, *later]:
+        same.add(paper)
+    ingest(Dataset("d", "arxiv-jsonl", same.papers), "full", **opts)
+    queries = [q.text for q in QUERIES]
+    grown, full = _answers(cfg, "grown", queries, encoder), _answers(cfg, "full", queries, encoder)
+    _same(
+        {k: v for k, v in grown.items() if k[1] == "dense"},
+        {k: v for k, v in full.items() if k[1] == "dense"},
+    )
+    searcher = Searcher("grown", cfg)
+    try:
+        hits = searcher.search(PAPERS[6].title, "keyword", limit=3, lanes=["sparse"]).to_dict()["hits"]
+        assert any(h["paper_id"] == PAPERS[6].paper_id and "sparse" in h["lanes"] for h in hits)
+    finally:
+        searcher.close()
+    manifest = json.loads((Workspace(cfg.home).index_dir("grown") / "manifest.json").read_text())
+    assert manifest["passage_next"] > manifest["passages"] >= 5
