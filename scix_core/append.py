@@ -14,7 +14,7 @@ under the index's writer lock (a second writer gets ``index_busy``). What each s
 * papers + FTS5 — a page copy of the store (SQLite's backup), then one transaction: a replaced row's FTS5
   entries deleted with its old text, the rows written, their FTS5 entries inserted. FTS5's counts (rows,
   tokens) are kept exactly, so bm25() scores as after a full ingest; its segments are merged as they come
-  (automerge) and the whole index once their count passes ``FTS_SEGMENTS``.
+  (automerge), and the whole index is optimised once their count passes ``FTS_SEGMENTS``.
 * the term matrix — rewritten from the old arrays and the changed rows (:func:`extend_terms`): a vectorised
   pass over the postings, no text re-analysed.
 * dense vectors — the shard folder copied, the changed points upserted (ids = rows), qdrant-edge's
@@ -35,8 +35,6 @@ import dataclasses
 import datetime as dt
 import hashlib
 import json
-import shutil
-import subprocess
 import time
 from pathlib import Path
 
@@ -49,11 +47,12 @@ from scix_core.embeddings import EmbeddingCache, Encoder
 from scix_core.embeddings.passages import corpus_passages
 from scix_core.errors import ConfigError, DataFormatError
 from scix_core.ingest import IngestReport, StageTiming
-from scix_core.stores.papers import PaperStore, append_papers, connect, copy_store
+from scix_core.stores.papers import PaperStore, append_papers, copy_store
 from scix_core.stores.terms import extend_terms
 from scix_core.types import Paper
-from scix_core.vectors import open_store, payload
+from scix_core.vectors import open_store, payload, store_folder
 from scix_core.vectors.local import FILE as LOCAL_FILE
+from scix_core.vectors.replica import copy_shard
 from scix_core.vectors.sparse import SparseStore
 from scix_core.workspace import Workspace, read_json, write_json_atomic
 
@@ -123,24 +122,6 @@ def _papers_only(dataset: Dataset, source: object) -> None:
             f"{source} carries {', '.join(extra)} besides papers; an append adds papers only — "
             "build the index from it with a full `scix ingest` instead"
         )
-
-
-def copy_tree(source: Path, target: Path) -> None:
-    """A folder copy that keeps sparse files sparse (a vector shard's preallocated files) where ``cp``
-    can."""
-    try:
-        subprocess.run(
-            ["cp", "-a", "--sparse=always", str(source), str(target)], check=True, capture_output=True
-        )
-    except (OSError, subprocess.CalledProcessError):
-        shutil.rmtree(target, ignore_errors=True)
-        shutil.copytree(source, target)
-
-
-def _vector_folder(build: Path, backend: str, part: str) -> Path:
-    if backend == "edge":
-        return build / part
-    return build / ("qdrant-local" + ("" if part == "vectors" else f"-{part}"))
 
 
 def _extend_local(old: Path, new: Path, rows: list[int], vectors: np.ndarray, total: int) -> None:
@@ -235,9 +216,11 @@ def append(
                 f"index {index!r} keeps its vectors on the Qdrant server {manifest['vector_url']}, one "
                 "collection for every build, which an append cannot swap atomically; run a full `scix ingest`"
             )
-        with ws.new_build(index, _key(manifest, changes), locked=True) as build:
-            encoded, reused, extra = _write(old, build, manifest, changes, cfg, encoder, stages)
-            new = {**_manifest(manifest, changes, dataset, encoded, stages), **extra}
+        new = _manifest(manifest, changes, dataset)
+        with ws.new_build(index, new["build_key"], locked=True) as build:
+            meta = {k: str(new[k]) for k in ("papers", "build_key", "corpus_hash")}
+            encoded, reused, extra = _write(old, build, manifest, meta, changes, cfg, encoder, stages)
+            new.update(extra, stages={s.stage: round(s.seconds, 3) for s in stages})
             write_json_atomic(build / "manifest.json", new)
         return report("appended", (ws.index_root(index) / "current").resolve(), new, encoded, reused)
 
@@ -246,26 +229,18 @@ def _write(
     old: Path,
     build: Path,
     manifest: dict,
+    meta: dict[str, str],
     changes: Changes,
     cfg: Config,
     encoder,
     stages: list,
 ) -> tuple[int, int, dict]:
-    """Every store of ``old`` into ``build`` with ``changes``; returns (vectors encoded, reused, manifest
-    entries the stores report)."""
+    """Every store of ``old`` (its manifest ``manifest``) into ``build`` with ``changes``, the store's meta
+    entries set to ``meta``; returns (vectors encoded, reused, manifest entries the stores report)."""
     total = changes.total
     t = time.perf_counter()
     copy_store(old / "papers.sqlite", build / "papers.sqlite")
-    append_papers(
-        build / "papers.sqlite",
-        changes.rows,
-        {
-            "papers": str(total),
-            "build_key": _key(manifest, changes),
-            "corpus_hash": _corpus_hash(manifest, changes),
-        },
-    )
-    _compact_fts(build / "papers.sqlite")
+    append_papers(build / "papers.sqlite", changes.rows, meta, max_segments=FTS_SEGMENTS)
     stages.append(StageTiming("store+fts", time.perf_counter() - t, len(changes.rows)))
     if (old / "terms").is_dir():  # (a build from before the term matrix has none: FTS5 ranks it)
         t = time.perf_counter()
@@ -292,10 +267,7 @@ def _write(
         vectors = cache.vectors([p.text for p in papers], encoder.encode)
         stages.append(StageTiming("embed", time.perf_counter() - t, cache.misses))
         t = time.perf_counter()
-        copy_tree(
-            _vector_folder(old, vectors_cfg.backend, "vectors"),
-            _vector_folder(build, vectors_cfg.backend, "vectors"),
-        )
+        copy_shard(store_folder(vectors_cfg, old), store_folder(vectors_cfg, build))
         store = open_store(vectors_cfg, build, manifest["index"])
         try:
             store.upsert(rows, vectors, [payload(p) for p in papers])
@@ -312,7 +284,7 @@ def _write(
         encoded, reused = cache.misses, cache.hits
     if manifest.get("sparse"):
         t = time.perf_counter()
-        copy_tree(old / "sparse", build / "sparse")
+        copy_shard(old / "sparse", build / "sparse")
         sparse = SparseStore(build / "sparse", avg_len=manifest.get("sparse_avg_len"))
         try:
             sparse.upsert(
@@ -331,11 +303,11 @@ def _append_passages(
     """The replaced papers' passages deleted, the changed papers' passages added after the last point id
     (``passage_next`` of the manifest); returns how many were added and how many the store holds."""
     owners, texts = corpus_passages(changes.papers)
-    held = _vector_folder(old, vectors_cfg.backend, "passages")
+    held = store_folder(vectors_cfg, old, "passages")
     if not held.exists() and not texts:  # no passage yet, none now
         return 0, 0
     if held.exists():
-        copy_tree(held, _vector_folder(build, vectors_cfg.backend, "passages"))
+        copy_shard(held, store_folder(vectors_cfg, build, "passages"))
     store = open_store(
         vectors_cfg,
         build,
@@ -358,21 +330,8 @@ def _append_passages(
     return len(texts), total
 
 
-def _compact_fts(path: Path) -> None:
-    """Merge an FTS5 index's segments into one when an append has left more than ``FTS_SEGMENTS``."""
-    conn = connect(path)
-    try:
-        for table in ("papers_fts", "body_fts"):
-            segments = conn.execute(f"SELECT count(DISTINCT segid) FROM {table}_idx").fetchone()[0]
-            if segments > FTS_SEGMENTS:
-                with conn:
-                    conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    finally:
-        conn.close()
-
-
-def _manifest(manifest: dict, changes: Changes, dataset: Dataset, encoded: int, stages: list) -> dict:
+def _manifest(manifest: dict, changes: Changes, dataset: Dataset) -> dict:
+    """The appended build's manifest (its stages and store figures are added once written)."""
     total = changes.total
     new = dict(manifest)
     new.update(
@@ -381,7 +340,6 @@ def _manifest(manifest: dict, changes: Changes, dataset: Dataset, encoded: int, 
         papers=total,
         rejected=len(dataset.rejected),
         duplicates=dataset.duplicates,
-        stages={s.stage: round(s.seconds, 3) for s in stages},
     )
     if manifest.get("vectors"):
         new["vectors"] = total

@@ -125,8 +125,11 @@ def probe(index: str, titles: list[str], saves: list[list[str]]) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _sample(day_files: list[Path], n: int, seed: int = 0) -> list[dict]:
-    records = [json.loads(line) for f in day_files for line in f.read_text(encoding="utf-8").splitlines()]
+def _records(day_files: list[Path]) -> list[dict]:
+    return [json.loads(line) for f in day_files for line in f.read_text(encoding="utf-8").splitlines()]
+
+
+def _sample(records: list[dict], n: int, seed: int = 0) -> list[dict]:
     return random.Random(seed).sample(records, min(n, len(records)))
 
 
@@ -189,8 +192,9 @@ def sequential(
     console.print(
         f"base: {built['papers']} papers built in {built['wall_s']:.1f} s ({built['encoded']} encoded)"
     )
-    titles = [r["title"] for r in _sample(base, 60)]
-    saves = [[r["id"] for r in _sample(base, 8, seed=u + 1)] for u in range(4)]
+    records = _records(base)
+    titles = [r["title"] for r in _sample(records, 60)]
+    saves = [[r["id"] for r in _sample(records, 8, seed=u + 1)] for u in range(4)]
     first = probe(args.index, titles, saves)
     table = Table(
         "day",

@@ -100,7 +100,6 @@ class EmbeddingCache:
                 for k, c, r in conn.execute(f"SELECT key, chunk, row FROM texts WHERE key IN ({marks})", part)
             )
             found.update({i + j: rows[k] for j, k in enumerate(part) if k in rows})
-        out: np.ndarray | None = None
         by_chunk: dict[str, list[tuple[int, int]]] = {}
         for at, (c, r) in found.items():
             by_chunk.setdefault(c, []).append((at, r))

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scix_core.stores.papers import connect
+from scix_core.stores.papers import connect, has_listing_days
 
 
 def months(day: dt.date) -> int:
@@ -33,10 +33,9 @@ def months(day: dt.date) -> int:
 def paper_day(published: dt.date | None, listed: dt.date | None) -> dt.date | None:
     """A paper's date for recency: the day it was listed, unless it was first published in an earlier month
     (a cross-list or a new version of an older paper: an arXiv id's month dates it) — then that; the
-    publication date when it was never listed."""
-    if listed is None or published is None:
-        return listed or published
-    return listed if months(listed) <= months(published) else published
+    publication date when it was never listed. (One paper through :func:`_dated`, the catalogue's rule.)"""
+    _, day = _dated([published and published.isoformat()], [listed and listed.isoformat()])
+    return dt.date.fromordinal(int(day[0])) if day[0] >= 0 else None
 
 
 def _days(texts: list[str | None]) -> np.ndarray:
@@ -45,7 +44,7 @@ def _days(texts: list[str | None]) -> np.ndarray:
 
 
 def _dated(published: list[str | None], listed: list[str | None]) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's :func:`paper_day` as (month count, date ordinal), -1 when undated — vectorised."""
+    """Each row's date for recency (:func:`paper_day`) as (month count, date ordinal), -1 when undated."""
     pub, lis = _days(published), _days(listed)
     pub_m, lis_m = pub.astype("datetime64[M]"), lis.astype("datetime64[M]")
     take_listed = ~np.isnat(lis) & (np.isnat(pub) | (lis_m <= pub_m))
@@ -72,8 +71,7 @@ class Catalog:
     def load(cls, index: str, store_path: Path) -> Catalog:
         conn = connect(store_path, readonly=True)
         try:
-            held = {r["name"] for r in conn.execute("PRAGMA table_info(papers)")}
-            listed_column = "listed" if "listed" in held else "NULL AS listed"  # builds before listing days
+            listed_column = "listed" if has_listing_days(conn) else "NULL AS listed"
             rows = conn.execute(
                 "SELECT idx, paper_id, categories, published, citation_count, "
                 f"{listed_column} FROM papers ORDER BY idx"

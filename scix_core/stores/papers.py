@@ -171,6 +171,11 @@ def build_store(path: Path, dataset: Dataset, meta: dict[str, str]) -> None:
         conn.close()
 
 
+def has_listing_days(conn: sqlite3.Connection) -> bool:
+    """Whether the store has the ``listed`` column (builds made before listing days have not)."""
+    return "listed" in {r["name"] for r in conn.execute("PRAGMA table_info(papers)")}
+
+
 def copy_store(source: Path, path: Path) -> None:
     """A page-for-page copy of a finished store (SQLite's online backup: whole even while others read it)."""
     src = connect(source, readonly=True)
@@ -183,13 +188,14 @@ def copy_store(source: Path, path: Path) -> None:
         src.close()
 
 
-def append_papers(path: Path, papers: dict[int, Paper], meta: dict[str, str]) -> None:
+def append_papers(path: Path, papers: dict[int, Paper], meta: dict[str, str], max_segments: int = 16) -> None:
     """Write ``papers`` (row -> paper) into the store at ``path`` in one transaction: a row the store has is
     replaced (its FTS5 entries deleted with the old text, as an external-content table needs), a new one
-    added; FTS5 merges its segments as it goes (automerge). ``meta`` entries are set."""
+    added; FTS5 merges its segments as it goes (automerge), and an index left with more than
+    ``max_segments`` is optimised into one. ``meta`` entries are set."""
     conn = connect(path)
     try:
-        if "listed" not in {r["name"] for r in conn.execute("PRAGMA table_info(papers)")}:  # an older build
+        if not has_listing_days(conn):
             conn.execute("ALTER TABLE papers ADD COLUMN listed TEXT")
         with conn:
             marks = json.dumps(list(papers))
@@ -225,6 +231,10 @@ def append_papers(path: Path, papers: dict[int, Paper], meta: dict[str, str]) ->
                 ((i, p.body) for i, p in papers.items() if p.body is not None),
             )
             conn.executemany("INSERT OR REPLACE INTO meta VALUES (?,?)", sorted(meta.items()))
+        for t in ("papers_fts", "body_fts"):
+            if conn.execute(f"SELECT count(DISTINCT segid) FROM {t}_idx").fetchone()[0] > max_segments:
+                with conn:
+                    conn.execute(f"INSERT INTO {t}({t}) VALUES ('optimize')")
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         conn.close()
@@ -266,7 +276,7 @@ class PaperStore:
 
     def listed_range(self) -> dict | None:
         """The first and last listing day and how many papers have one (None: no paper was listed)."""
-        if "listed" not in {r["name"] for r in self.conn.execute("PRAGMA table_info(papers)")}:
+        if not has_listing_days(self.conn):
             return None
         first, last, n = self.conn.execute(
             "SELECT min(listed), max(listed), count(listed) FROM papers WHERE listed IS NOT NULL"

@@ -135,7 +135,10 @@ def synced_meta(conn, schema: str) -> dict[str, str]:
 
 def synced_build_key(conn, schema: str) -> str | None:
     """The build key a schema was synced from; None if absent or synced by another format (so: stale)."""
-    meta = synced_meta(conn, schema)
+    return _current_key(synced_meta(conn, schema))
+
+
+def _current_key(meta: dict[str, str]) -> str | None:
     return meta.get("build_key") if meta.get("sync_format") == SYNC_FORMAT else None
 
 
@@ -248,13 +251,14 @@ def sync_append(index: str, build_dir: Path, dsn: str | None, lock_timeout_ms: i
     schema, key = schema_name(index), store.meta().get("build_key", "")
     try:
         with connect(dsn) as conn:
-            held = synced_build_key(conn, schema)
+            mirrored = synced_meta(conn, schema)
+            held = _current_key(mirrored)
             if key and held == key:
                 return SyncReport(index, schema, "unchanged", len(store), time.perf_counter() - t)
             if not rows or not previous or held != previous or not (build_dir / "terms").is_dir():
                 store.close()
                 return sync_index(index, build_dir, dsn, lock_timeout_ms=lock_timeout_ms)
-            held_terms = int(synced_meta(conn, schema).get("terms", 0))
+            held_terms = int(mirrored.get("terms", 0))
             matrix = TermIndex(build_dir / "terms")
             df = np.diff(np.asarray(matrix.indptr))
             docs = np.asarray(matrix.docs)

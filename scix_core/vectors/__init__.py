@@ -29,21 +29,30 @@ PARTS = (
 )  # a build's vector stores: one point per paper; one per passage (``--passages``)
 
 
+def store_folder(config: VectorConfig, build_dir: Path, part: str = "vectors") -> Path | None:
+    """The folder in ``build_dir`` that holds a vector store part; None when it lives on a Qdrant server."""
+    if part not in PARTS:
+        raise UnknownNameError("vector store part", part, PARTS)
+    if config.backend == "edge":
+        return Path(build_dir) / part
+    if config.backend == "qdrant":
+        suffix = "" if part == "vectors" else f"-{part}"
+        return None if config.url else Path(build_dir) / f"qdrant-local{suffix}"
+    raise UnknownNameError("vector backend", config.backend, BACKENDS)
+
+
 def open_store(
     config: VectorConfig, build_dir: Path, index: str, dim: int | None = None, part: str = "vectors"
 ) -> VectorStore:
     """Open (``dim=None``) or create a vector store of an index build: its papers' (``part="vectors"``) or its
     passages' (``"passages"``: a shard, collection or local folder of its own)."""
-    if part not in PARTS:
-        raise UnknownNameError("vector store part", part, PARTS)
-    suffix = "" if part == "vectors" else f"-{part}"
+    folder = store_folder(config, build_dir, part)
     if config.backend == "edge":
-        return EdgeVectorStore(build_dir / part, dim, config.hnsw_m, config.hnsw_ef_construct)
-    if config.backend == "qdrant":
-        if config.url:
-            return ClientVectorStore(f"scix-{index}{suffix}", dim, url=config.url, timeout_s=config.timeout_s)
-        return ClientVectorStore(f"scix-{index}{suffix}", dim, path=str(build_dir / f"qdrant-local{suffix}"))
-    raise UnknownNameError("vector backend", config.backend, BACKENDS)
+        return EdgeVectorStore(folder, dim, config.hnsw_m, config.hnsw_ef_construct)
+    collection = f"scix-{index}" + ("" if part == "vectors" else f"-{part}")
+    if folder is None:
+        return ClientVectorStore(collection, dim, url=config.url, timeout_s=config.timeout_s)
+    return ClientVectorStore(collection, dim, path=str(folder))
 
 
 _READERS: dict[tuple, VectorStore] = {}
@@ -117,5 +126,6 @@ __all__ = [
     "open_reader",
     "open_store",
     "payload",
+    "store_folder",
     "release_reader",
 ]

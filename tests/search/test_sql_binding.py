@@ -44,10 +44,6 @@ REVIEWED = {
     ("recommend/state_postgres.py", "columns"): "column lists from the module constant COLUMNS",
     ("recommend/state_postgres.py", "marks"): "'?,?,…' placeholders, one per column",
     ("recommend/state_postgres.py", "order"): "'rowid' or '1', chosen in the same function",
-    (
-        "append.py",
-        "table",
-    ): "table names from the fixed tuple ('papers_fts', 'body_fts') in the same function",
     ("embeddings/cache.py", "marks"): "'?,?,…' placeholders, one per bound key",
     ("recommend/catalog.py", "listed_column"): "'listed' or 'NULL AS listed', chosen in the same function",
 }
