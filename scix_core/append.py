@@ -348,7 +348,7 @@ def _manifest(manifest: dict, changes: Changes, dataset: Dataset) -> dict:
         first = int(manifest.get("passage_next", manifest.get("passages", 0)))
         new["passage_next"] = first + len(texts)
     entry = {
-        "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "at": dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"),
         "sources": list(dataset.sources),
         "added": changes.added,
         "replaced": changes.replaced,

@@ -9,6 +9,7 @@ no-op that reports ``unchanged`` (``force=True`` rebuilds anyway).
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import hashlib
 import json
 import resource
@@ -264,6 +265,8 @@ def ingest(
             manifest.update(sparse=True, sparse_avg_len=_build_sparse(build, dataset, texts))
             stages.append(StageTiming("sparse", time.perf_counter() - t, len(texts)))
         manifest["stages"] = {s.stage: round(s.seconds, 3) for s in stages}
+        # when these papers arrived: a feed's window on a corpus without listing days (recommend/feed.py)
+        manifest["built_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
         write_json_atomic(build / "manifest.json", manifest)
     return IngestReport.of(
         dataset,

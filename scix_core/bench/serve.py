@@ -7,7 +7,8 @@ Starts ``scix serve`` in a process of its own (a fresh port on 127.0.0.1), waits
 then until no worker is refitting a co-save part in the background (a workspace whose newest cached fit is
 of other saves — an offline evaluation's, say — has every worker refit it first, minutes beside the
 requests; the wait is printed), and runs ``--clients`` threads for ``--seconds``: 80% searches (titles
-of the index's papers as queries, hybrid), 15% recommendations, 5% saves, each client its own user (created
+of the index's papers as queries, hybrid; ``--feed F`` makes F of them feed reads), 15% recommendations,
+5% saves, each client its own user (created
 first; its HTTP client made before the clock starts). It prints requests/s
 and p50/p95/p99 latency per endpoint and every error by status (the API's typed 503s apart). Then, with
 ``--kill`` (default on), it SIGKILLs one worker (``--workers``, default the cores; with one worker the
@@ -63,6 +64,14 @@ from scix_core.workspace import Workspace
 
 console = Console(width=150)
 MIX = (("search", 0.80), ("recommend", 0.15), ("save", 0.05))
+
+
+def with_feed(share: float) -> tuple[tuple[str, float], ...]:
+    """The request mix with ``share`` of the requests the user's feed (``GET /api/feed``, the index's newest
+    listing day), taken from the searches."""
+    if not 0 <= share <= MIX[0][1]:
+        raise ValueError(f"--feed must be a share within [0, {MIX[0][1]}], not {share}")
+    return (("search", MIX[0][1] - share), *MIX[1:], *((("feed", share),) if share else ()))
 
 
 @dataclass
@@ -263,14 +272,15 @@ def client(
     seed: int,
     cap: int,
     interval: float | None = None,
+    mix=MIX,
 ):
     """One client's requests on ``conn`` until ``stop``: back to back, or (``interval``) at Poisson arrivals
-    of that mean gap, each timed from when it was due."""
+    of that mean gap, each timed from when it was due; ``mix``: (endpoint, share) pairs."""
     rng = random.Random(seed)
     due = time.perf_counter() + (rng.expovariate(1 / interval) if interval else 0.0)
     try:
         while not stop.is_set() and tally.requests < cap:
-            kind = rng.choices([k for k, _ in MIX], [w for _, w in MIX])[0]
+            kind = rng.choices([k for k, _ in mix], [w for _, w in mix])[0]
             if interval:
                 if stop.wait(max(0.0, due - time.perf_counter())):
                     break
@@ -283,6 +293,8 @@ def client(
                     code, body = conn.request("GET", "/search", {"q": rng.choice(titles), "limit": 10})
                 elif kind == "recommend":
                     code, body = conn.request("GET", "/api/recommendations", {"user": user, "limit": 10})
+                elif kind == "feed":
+                    code, body = conn.request("GET", "/api/feed", {"user": user, "limit": 10})
                 else:
                     paper = rng.choice(papers)
                     code, body = conn.request(
@@ -324,6 +336,7 @@ def phase(
     cap: int,
     kill_at: float | None = None,
     rate: float | None = None,
+    mix=MIX,
 ) -> dict:
     """``rate``: requests a second over all clients (open loop); None: each client back to back."""
     tally, stop = Tally(), threading.Event()
@@ -331,7 +344,7 @@ def phase(
     connections = [Connection(server.url) for _ in users]  # each opened at its first request
     threads = [
         threading.Thread(
-            target=client, args=(h, u, titles, papers, tally, stop, i, cap, interval), daemon=True
+            target=client, args=(h, u, titles, papers, tally, stop, i, cap, interval, mix), daemon=True
         )
         for i, (u, h) in enumerate(zip(users, connections))
     ]
@@ -364,13 +377,14 @@ def phase(
         "wall": wall,
         "recovery": recovery,
         "respawned": server.respawned,
+        "mix": mix,
     }
 
 
 def report(title: str, result: dict) -> None:
     tally, wall = result["tally"], result["wall"]
     table = Table("endpoint", "ok", "req/s", "p50 ms", "p95 ms", "p99 ms", title=title)
-    for kind, _ in MIX:
+    for kind, _ in result.get("mix", MIX):
         lat = np.asarray(tally.latency.get(kind, []), dtype=float) * 1000
         if len(lat):
             p50, p95, p99 = np.percentile(lat, [50, 95, 99])
@@ -441,6 +455,13 @@ def main(argv: list[str] | None = None) -> dict:
         "phase's start), milliseconds taken, status — to see when the slow ones came",
     )
     parser.add_argument(
+        "--feed",
+        type=float,
+        default=0.0,
+        help="the share of requests that read the user's feed (GET /api/feed), taken from the searches "
+        "(default 0)",
+    )
+    parser.add_argument(
         "--workers",
         type=int,
         default=os.cpu_count() or 1,
@@ -449,6 +470,10 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     if args.rate is not None and args.rate <= 0:
         parser.error(f"--rate must be a positive number of requests a second, not {args.rate}")
+    try:
+        mix = with_feed(args.feed)
+    except ValueError as exc:
+        parser.error(str(exc))
     cfg = load_config()
     env = {**os.environ}
     if args.state_dsn:
@@ -473,7 +498,7 @@ def main(argv: list[str] | None = None) -> dict:
         with httpx.Client(base_url=server.url, timeout=30) as http:
             for u in users:
                 http.post("/api/users", json={"user": u}).raise_for_status()
-        run = phase(server, users, titles, papers, args.seconds, args.max_requests, rate=args.rate)
+        run = phase(server, users, titles, papers, args.seconds, args.max_requests, rate=args.rate, mix=mix)
         load = f"open loop at {args.rate:g} requests/s" if args.rate else "closed loop"
         report(
             f"{args.clients} clients, {load}, {args.workers} workers, {args.seconds:.0f} s, "
@@ -488,7 +513,15 @@ def main(argv: list[str] | None = None) -> dict:
         if args.kill:
             window = args.kill_window or max(10.0, args.seconds / 4)
             killed = phase(
-                server, users, titles, papers, window, args.max_requests, kill_at=window / 3, rate=args.rate
+                server,
+                users,
+                titles,
+                papers,
+                window,
+                args.max_requests,
+                kill_at=window / 3,
+                rate=args.rate,
+                mix=mix,
             )
             what = "one worker" if args.workers > 1 else "the server"
             report(f"SIGKILL of {what} at {window / 3:.0f} s of {window:.0f} s", killed)

@@ -30,6 +30,7 @@ OWNERS = {
     "users": "recommend",
     "interact": "recommend",
     "recommend": "recommend",
+    "feed": "recommend",
     "train-scorer": "recommend",
     "search": "search",
     "train-reranker": "search",

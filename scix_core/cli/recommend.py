@@ -1,4 +1,4 @@
-"""Subcommands for recommendations: users, interact, recommend."""
+"""Subcommands for recommendations: users, interact, recommend, feed."""
 
 from __future__ import annotations
 
@@ -237,6 +237,57 @@ def recommend_cmd(args: argparse.Namespace) -> int:
     console.print(f"[bold]{result.reason}[/]", highlight=False)
     if result.next_tier:
         console.print(f"[cyan]{result.next_tier}[/]", highlight=False)
+    _items_table(result)
+    if args.explain:
+        print_explain(result)
+        print_community(rec.community.status())
+    for note in result.notes:
+        console.print(f"[yellow]note:[/] {note}", highlight=False)
+    return 0
+
+
+def _feed_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--index", required=True)
+    p.add_argument("--user", required=True)
+    p.add_argument(
+        "--since",
+        help="YYYY-MM-DD: papers listed on or after that day; last-visit: papers that arrived since your "
+        "last feed (default: the index's newest listing day)",
+    )
+    p.add_argument("--limit", type=int, help="number of items (default recommend.limit = 10)")
+    p.add_argument(
+        "--no-visit", action="store_true", help="do not count this read as a visit (--since last-visit)"
+    )
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="the whole feed as one JSON object")
+    out.add_argument("--explain", action="store_true", help="every stage, the clusters and the scores")
+
+
+@command(
+    "feed",
+    "a user's new papers: the papers listed in a window, ranked by the user's tier's pipeline",
+    _feed_args,
+)
+def feed_cmd(args: argparse.Namespace) -> int:
+    rec = _recommender(args)
+    feed = rec.feed(args.user, args.since, args.limit, visit=not args.no_visit)
+    if args.json:
+        print(feed.to_json())
+        return 0
+    result = feed.recommendations
+    console.print(f"[bold]{feed.window.described}[/]", highlight=False)
+    console.print(result.reason, highlight=False)
+    if feed.empty:
+        console.print(f"[yellow]empty feed:[/] {feed.empty}", highlight=False)
+    _items_table(result)
+    if args.explain:
+        print_explain(result)
+    for note in result.notes:
+        console.print(f"[yellow]note:[/] {note}", highlight=False)
+    return 0
+
+
+def _items_table(result) -> None:
     table = Table("#", "paper", "source", "cluster", "mmr#", "score", "title")
     for item in result.items:
         table.add_row(
@@ -249,12 +300,6 @@ def recommend_cmd(args: argparse.Namespace) -> int:
             item.title,
         )
     console.print(table)
-    if args.explain:
-        print_explain(result)
-        print_community(rec.community.status())
-    for note in result.notes:
-        console.print(f"[yellow]note:[/] {note}", highlight=False)
-    return 0
 
 
 def _age(seconds: float | None) -> str:

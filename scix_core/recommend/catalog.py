@@ -43,6 +43,13 @@ def _days(texts: list[str | None]) -> np.ndarray:
     return np.array([t or "NaT" for t in texts], dtype="datetime64[D]")
 
 
+def _ordinals(days: np.ndarray) -> np.ndarray:
+    """``datetime64[D]`` days as date ordinals (int32), -1 for NaT."""
+    # the ordinal of 1970-01-01 is 719163
+    out = np.where(np.isnat(days), -1, days.astype(np.int64) + dt.date(1970, 1, 1).toordinal())
+    return out.astype(np.int32)
+
+
 def _dated(published: list[str | None], listed: list[str | None]) -> tuple[np.ndarray, np.ndarray]:
     """Each row's date for recency (:func:`paper_day`) as (month count, date ordinal), -1 when undated."""
     pub, lis = _days(published), _days(listed)
@@ -50,10 +57,9 @@ def _dated(published: list[str | None], listed: list[str | None]) -> tuple[np.nd
     take_listed = ~np.isnat(lis) & (np.isnat(pub) | (lis_m <= pub_m))
     when = np.where(take_listed, lis, pub)
     undated = np.isnat(when)
-    # datetime64 counts from 1970-01: months(day) = year*12 + month - 1; the ordinal of 1970-01-01 is 719163
+    # datetime64 counts from 1970-01: months(day) = year*12 + month - 1
     month = np.where(undated, -1, when.astype("datetime64[M]").astype(np.int64) + 1970 * 12)
-    day = np.where(undated, -1, when.astype(np.int64) + dt.date(1970, 1, 1).toordinal())
-    return month.astype(np.int32), day.astype(np.int32)
+    return month.astype(np.int32), _ordinals(when)
 
 
 @dataclass(frozen=True, eq=False)
@@ -66,6 +72,7 @@ class Catalog:
     month: np.ndarray  # int32 per row, -1 when undated
     citations: np.ndarray  # int64 per row
     day: np.ndarray | None = None  # int32 per row: the date's ordinal, -1 when undated (None: by month)
+    listed: np.ndarray | None = None  # int32 per row: the listing day's ordinal, -1 when never listed
 
     @classmethod
     def load(cls, index: str, store_path: Path) -> Catalog:
@@ -97,7 +104,10 @@ class Catalog:
         cites = np.array(
             [max(r["citation_count"], indegree.get(r["paper_id"], 0)) for r in rows], dtype=np.int64
         )
-        return cls(index, ids, {pid: i for i, pid in enumerate(ids)}, codes, source, month, cites, day)
+        listed = _ordinals(_days([r["listed"] for r in rows]))
+        return cls(
+            index, ids, {pid: i for i, pid in enumerate(ids)}, codes, source, month, cites, day, listed
+        )
 
     def __len__(self) -> int:
         return len(self.ids)

@@ -31,6 +31,8 @@ class IndexSide:
     interests: object = (
         None  # the build's InterestCache (scix_core.recommend.interests), set by the recommender
     )
+    # bool per row: the papers every tier may recommend (None: all) — scix_core.recommend.pool.within
+    pool: np.ndarray | None = None
 
     def rows(self, paper_ids) -> np.ndarray:
         return np.array([self.catalog.row[p] for p in paper_ids], dtype=np.int64)

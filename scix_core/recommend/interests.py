@@ -172,6 +172,8 @@ class Neighbourhood:
         if rows is None:
             return self._place(candidates), self.weight
         rows = [int(r) for r in rows]
+        if not rows:  # an empty pool (a feed's window of papers already seen)
+            return np.zeros((0, len(self.sizes)), dtype=np.int64), self.weight
         missing = [i for i, r in enumerate(rows) if r not in self.assigned]
         if missing:
             for i, placed in zip(missing, self._place(np.asarray(candidates)[missing])):

@@ -21,8 +21,10 @@ from scix_core.errors import ConfigError, InteractionError, ScixError, UnknownNa
 from scix_core.recommend.catalog import shared_catalog
 from scix_core.recommend.community import collab_model, joined
 from scix_core.recommend.context import IndexSide, UserContext
+from scix_core.recommend.feed import LAST_VISIT, Feed, check_since, empty_reason, seen_at, window
 from scix_core.recommend.interests import shared_interests
 from scix_core.recommend.pipeline import ClusterTier, warm_stages
+from scix_core.recommend.pool import pooled_cosaves, within
 from scix_core.recommend.profile import EWMA_STARTS, ProfileTier, compute_profiles, profiles_current
 from scix_core.recommend.recommend_api import RecommendTier
 from scix_core.recommend.refit import community_for, fit_cache, spawn
@@ -293,8 +295,35 @@ class Recommender:
 
         return result, finish
 
-    def _answer(self, user: str, limit: int | None) -> tuple[Recommendations, Callable[[], None] | None]:
-        """The list, and the tier's derived-state write still to do (:attr:`TierRun.write`)."""
+    def feed(
+        self, user: str, since: str | dt.date | None = None, limit: int | None = None, *, visit: bool = True
+    ) -> Feed:
+        """The user's feed (:mod:`scix_core.recommend.feed`): the window ``since`` selects, ranked by their
+        tier's pipeline on its papers only. ``visit``: record this read as the user's last visit (the next
+        ``since="last-visit"`` window holds what arrived after the papers this read could see). Neither
+        logged nor Tier 1's medoids written: a feed ranks a few papers, the list the scorer learns from is
+        the full one."""
+        since = check_since(since)
+        check_user_id(user)
+        self.state.user(self.index, user)  # an unknown user: UnknownUserError before anything is read
+        last = self.state.last_visit(self.index, user) if since == LAST_VISIT else None
+        win = window(self.side.catalog, self.manifest, since, last)
+        result, _ = self._answer(user, limit, within(self.side, win.rows))
+        if visit:
+            self.visited(user, seen_at(win))
+        categories = self.state.user(self.index, user).categories
+        return Feed(win, result, empty_reason(result, win, categories))
+
+    def visited(self, user: str, at: dt.datetime) -> None:
+        """Record the user's feed read: ``at`` is the newest arrival the read could see
+        (:func:`~scix_core.recommend.feed.seen_at`), where ``since="last-visit"`` opens next time."""
+        self.state.record_visit(self.index, user, at)
+
+    def _answer(
+        self, user: str, limit: int | None, side: IndexSide | None = None
+    ) -> tuple[Recommendations, Callable[[], None] | None]:
+        """The list, and the tier's derived-state write still to do (:attr:`TierRun.write`); ``side``: the
+        index restricted to a pool (a feed), never answered from or kept in the served lists."""
         t0 = time.perf_counter()
         cfg = self.config.recommend
         limit = cfg.limit if limit is None else limit
@@ -303,7 +332,9 @@ class Recommender:
         t = time.perf_counter()
         ctx = self.stored(user)
         key = None
-        if self.reused is not None:  # the same limit, categories, interactions and community: the last list
+        if (
+            self.reused is not None and side is None
+        ):  # the same limit, categories, interactions and community: the last list
             newest = max((e.id for e in ctx.events), default=-1)
             key = (ctx.user.categories, len(ctx.events), newest, self.community.current())
             kept = self.reused.get(ctx.user_id, limit, key)
@@ -314,12 +345,15 @@ class Recommender:
                 )
                 return result, None
         ctx = self._with_cosaves(ctx)
+        if side is not None and side.pool is not None:
+            ctx = replace(ctx, cosaves=pooled_cosaves(ctx.cosaves, side.pool))
+        side = side or self.side
         context_ms = (time.perf_counter() - t) * 1000
-        tier, why, run, _, tier_ms = select(self.tiers, cfg, self.side, ctx, limit, self.side.unavailable)
+        tier, why, run, _, tier_ms = select(self.tiers, cfg, side, ctx, limit, side.unavailable)
         titles = self._papers.titles(i.paper_id for i in run.items)
         items = tuple(replace(i, title=titles.get(i.paper_id, ("", 0))[0]) for i in run.items)
         scorer = dict(run.scorer) if run.scorer else {**self._health, "scoring_with": None}
-        notes = tuple(run.notes) + ((self.side.unavailable,) if self.side.unavailable else ())
+        notes = tuple(run.notes) + ((side.unavailable,) if side.unavailable else ())
         self._last_scorer = scorer.get("scoring_with")
         result = Recommendations(
             self.index,

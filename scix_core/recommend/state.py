@@ -38,7 +38,7 @@ from scix_core.errors import BackendUnavailableError, InteractionError, UnknownU
 
 SCHEMA_VERSION = 1
 KINDS = ("save", "dismiss", "view")
-TABLES = ("users", "interactions", "profiles", "clusters", "cluster_counters", "rec_log")
+TABLES = ("users", "interactions", "profiles", "clusters", "cluster_counters", "rec_log", "visits")
 MAX_USER_ID = 200
 
 SCHEMA = """
@@ -69,6 +69,8 @@ CREATE TABLE IF NOT EXISTS rec_log (
     id INTEGER PRIMARY KEY AUTOINCREMENT, index_name TEXT NOT NULL, user_id TEXT NOT NULL,
     tier INTEGER NOT NULL,
     scorer TEXT NOT NULL, items TEXT NOT NULL, at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS visits (
+    index_name TEXT NOT NULL, user_id TEXT NOT NULL, at TEXT NOT NULL, PRIMARY KEY (index_name, user_id));
 """
 
 
@@ -574,6 +576,23 @@ class UserState:
             conn.execute(
                 "INSERT INTO rec_log (index_name, user_id, tier, scorer, items, at) VALUES (?,?,?,?,?,?)",
                 (index, user_id, tier, scorer, json.dumps(items), utc_text(parse_time(at))),
+            )
+
+    def last_visit(self, index: str, user_id: str) -> dt.datetime | None:
+        """When the user last read their feed (``scix feed --since last-visit``), or None."""
+        with self._connect() as conn:
+            row = conn.execute(
+                "SELECT at FROM visits WHERE index_name=? AND user_id=?", (index, user_id)
+            ).fetchone()
+        return parse_time(row[0]) if row else None
+
+    def record_visit(self, index: str, user_id: str, at: dt.datetime) -> None:
+        """The time a feed was read — a derived row, committed without waiting for the disk."""
+        with self._write(durable=False, user=(index, user_id)) as conn:
+            conn.execute(
+                "INSERT INTO visits (index_name, user_id, at) VALUES (?,?,?) "
+                "ON CONFLICT (index_name, user_id) DO UPDATE SET at=excluded.at",
+                (index, user_id, utc_text(at)),
             )
 
     def served(self, index: str, user_id: str | None = None) -> list[dict]:

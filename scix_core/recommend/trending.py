@@ -36,11 +36,19 @@ class Trending:
 
 
 def trending(
-    catalog: Catalog, categories: tuple[str, ...], exclude: np.ndarray, wanted: int, windows: tuple[int, ...]
+    catalog: Catalog,
+    categories: tuple[str, ...],
+    exclude: np.ndarray,
+    wanted: int,
+    windows: tuple[int, ...],
+    pool: np.ndarray | None = None,
 ) -> Trending:
-    """The ranking of Tier 0 for ``categories`` (all papers when empty), ``exclude`` rows left out."""
+    """The ranking of Tier 0 for ``categories`` (all papers when empty), ``exclude`` rows left out; only
+    ``pool`` rows (a bool mask) when given."""
     mask = catalog.rows_with_codes(frozenset(categories)) if categories else np.ones(len(catalog), dtype=bool)
     mask[exclude] = False
+    if pool is not None:
+        mask &= pool
     notes: list[str] = []
     label = ",".join(categories) if categories else "all categories"
     window = None
@@ -86,6 +94,7 @@ class TrendingTier:
             side.rows(ctx.seen),
             max(limit, side.config.trending_min_papers),
             side.config.trending_months,
+            side.pool,
         )
         cat = side.catalog
         items = tuple(

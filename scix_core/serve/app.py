@@ -42,6 +42,7 @@ from scix_core import __version__
 from scix_core.config import Config, load_config
 from scix_core.errors import ScixError
 from scix_core.recommend import Recommender
+from scix_core.recommend.feed import seen_at
 from scix_core.search import MODES, Searcher
 from scix_core.serve.errors import ApiError, install_handlers
 from scix_core.serve.front import INDEX_ENV
@@ -285,6 +286,23 @@ def create_app(index: str, config: Config | None = None) -> FastAPI:
         # round trip alone was a tenth of the request
         result, finish = services.recommender.serve(user, limit)
         after.add_task(_finish, finish, dt.datetime.now(dt.UTC))
+        return Json(result.to_dict())
+
+    @app.get(
+        "/api/feed",
+        summary="one user -> the papers of a window (listed since a day, or since the last visit), ranked",
+    )
+    def feed(
+        after: BackgroundTasks,
+        user: str = Query(..., min_length=1, max_length=200),
+        since: str | None = Query(
+            None, description="YYYY-MM-DD, or last-visit (default: the index's newest listing day)"
+        ),
+        limit: int = Query(10, ge=1, le=100),
+    ):
+        result = services.recommender.feed(user, since, limit, visit=False)
+        # the visit (what since=last-visit opens the next window after) written once the answer has gone out
+        after.add_task(_finish, lambda when: services.recommender.visited(user, when), seen_at(result.window))
         return Json(result.to_dict())
 
     def _finish(finish, at: dt.datetime) -> None:

@@ -32,7 +32,7 @@ class Explore:
             return state, {"picked": 0, "reason": "n_explore = 0"}
         cat = side.catalog
         taken = ctx.seen | {c.paper_id for c in state.selected}
-        ranked = trending(cat, (), side.rows(taken), cfg.explore_pool, cfg.trending_months).rows[
+        ranked = trending(cat, (), side.rows(taken), cfg.explore_pool, cfg.trending_months, side.pool).rows[
             : cfg.explore_pool
         ]
         if state.suppressed:  # (most users have no suppressed code: the pool as it is)
