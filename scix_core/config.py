@@ -205,6 +205,9 @@ class RecommendConfig:
     tier2_tail_every: int = 15  # n of the reach picks in Tier 2
     n_explore: int = 2  # exploration papers from outside the user's clusters, added after the list
     explore_pool: int = 200  # they are drawn from the index's top this many trending papers
+    # a paper nobody saved (a feed's new papers, the cold-item protocol's) takes the mean co-save score of
+    # this many of its nearest papers outside the pool, weighted by cosine (0: none; recommend/pool.py)
+    cold_neighbours: int = 20
     log: bool = True  # log every recommendation served (the LightGBM scorer's training data)
     # how stale the other users' saves in the co-save model may be, seconds (the asking user's own saves
     # always count at once); unset: 0, every call sees every save; under `scix serve` 5

@@ -41,6 +41,7 @@ NOTEBOOKS = {
     "evidence": "04_evidence_studies.ipynb",
     "cluster-view": "05_cluster_view.ipynb",
     "recommendation-eval": "06_recommendation_eval.ipynb",
+    "digest": "07_daily_digest.ipynb",
 }
 STANDARD = tuple(NOTEBOOKS)
 KERNEL_ENV = {STATIC_ENV: "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TQDM_DISABLE": "1"}

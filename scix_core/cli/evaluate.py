@@ -215,8 +215,8 @@ def evidence_cmd(args: argparse.Namespace) -> int:
 def _report_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "name",
-        help="query-inspector, lane-attribution, fusion-sweep, evidence, cluster-view, recommendation-eval; "
-        "all: the standard set; list: the reports and their parameters",
+        help="query-inspector, lane-attribution, fusion-sweep, evidence, cluster-view, recommendation-eval, "
+        "digest; all: the standard set; list: the reports and their parameters",
     )
     p.add_argument(
         "-p",
@@ -275,6 +275,14 @@ def _eval_recs_args(p: argparse.ArgumentParser) -> None:
         type=int,
         help="N random training saves per user, the rest held out (users with "
         "more than N saves; Dacrema et al.'s P = N) instead of --holdout",
+    )
+    p.add_argument(
+        "--new-items",
+        type=float,
+        metavar="F",
+        help="the cold-item protocol: a seeded share F of the catalogue (e.g. 0.2) is new — nobody's "
+        "training save, in no fit — each user's saves of it held out, and every list drawn from the new "
+        "papers only; peers that rank only saved items are listed as not applicable",
     )
     p.add_argument(
         "--cutoffs",
@@ -345,6 +353,7 @@ def eval_recs_cmd(args: argparse.Namespace) -> int:
         cutoffs=cutoffs,
         scorer_trainer=in_run_scorer,
         workers=args.workers,
+        new_share=args.new_items,
     )
     report.print(console)
     if args.json_path:

@@ -188,6 +188,8 @@ class PeerJob:
     cache_dir: Path  # the peers' tuning cache
     fit_cache: Path | None = None  # where EASE and iALS keep their final fits (Recommender.fit_cache)
     parts: tuple[tuple[UserSplit, ...], ...] = ()  # ``truncated`` a part at a time (:func:`per_tier_parts`)
+    pool: tuple[int, ...] | None = None  # the cold-item protocol's new items: every list is drawn from them
+    cold: float | None = None  # ... and the share of training items the peers' tuning sets aside as new
 
 
 @dataclass(frozen=True)
@@ -209,7 +211,12 @@ def run_job(job: PeerJob, rec=None) -> PeerLists:
     own = rec is None
     if own:
         rec = Recommender(
-            job.index, job.config, persist_clusters=False, state=UserState(job.state), build_community=False
+            job.index,
+            job.config,
+            persist_clusters=False,
+            state=UserState(job.state),
+            build_community=False,
+            pool=job.pool,
         )
         if rec.side.vectors is None or rec.side.unavailable:
             return PeerLists({}, {}, unreadable=rec.side.unavailable or "no vectors")
@@ -242,6 +249,7 @@ def _peers(rec, job: PeerJob, names: Sequence[str], seconds: dict[str, float]) -
         k=job.k,
         cache_dir=job.cache_dir,
         fit_cache=job.fit_cache,
+        cold=job.cold,
     )
     for name in names:
         t = time.perf_counter()
@@ -359,6 +367,7 @@ def _truncated(main, job: PeerJob, peers: rec_runs.Peers, others: UserState, par
         persist_clusters=False,
         state=others.snapshot(job.tmp / f"trunc-{trunc}-{number}.sqlite"),
         build_community=False,
+        pool=job.pool,
     )
     rest = [s for i, p in enumerate(parts) if i != number for s in p]
     if rest:

@@ -82,6 +82,17 @@ DEFAULT_RUNS = (
 )
 
 
+#: the runs that cannot rank a paper nobody saved (the cold-item protocol lists them as not applicable)
+NEEDS_SAVES = {
+    **{
+        m: "an item-based collaborative model: an item nobody saved has no scores" for m in collab.NEEDS_SAVES
+    },
+    "most-popular": "ranks by saves: every new item has none",
+    "als": "a collaborative factor model: an item nobody saved has no factors",
+    "bpr": "a collaborative factor model: an item nobody saved has no factors",
+}
+
+
 def check_runs(names: Sequence[str]) -> tuple[str, ...]:
     for name in names:
         if name not in ALL_RUNS:
@@ -193,8 +204,12 @@ class Peers:
         cache_dir=None,
         validation_users: int = 1000,
         fit_cache=None,
+        cold: float | None = None,
     ):
+        """``cold``: the cold-item protocol's share of training items the tuning sets aside as new
+        (:func:`~scix_core.evaluate.tuning.carve_items`); None: the saves' split."""
         self.rec, self.train, self.factors, self.seed, self.k = rec, train, factors, seed, k
+        self.cold = cold
         self.users = {u: i for i, u in enumerate(train)}
         self._models: dict[str, object] = {}
         self.tuned: dict[str, tuning.Tuned] = {}
@@ -218,7 +233,9 @@ class Peers:
         ``changes``: each changed user's ``(old rows, new rows)`` — a model that can take them (EASE's exact
         low-rank update, :meth:`~scix_core.recommend.collab.ease.Ease.with_rows_changed`) starts from this
         peer's fit instead of refitting (at 17k items about 10 s for 1,000 users against 15 s)."""
-        other = Peers(rec, train, self.factors, self.seed, self.validation_users, self.k, self.cache_dir)
+        other = Peers(
+            rec, train, self.factors, self.seed, self.validation_users, self.k, self.cache_dir, cold=self.cold
+        )
         # (no fit cache: the truncated fits are made once each, and EASE's is an update of this one)
         other.tuned = dict(self.tuned)
         other._base, other._changes = self, tuple(changes)
@@ -235,17 +252,32 @@ class Peers:
             self._texts = load_texts(self.rec.build_dir)
         return self._texts
 
+    def vectors(self) -> np.ndarray:
+        if "_vectors" not in self.__dict__:
+            self._vectors = self.rec.side.vectors.get(np.arange(len(self.rec.side.catalog)))
+        return self._vectors
+
     def _build(self, name: str, params: dict):
-        extra = {"seed": self.seed} if name == "ials" else {}
+        extra = {"seed": self.seed} if name in ("ials", "svm", "cf-from-text") else {}
         return collab.make(
-            name, texts=self.texts() if name in collab.TEXT_MODELS else None, **params, **extra
+            name,
+            texts=self.texts() if name in collab.TEXT_MODELS else None,
+            vectors=self.vectors() if name in collab.VECTOR_MODELS else None,
+            **params,
+            **extra,
         )
 
     def tune(self, name: str) -> tuning.Tuned:
         if name not in self.tuned:
             cat = self.rec.side.catalog
             grid = collab.GRIDS[name]
-            fit, val = tuning.carve(self.train, self.validation_users, 0.2, self.seed)
+            candidates = None
+            if self.cold:
+                fit, val, new = tuning.carve_items(self.train, self.validation_users, self.cold, self.seed)
+                candidates = np.zeros(len(cat), dtype=bool)
+                candidates[[cat.row[p] for p in new if p in cat.row]] = True
+            else:
+                fit, val = tuning.carve(self.train, self.validation_users, 0.2, self.seed)
             cache = None
             if self.cache_dir is not None:
                 key = tuning.cache_key(
@@ -256,6 +288,7 @@ class Peers:
                         "beyond": collab.BEYOND.get(name),
                         "k": self.k,
                         "seed": self.seed,
+                        **({"cold": self.cold} if self.cold else {}),
                         "fit": sorted(fit.items()),
                         "val": sorted((u, sorted(v)) for u, v in val.items()),
                     }
@@ -272,6 +305,7 @@ class Peers:
                 self.k,
                 cache,
                 beyond=collab.BEYOND.get(name),
+                candidates=candidates,
             )
         return self.tuned[name]
 
@@ -327,22 +361,29 @@ class Peers:
             return [h.paper_id for h in hits if h.paper_id not in seen][:k]
         model = self.model(name)
         if name in COLLAB:  # item-based: the user's saves as they are now (the per-tier tables truncate them)
+            exclude = side.rows(p for p in seen if p in cat.row)
+            if side.pool is not None:  # a candidate pool (the cold-item protocol's new items): only those
+                exclude = np.concatenate([exclude, np.flatnonzero(~side.pool)])
             return top_rows(
                 model.scores(side.rows(p for p in ctx.saved if p in cat.row)),
-                side.rows(p for p in seen if p in cat.row),
+                exclude,
                 cat.ids,
                 k,
+                positive=not getattr(model, "signed", False),
             )
         user = self.users[ctx.user_id]
         ids, _ = model.recommend(user, self.matrix()[user : user + 1], N=k, filter_already_liked_items=True)
         return [cat.ids[i] for i in ids if cat.ids[i] not in seen][:k]
 
 
-def top_rows(scores: np.ndarray, exclude: np.ndarray, ids: Sequence[str], k: int) -> list[str]:
-    """The ``k`` best-scored ids with a positive score, never an excluded row; ties by row."""
+def top_rows(
+    scores: np.ndarray, exclude: np.ndarray, ids: Sequence[str], k: int, positive: bool = True
+) -> list[str]:
+    """The ``k`` best-scored ids with a positive score (any finite score: not ``positive``, a signed
+    scorer's), never an excluded row; ties by row."""
     scores = np.asarray(scores, dtype=np.float64).copy()
     scores[np.asarray(exclude, dtype=np.int64)] = -np.inf
-    n = min(k, int(np.count_nonzero(scores > 0)))
+    n = min(k, int(np.count_nonzero(scores > 0 if positive else np.isfinite(scores))))
     if n <= 0:
         return []
     rows = np.argpartition(-scores, n - 1)[:n]

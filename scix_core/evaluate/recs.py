@@ -65,7 +65,7 @@ from scix_core.evaluate.rec_lists import (
 from scix_core.evaluate.significance import PERMUTATIONS, compare, gate, holm
 from scix_core.recommend import Recommender, UserState
 from scix_core.recommend.library import library_saves, library_times
-from scix_core.recommend.splits import UserSplit, sample, split_libraries
+from scix_core.recommend.splits import UserSplit, cold_split, new_items, sample, split_libraries
 from scix_core.workspace import write_json_atomic
 
 K = 10
@@ -180,6 +180,11 @@ class RecEvalReport:
             if self.setup.get("train_size")
             else f"hold-out {self.setup['holdout']:.0%}"
         )
+        if self.setup.get("protocol") == "cold-item":
+            protocol = (
+                f"cold items: {self.setup['new_items']:.0%} of the catalogue new "
+                f"({self.setup['new_papers']:,} papers nobody trained on), ranked among the new only"
+            )
         table = Table(
             "run",
             *metrics,
@@ -200,6 +205,8 @@ class RecEvalReport:
                 )
             table.add_row(run, *cells)
         console.print(table)
+        for run, why in self.setup.get("not_applicable", {}).items():
+            console.print(f"{run}: not applicable under this protocol — {why}", highlight=False)
         for name, decision in self.gates.items():
             if " over " in name:
                 console.print(
@@ -297,11 +304,13 @@ def evaluate_recs(
     cutoffs: Sequence[int] = CUTOFFS,
     scorer_trainer: Callable | None = None,
     workers: int | None = None,
+    new_share: float | None = None,
 ) -> RecEvalReport:
     """``scorer_trainer``: how the ``tier1-lgbm`` run gets its LightGBM scorer — training belongs to the
     room above (:func:`scix_core.train.scorer.in_run_scorer`; the command line and the notebook pass it).
     ``workers``: processes (None: two where this process may use two cores — :func:`_workers`;
-    :mod:`scix_core.evaluate.rec_lists` says what the second runs — more than two run as two)."""
+    :mod:`scix_core.evaluate.rec_lists` says what the second runs — more than two run as two).
+    ``new_share``: the cold-item protocol (module doc) with that share of the catalogue new."""
 
     cfg = config or load_config()
     cutoffs = check_cutoffs(cutoffs)
@@ -316,6 +325,15 @@ def evaluate_recs(
         )
     if baseline and baseline not in runs:
         runs = (*runs, rec_runs.check_runs([baseline])[0])
+    cold = new_share is not None
+    not_applicable: dict[str, str] = {}
+    if cold:
+        if train_size is not None:
+            raise ConfigError("--new-items and --train-size are two protocols: choose one")
+        if baseline in rec_runs.NEEDS_SAVES:
+            raise ConfigError(f"--baseline {baseline} cannot rank new items: choose a content-side run")
+        not_applicable = {r: rec_runs.NEEDS_SAVES[r] for r in runs if r in rec_runs.NEEDS_SAVES}
+        runs = tuple(r for r in runs if r not in not_applicable)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="scix-eval-recs-") as tmp:
         probe = Recommender(
@@ -331,7 +349,14 @@ def evaluate_recs(
         real_times = library_times(probe.build_dir) is not None
         if not libraries:
             raise ConfigError(f"index {index!r} holds no user libraries (ingest a citeulike-format folder)")
-        eligible = split_libraries(libraries, holdout, seed, min_saves, real_times, train_size)
+        new: frozenset[str] = frozenset()
+        new_rows = None
+        if cold:
+            new = new_items(probe.side.catalog.ids, new_share, seed)
+            new_rows = tuple(sorted(probe.side.catalog.row[p] for p in new))
+            eligible = cold_split(libraries, new, min_saves)
+        else:
+            eligible = split_libraries(libraries, holdout, seed, min_saves, real_times, train_size)
         splits = sample(eligible, users, seed)
         if not splits:
             raise ConfigError(
@@ -339,7 +364,11 @@ def evaluate_recs(
                 + (f" and more than {train_size}" if train_size else "")
             )
         evaluated = {s.user: s for s in splits}
-        train = {u: (evaluated[u].train if u in evaluated else tuple(p)) for u, p in libraries.items()}
+        # (the cold-item protocol: the new items are nobody's training save, the evaluated users' or others')
+        train = {
+            u: (evaluated[u].train if u in evaluated else tuple(x for x in p if x not in new))
+            for u, p in libraries.items()
+        }
         seconds: dict[str, float] = {}
         rec = Recommender(
             index,
@@ -347,6 +376,7 @@ def evaluate_recs(
             persist_clusters=False,
             state=UserState(Path(tmp) / "main.sqlite"),
             build_community=False,
+            pool=new_rows,
         )
         # the per-tier tables truncate a sample of the evaluated users; everyone else is the same community in
         # every per-tier run (with every user truncated there would be none: at one save nobody co-saves)
@@ -376,6 +406,8 @@ def evaluate_recs(
             cfg.home / "cache" / "rec-tuning" / index,
             rec.fit_cache,
             per_tier_parts(truncated, seed) if per_tier else (),
+            new_rows,
+            new_share,
         )
         parallel = _workers(workers) > 1
         if parallel:
@@ -421,9 +453,9 @@ def evaluate_recs(
         t = time.perf_counter()
         per_user = {run: _score(rec, recommended[run], splits, centroids, cutoffs) for run in runs}
         seconds["metrics"] = time.perf_counter() - t
+        candidates = len(new_rows) if cold else len(rec.side.catalog)
         catalogue = {
-            run: len({p for ids in recommended[run].values() for p in ids}) / len(rec.side.catalog)
-            for run in runs
+            run: len({p for ids in recommended[run].values() for p in ids}) / candidates for run in runs
         }
         tiers: dict = {}
         if per_tier:
@@ -456,6 +488,10 @@ def evaluate_recs(
     seconds["significance"] = time.perf_counter() - t
     seconds["total"] = time.perf_counter() - t0
     setup = {
+        "protocol": "cold-item" if cold else "hold-out",
+        "new_items": new_share,
+        "new_papers": len(new),
+        "not_applicable": not_applicable,
         "holdout": holdout,
         "train_size": train_size,
         "seed": seed,

@@ -12,7 +12,9 @@ where the peer names values beyond the grid
 one axis at a time from the best setting, while it improves (a grid whose
 optimum sits on its border only says the border was drawn too close).
 The held-out evaluation saves are never read: the function is not given
-them. Choices are cached as JSON per index build,
+them. Under the cold-item protocol the split is of items instead
+(:func:`carve_items`): a share of the training items becomes new, and each
+setting ranks only those. Choices are cached as JSON per index build,
 split and grid (``SCIX_HOME/cache/rec-tuning/``), so a second run on the
 same split reuses them.
 """
@@ -79,6 +81,26 @@ def carve(
     return fit, val
 
 
+def carve_items(
+    train: Mapping[str, Sequence[str]], users: Sequence[str], share: float, seed: int
+) -> tuple[dict[str, tuple[str, ...]], dict[str, frozenset[str]], frozenset[str]]:
+    """The cold-item protocol's validation split, from the training saves only: a seeded ``share`` of the
+    saved items becomes "new" — removed from every user's saves — and each listed user's saves of them are
+    set aside, for users who keep a save. (What the grid is fitted on, user -> set-aside saves, the new
+    items: the candidates a validation list is drawn from.)"""
+    items = sorted({p for papers in train.values() for p in papers})
+    n = max(1, int(round(share * len(items))))
+    rng = np.random.default_rng([seed, 2])
+    new = frozenset(items[i] for i in rng.choice(len(items), size=min(n, len(items)), replace=False))
+    fit = {u: tuple(p for p in papers if p not in new) for u, papers in train.items()}
+    val = {}
+    for user in users:
+        held = frozenset(p for p in train[user] if p in new)
+        if held and fit[user]:
+            val[user] = held
+    return fit, val, new
+
+
 def matrix(libraries: Mapping[str, Sequence[str]], row: Mapping[str, int], n_items: int) -> csr_matrix:
     """Binary users × catalogue-rows matrix, users in ``libraries`` order."""
     r = [i for i, papers in enumerate(libraries.values()) for p in set(papers) if p in row]
@@ -87,13 +109,22 @@ def matrix(libraries: Mapping[str, Sequence[str]], row: Mapping[str, int], n_ite
 
 
 def recall_at(
-    model, fit: Mapping[str, Sequence[str]], val: Mapping[str, frozenset[str]], row: Mapping[str, int], k: int
+    model,
+    fit: Mapping[str, Sequence[str]],
+    val: Mapping[str, frozenset[str]],
+    row: Mapping[str, int],
+    k: int,
+    candidates: np.ndarray | None = None,
 ) -> float:
+    """Mean recall@k of ``model`` on the set-aside saves; ``candidates`` (a bool mask over the rows): only
+    those are ranked (the cold-item protocol's new items)."""
     out = []
     for user, held in val.items():
         rows = np.array([row[p] for p in fit[user] if p in row], dtype=np.int64)
         scores = model.scores(rows).astype(np.float64)
         scores[rows] = -np.inf
+        if candidates is not None:
+            scores[~candidates] = -np.inf
         top = np.argpartition(-scores, k)[:k] if k < len(scores) else np.arange(len(scores))
         out.append(len({int(t) for t in top} & {row[p] for p in held if p in row}) / len(held))
     return float(np.mean(out)) if out else 0.0
@@ -152,6 +183,7 @@ def tune(
     k: int,
     cache: Path | None = None,
     beyond: Mapping[str, tuple[Sequence, Sequence]] | None = None,
+    candidates: np.ndarray | None = None,
 ) -> Tuned:
     """The best setting by validation recall@k (``build(params)`` makes an unfitted model): the grid, then
     steps past its edges while they improve (:func:`steps_beyond`; ``beyond``: axis -> (values below the
@@ -180,7 +212,7 @@ def tune(
         nonlocal refused
         for params in settings:
             try:
-                value = recall_at(build(params).fit(x), fit, val, row, k)
+                value = recall_at(build(params).fit(x), fit, val, row, k, candidates)
             except ConfigError as exc:
                 refused, value = exc, None
             tried.append(dict(params))

@@ -2,7 +2,7 @@
 reports.
 
     from scix_core.notebook import QueryInspector, LaneAttributionView, SweepView, EvidenceView
-    from scix_core.notebook import ClusterView, RecEvalView
+    from scix_core.notebook import ClusterView, RecEvalView, DigestView
 
 Notebooks only call these; every view is an object whose ``render()`` returns
 a :class:`Rendered` (testable as plain Python) and which displays itself.
@@ -10,6 +10,7 @@ a :class:`Rendered` (testable as plain Python) and which displays itself.
 
 from scix_core.notebook.attribution import LaneAttributionView
 from scix_core.notebook.clusters import ClusterView
+from scix_core.notebook.digest import DigestView
 from scix_core.notebook.frontend import STATIC_ENV, Rendered, is_static
 from scix_core.notebook.inspector import QueryInspector, render_result
 from scix_core.notebook.rec_eval import RecEvalView
@@ -17,6 +18,7 @@ from scix_core.notebook.sweep import EvidenceView, SweepView
 
 __all__ = [
     "ClusterView",
+    "DigestView",
     "EvidenceView",
     "LaneAttributionView",
     "QueryInspector",

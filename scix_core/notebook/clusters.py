@@ -21,9 +21,9 @@ import numpy as np
 
 from scix_core.config import Config, load_config
 from scix_core.notebook import charts
+from scix_core.notebook.actions import demo_user, item_buttons
 from scix_core.notebook.frontend import Rendered, View, banner, heading, table
 from scix_core.recommend import Recommender
-from scix_core.search import Searcher
 
 PALETTE = (
     "#1f77b4",
@@ -190,23 +190,13 @@ class ClusterView(View):
         if user is None:
             user = "demo"
         if demo_queries and user not in {u["user"] for u in users}:
-            self._demo_user(user, demo_queries, demo_saves)
+            demo_user(self.rec, user, demo_queries, demo_saves)
         self.user = user
         self.result = None
 
     def _recommender(self):
         cfg = self.base.replace(**{"recommend.mmr_lambda": self.mmr_lambda, "recommend.scorer": self.scorer})
         return Recommender(self.index, cfg)
-
-    def _demo_user(self, user: str, queries: Sequence[str], per_query: int) -> None:
-        """A user whose saves are the top keyword hits of each query (real interactions in the workspace)."""
-
-        searcher = Searcher(self.index, self.base)
-        self.rec.create_user(user, [])
-        for query in queries:
-            for hit in searcher.search(query, "keyword", limit=per_query).hits:
-                self.rec.interact(user, hit.paper_id, "save")
-        searcher.close()
 
     def render(self) -> Rendered:
         self.result = self.rec.recommend(self.user, self.limit)
@@ -246,16 +236,7 @@ class ClusterView(View):
         return rendered
 
     def _item_buttons(self) -> None:
-        import ipywidgets as w
-
-        rows = []
-        for item in self.result.items:
-            save = w.Button(description="save", icon="bookmark", layout=w.Layout(width="80px"))
-            dismiss = w.Button(description="dismiss", icon="times", layout=w.Layout(width="90px"))
-            save.on_click(lambda _, p=item.paper_id: self.act(p, "save"))
-            dismiss.on_click(lambda _, p=item.paper_id: self.act(p, "dismiss"))
-            rows.append(w.HBox([save, dismiss, w.Label(f"{item.rank}. {item.paper_id} {item.title[:80]}")]))
-        self.buttons.children = rows
+        self.buttons.children = item_buttons(self.result.items, self.act)
 
     def _pick(self, *_) -> None:
         changed = (self.lambda_control.value, self.scorer_control.value) != (self.mmr_lambda, self.scorer)

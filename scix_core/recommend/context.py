@@ -33,6 +33,7 @@ class IndexSide:
     )
     # bool per row: the papers every tier may recommend (None: all) — scix_core.recommend.pool.within
     pool: np.ndarray | None = None
+    bridge: object = None  # the pool's co-save bridge to the papers outside it (recommend.pool.Bridge)
 
     def rows(self, paper_ids) -> np.ndarray:
         return np.array([self.catalog.row[p] for p in paper_ids], dtype=np.int64)

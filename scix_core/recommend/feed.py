@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -168,6 +168,51 @@ class Feed:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, default=str)
+
+
+@dataclass(frozen=True)
+class Why:
+    """Why a paper is in a feed: its interest cluster (and that cluster's medoid paper), the saved paper
+    nearest it and how near, and the parts of its score."""
+
+    paper_id: str
+    source: str
+    cluster: int | None
+    medoid: str | None
+    nearest_saved: str | None
+    similarity: float | None
+    parts: tuple[tuple[str, float], ...]
+
+
+def reasons(feed: Feed, side, saved: Sequence[str]) -> dict[str, Why]:
+    """Each item's :class:`Why`: the nearest of the user's ``saved`` papers by the index's vectors (none
+    without vectors or saves), the medoid of Tier 1's cluster."""
+    result = feed.recommendations
+    medoids = {}
+    if any(s.name == "quota" for s in result.stages):
+        medoids = {c.cluster_id: c.medoid for c in result.stage("quota").output}
+    saved = [p for p in saved if p in side.catalog.row]
+    nearest: dict[str, tuple[str, float]] = {}
+    if side.vectors is not None and saved and result.items:
+        sims = (
+            side.vectors.get(side.rows(i.paper_id for i in result.items))
+            @ side.vectors.get(side.rows(saved)).T
+        )
+        for item, row in zip(result.items, sims):
+            best = int(row.argmax())
+            nearest[item.paper_id] = (saved[best], float(row[best]))
+    return {
+        i.paper_id: Why(
+            i.paper_id,
+            i.source,
+            i.cluster_id,
+            medoids.get(i.cluster_id),
+            nearest.get(i.paper_id, (None, None))[0],
+            nearest.get(i.paper_id, (None, None))[1],
+            tuple(i.scores),
+        )
+        for i in result.items
+    }
 
 
 def empty_reason(result: Recommendations, window: Window, categories) -> str:

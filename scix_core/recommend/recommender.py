@@ -110,6 +110,7 @@ class Recommender:
         build_community: bool = True,
         lag: bool | None = None,
         detach_refits: bool = False,
+        pool=None,
     ):
         """``state``: another user-state store than the workspace's (benchmarks, offline evaluation).
         ``build_community``: the user libraries the index was built from count as other users' saves (the
@@ -128,6 +129,8 @@ class Recommender:
         self.state = state or open_state(cfg)
         self.scorer, self._health = load_scorer(cfg.recommend, cfg.home, index)
         self.side = self._side()
+        if pool is not None:
+            self.side = within(self.side, pool)
         r = cfg.recommend
         # EASE's and iALS's fits on disk (the evaluation's too)
         self.fit_cache = fit_cache(cfg)
@@ -192,6 +195,10 @@ class Recommender:
                 reader, self.build_dir, self.index, keep=self.workspace.is_current(self.index, self.build_dir)
             )
         self.lease.release()
+
+    def papers(self, paper_ids) -> dict:
+        """paper id -> :class:`~scix_core.types.Paper` (title, authors, abstract, categories, listing day)."""
+        return self._papers.get(paper_ids)
 
     def titles(self, paper_ids) -> dict[str, str]:
         return {p: t for p, (t, _) in self._papers.titles(paper_ids).items()}
@@ -263,7 +270,10 @@ class Recommender:
     def _with_cosaves(self, ctx: UserContext) -> UserContext:
         if ctx.saved:
             known = [p for p in ctx.saved if p in self.side.catalog.row]
-            ctx = replace(ctx, cosaves=self.community.cosaves(self.side.rows(known)))
+            cosaves = self.community.cosaves(self.side.rows(known))
+            if self.side.pool is not None:
+                cosaves = pooled_cosaves(cosaves, self.side.pool, self.side.bridge)
+            ctx = replace(ctx, cosaves=cosaves)
         return ctx
 
     # recommending
@@ -346,7 +356,7 @@ class Recommender:
                 return result, None
         ctx = self._with_cosaves(ctx)
         if side is not None and side.pool is not None:
-            ctx = replace(ctx, cosaves=pooled_cosaves(ctx.cosaves, side.pool))
+            ctx = replace(ctx, cosaves=pooled_cosaves(ctx.cosaves, side.pool, side.bridge))
         side = side or self.side
         context_ms = (time.perf_counter() - t) * 1000
         tier, why, run, _, tier_ms = select(self.tiers, cfg, side, ctx, limit, side.unavailable)

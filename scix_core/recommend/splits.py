@@ -54,6 +54,30 @@ def split_libraries(
     return out
 
 
+def cold_split(
+    libraries: Mapping[str, Sequence[str]], new: frozenset[str], min_saves: int
+) -> list[UserSplit]:
+    """The cold-item protocol's split: each user's saves of the ``new`` items held out, the rest trained on;
+    users with at least one new save and ``min_saves`` others."""
+    out = []
+    for user, papers in libraries.items():
+        papers = list(dict.fromkeys(papers))
+        train = tuple(p for p in papers if p not in new)
+        test = frozenset(p for p in papers if p in new)
+        if test and len(train) >= max(1, min_saves):
+            out.append(UserSplit(user, train, test))
+    return out
+
+
+def new_items(ids: Sequence[str], share: float, seed: int) -> frozenset[str]:
+    """A seeded ``share`` of the catalogue's ids: the cold-item protocol's papers "listed today"."""
+    if not 0 < share < 1:
+        raise ConfigError(f"--new-items must be a share in (0, 1), not {share}")
+    n = max(1, int(round(share * len(ids))))
+    rng = np.random.default_rng([seed, 3])
+    return frozenset(ids[i] for i in rng.choice(len(ids), size=min(n, len(ids)), replace=False))
+
+
 def sample(splits: list[UserSplit], users: int | None, seed: int) -> list[UserSplit]:
     if users is None or users >= len(splits):
         return splits

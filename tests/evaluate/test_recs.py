@@ -37,6 +37,30 @@ def test_split_is_seeded_per_user_and_never_loses_a_save():
         split_libraries(libs, 1.5, seed=1, min_saves=5)
 
 
+def test_the_cold_item_split_holds_out_the_new_items_of_every_user():
+    from scix_core.evaluate import tuning
+    from scix_core.recommend.splits import cold_split, new_items
+
+    ids = tuple(f"p{i}" for i in range(20))
+    new = new_items(ids, 0.25, seed=3)
+    assert len(new) == 5 and new == new_items(ids, 0.25, seed=3) and new != new_items(ids, 0.25, seed=4)
+    libs = {"a": list(ids[:12]), "b": [p for p in ids if p not in new][:6], "c": list(ids[5:9])}
+    splits = {s.user: s for s in cold_split(libs, new, min_saves=3)}
+    assert "b" not in splits  # no new item saved: nothing to find
+    a = splits["a"]
+    assert a.test == set(libs["a"]) & new and set(a.train) == set(libs["a"]) - new
+    assert list(a.train) == [p for p in libs["a"] if p not in new]  # save order kept
+    assert all(len(s.train) >= 3 for s in splits.values())
+    with pytest.raises(ConfigError, match="new-items"):
+        new_items(ids, 1.0, seed=3)
+    # the peers' cold tuning: new items carved from the training items only, gone from every fit
+    train = {u: s.train for u, s in splits.items()}
+    fit, val, carved = tuning.carve_items(train, list(train), 0.3, seed=1)
+    assert carved <= {p for t in train.values() for p in t} and not carved & new
+    assert all(not set(f) & carved for f in fit.values())
+    assert all(held <= carved and held == set(train[u]) & carved for u, held in val.items())
+
+
 def test_ranking_metrics_by_hand():
     splits = [UserSplit("u", ("t1",), frozenset({"a", "b"})), UserSplit("v", ("t2",), frozenset({"c"}))]
     values = ranking_metrics({"u": ["x", "a", "y"], "v": ["z"]}, splits)
@@ -153,6 +177,80 @@ def test_eval_recs_on_real_libraries(citeulike_home, citeulike_data):
     )
     assert "tier1-lgbm over tier1" in lgbm.gates and 0.0 <= lgbm.runs["tier1-lgbm"]["recall@10"] <= 1.0
     assert "age_months" in lgbm.setup["lgbm_audit"]["features"] and lgbm.setup["lgbm_audit"]["errors"]
+
+
+@pytest.mark.model
+@pytest.mark.realdata
+def test_the_cold_item_protocol_on_real_libraries(citeulike_home):
+    runs = ("tier1", "tier3", "content-knn", "svm", "cf-from-text", "rp3beta", "most-popular")
+    report = evaluate_recs(
+        "cul",
+        citeulike_home,
+        users=40,
+        runs=runs,
+        new_share=0.2,
+        permutations=200,
+        progress=False,
+        per_tier_users=15,
+    )
+    setup = report.setup
+    assert setup["protocol"] == "cold-item" and setup["new_papers"] == round(0.2 * 6000)
+    # the peers that rank only saved items are listed, with why, never scored as zeros
+    assert set(setup["not_applicable"]) == {"rp3beta", "most-popular"}
+    assert "nobody saved" in setup["not_applicable"]["rp3beta"]
+    assert set(report.runs) == {"tier1", "tier3", "content-knn", "svm", "cf-from-text"}
+    for run in report.runs:
+        assert 0.0 < report.runs[run]["recall@10"] <= 1.0, run  # every run finds new papers
+        assert report.catalogue_coverage[run] <= 1.0  # of the new papers: the candidates
+    assert set(setup["tuned"]) == {"svm", "cf-from-text"}  # tuned on new items carved from the training ones
+    assert all(
+        block["runs"].keys() == {"cascade", "content-knn", "svm", "cf-from-text"}
+        for block in report.per_tier.values()
+    )
+
+
+@pytest.mark.model
+@pytest.mark.realdata
+def test_cold_lists_are_drawn_from_the_new_papers_only(citeulike_home, tmp_path):
+    from scix_core.evaluate.rec_lists import replay
+    from scix_core.recommend import Recommender, UserState
+    from scix_core.recommend.library import library_saves
+    from scix_core.recommend.splits import cold_split, new_items, sample
+
+    cfg = citeulike_home
+    probe = Recommender("cul", cfg, persist_clusters=False, build_community=False)
+    libraries = library_saves(probe.build_dir)
+    new = new_items(probe.side.catalog.ids, 0.2, seed=1)
+    rows = sorted(probe.side.catalog.row[p] for p in new)
+    splits = sample(cold_split(libraries, new, min_saves=5), 8, seed=1)
+    train = {u: tuple(p for p in ps if p not in new) for u, ps in libraries.items()}
+    rec = Recommender(
+        "cul",
+        cfg,
+        persist_clusters=False,
+        state=UserState(tmp_path / "cold.sqlite"),
+        build_community=False,
+        pool=rows,
+    )
+    replay(rec, train, splits)
+    peers = rec_runs.Peers(rec, train, evaluated=[s.user for s in splits], cold=0.2, validation_users=50)
+    outside = np.ones(len(rec.side.catalog), dtype=bool)
+    outside[rows] = False
+    bridged = 0
+    for s in splits:
+        got = rec.recommend(s.user, 10, log=False)
+        assert got.ids and set(got.ids) <= new, got.ids
+        ctx = rec.context(s.user)
+        for peer in ("content-knn", "svm", "cf-from-text"):
+            assert set(peers.recommend(peer, ctx, 10)) <= new, peer
+        # a new paper nobody saved gets a co-save score through the papers like it; nothing outside the pool
+        assert not ctx.cosaves.scores[outside].any()
+        bridged += int((ctx.cosaves.scores[rows] > 0).sum())
+    assert bridged > 0
+    with pytest.raises(ConfigError, match="two protocols"):
+        evaluate_recs("cul", cfg, new_share=0.2, train_size=5, runs=("tier1",), progress=False)
+    with pytest.raises(ConfigError, match="cannot rank new items"):
+        evaluate_recs("cul", cfg, new_share=0.2, baseline="rp3beta", runs=("tier1",), progress=False)
 
 
 @pytest.mark.model

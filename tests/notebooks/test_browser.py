@@ -1,7 +1,8 @@
 """A real browser: JupyterLab headless on loopback, Debian's Chromium driven by Playwright (no browser
 download). The query-inspector notebook run from the menu, a query typed into the widget, the results
 table checked; the cluster-view notebook run, a recommendation saved with its button, the recommendations
-changed. Screenshots saved under reports/browser/."""
+changed; the daily digest run, its cards read, a paper saved with its button. Screenshots saved under
+reports/browser/."""
 
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ def lab(scifact_notebook_home, data_dir, tmp_path):
     )
     root = tmp_path / "lab"
     root.mkdir()
-    for name in ("query-inspector", "cluster-view"):
+    for name in ("query-inspector", "cluster-view", "digest"):
         shutil.copy(notebooks_dir() / NOTEBOOKS[name], root)
     for name, values in SETTINGS.items():
         path = tmp_path / "settings" / name.replace("/", os.sep, 1).replace("/", os.sep)
@@ -210,5 +211,27 @@ def test_cluster_view_save_button_changes_the_recommendations(lab):
         )
         cells = page.locator("table.scix-recs tbody tr td:nth-child(2)").all_inner_texts()
         assert first not in cells  # saved papers never come back
+        page.screenshot(path=str(shot))
+    assert shot.stat().st_size > 10_000
+
+
+def test_daily_digest_reads_well_and_its_save_button_writes_a_save(lab):
+    shot = reports_dir() / "browser" / "digest.png"
+    with _page(lab("digest"), shot) as page:
+        page.wait_for_selector(".scix .paper .why", timeout=180_000)
+        papers = page.locator(".scix .paper")
+        assert papers.count() >= 10  # ten ranked and the exploration picks
+        first = papers.first.get_attribute("data-paper")
+        card = papers.first.inner_text()
+        assert "nearest saved paper" in card and "score:" in card and "interest cluster" in card
+        page.locator(".widget-button", has_text="save").first.click()
+        page.wait_for_function(
+            "id => { const c = document.querySelector('.scix .paper');"
+            " return c && c.getAttribute('data-paper') !== id; }",
+            arg=first,
+            timeout=120_000,
+        )
+        shown = [p.get_attribute("data-paper") for p in page.locator(".scix .paper").all()]
+        assert first not in shown  # a saved paper never comes back
         page.screenshot(path=str(shot))
     assert shot.stat().st_size > 10_000

@@ -208,10 +208,43 @@ def test_text_knn_and_the_hybrid():
         TextKnn(texts=[""] * 5).fit(X)
 
 
+# unit "embeddings" of the five items: 0 and 1 alike, 2 and 3 alike, 4 apart
+VECS = np.array([[1, 0.1, 0], [1, 0, 0.1], [0, 1, 0.1], [0.1, 1, 0], [0, 0, 1]], dtype=np.float32)
+VECS /= np.linalg.norm(VECS, axis=1, keepdims=True)
+
+
+def test_the_svm_ranks_by_the_text_of_what_the_user_saved():
+    from scix_core.recommend.collab.content import Svm
+
+    texts = ["dark matter halo", "dark matter galaxy", "protein folding", "protein structure", "dark halo"]
+    model = Svm(texts=texts, C=1.0, min_df=1).fit(X)
+    s = model.scores(np.array([0, 1]))  # saved: the two dark-matter papers
+    assert s[4] > s[2] and s[4] > s[3]  # "dark halo" is theirs; the protein papers are not
+    assert model.signed and np.allclose(s, model.scores(np.array([1, 0])), atol=1e-5)  # seeded
+    with pytest.raises(ConfigError, match="empty text"):
+        Svm(texts=[""] * 5).fit(X)
+
+
+def test_cf_from_text_predicts_the_factors_of_an_item_nobody_saved():
+    from scix_core.recommend.collab.content import CfFromText
+
+    # item 4 saved by nobody; its embedding is item 3's: it inherits item 3's place in the factor space
+    libs = [[0, 1], [0, 1, 2], [1, 2], [3, 2], [0, 3]]
+    vecs = VECS.copy()
+    vecs[4] = vecs[3]
+    model = CfFromText(vectors=vecs, factors=4, ridge=0.01).fit(saves(libs))
+    y = model._fitted[0]
+    assert y[4] @ y[3] / (np.linalg.norm(y[4]) * np.linalg.norm(y[3])) > 0.8
+    s = model.scores(np.array([2, 3]))
+    assert s[4] > s[0] and model.signed
+    with pytest.raises(ConfigError, match="vectors"):
+        CfFromText(vectors=vecs[:3]).fit(X)
+
+
 @pytest.mark.parametrize("name", list(collab.MODELS))
 def test_every_model_keeps_the_contract(name):
     """Fit once, score any saved set: one finite float32 per item, the same twice; unknown names listed."""
-    model = collab.make(name, texts=TEXTS, **collab.GRIDS[name][0]).fit(X)
+    model = collab.make(name, texts=TEXTS, vectors=VECS, **collab.GRIDS[name][0]).fit(X)
     a, b = model.scores(np.array([0, 3])), model.scores(np.array([0, 3]))
     assert a.shape == (5,) and a.dtype == np.float32 and np.isfinite(a).all()
     np.testing.assert_array_equal(a, b)

@@ -25,7 +25,8 @@ from tests.corpus import PAPERS
 
 pytestmark = pytest.mark.model
 
-DAY1, DAY2, DAY3 = dt.date(2025, 1, 1), dt.date(2025, 1, 2), dt.date(2025, 1, 3)
+DAY1, DAY2 = dt.date(2025, 1, 1), dt.date(2025, 1, 2)
+PAPERS_BY_ID = {p.paper_id: p for p in PAPERS}
 
 
 def _day_file(folder: Path, day: dt.date, papers) -> Path:
@@ -247,3 +248,25 @@ def test_feed_from_the_command_line_and_the_api(listed, monkeypatch, capsys):
         assert client.get("/api/feed", params={"user": "ghost"}).status_code == 404
         visited = client.get("/api/feed", params={"user": user, "since": "last-visit"}).json()
         assert visited["window"]["by"] == "arrival" and visited["empty"]  # the first request was a visit
+
+
+def test_the_digest_renders_each_paper_with_why_and_its_save_is_instant(listed):
+    import time
+
+    from scix_core.notebook import DigestView
+
+    cfg, rec = listed
+    user = _user(rec, "digest-reader", saves=[p.paper_id for p in PAPERS[:5]])
+    view = DigestView("feed", user=user, config=cfg, limit=4)
+    page = view.render().html
+    ranked = [i for i in view.feed.items if not i.exploration]
+    assert ranked and all(PAPERS_BY_ID[i.paper_id].title in page for i in ranked)
+    assert page.count('class="paper') == len(view.feed.items) and "nearest saved paper" in page
+    assert "interest cluster" in page and "score: cosine" in page and "listed 2025-01-02" in page
+    first = ranked[0].paper_id
+    t = time.perf_counter()
+    view.rec.interact(user, first, "save")
+    assert time.perf_counter() - t < 1.0  # a save fits nothing
+    again = view.act(first, "dismiss").html  # and the digest is ranked again without it
+    assert f'data-paper="{first}"' not in again
+    assert rec.state.last_visit("feed", user) is None  # reading a digest is not a feed visit

@@ -24,6 +24,13 @@ it steps to when the best sits on the grid's edge.
   of words or tag names, whatever the loader gave it).
 * ``hybrid-knn`` — item–item cosine over the saves stacked beside weighted
   text features (Dacrema et al.'s CFCBF).
+* ``svm`` — arxiv-sanity-lite's per-user linear SVM over TF-IDF unigrams and
+  bigrams; ``cf-from-text`` — iALS factors predicted from the embedding for
+  items nobody saved (:mod:`~scix_core.recommend.collab.content`). Both score
+  papers without saves: the content-side peers of the cold-item protocol.
+
+``COLD`` names the peers that can score an item nobody saved; the others
+(``NEEDS_SAVES``) only rank items someone saved.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from typing import Protocol
 import numpy as np
 
 from scix_core.errors import UnknownNameError
+from scix_core.recommend.collab.content import CfFromText, Svm
 from scix_core.recommend.collab.ease import Ease
 from scix_core.recommend.collab.ials import Ials
 from scix_core.recommend.collab.knn import ItemKnn
@@ -55,8 +63,17 @@ MODELS = {
     "ials": Ials,
     "text-knn": TextKnn,
     "hybrid-knn": HybridKnn,
+    "svm": Svm,
+    "cf-from-text": CfFromText,
 }
-TEXT_MODELS = ("text-knn", "hybrid-knn")  # built with the catalogue's texts: ``cls(texts=..., **params)``
+TEXT_MODELS = (
+    "text-knn",
+    "hybrid-knn",
+    "svm",
+)  # built with the catalogue's texts: ``cls(texts=..., **params)``
+VECTOR_MODELS = ("cf-from-text",)  # built with the index's vectors: ``cls(vectors=..., **params)``
+COLD = ("text-knn", "hybrid-knn", "svm", "cf-from-text")  # score an item nobody saved (hybrid: its text side)
+NEEDS_SAVES = tuple(m for m in MODELS if m not in COLD)
 
 GRIDS: dict[str, list[dict]] = {
     "rp3beta": [{"alpha": a, "beta": b} for a in (0.6, 0.8, 1.0) for b in (0.0, 0.2, 0.4)],
@@ -73,6 +90,9 @@ GRIDS: dict[str, list[dict]] = {
     ],
     "text-knn": [{"sublinear": s, "min_df": d} for s in (True, False) for d in (1, 2)],
     "hybrid-knn": [{"text_weight": w} for w in (0.1, 0.3, 1.0, 3.0)],
+    # arxiv-sanity-lite's C is 0.01
+    "svm": [{"C": c} for c in (0.01, 0.1, 1.0)],
+    "cf-from-text": [{"factors": f, "ridge": r} for f in (64, 128) for r in (1.0, 10.0, 100.0)],
 }
 
 
@@ -90,13 +110,17 @@ BEYOND: dict[str, dict[str, tuple[tuple, tuple]]] = {
     },
     "text-knn": {"min_df": ((), (3, 5))},
     "hybrid-knn": {"text_weight": ((0.03, 0.01), (10.0,))},
+    "svm": {"C": ((0.001,), (10.0,))},
+    "cf-from-text": {"ridge": ((0.1,), (1000.0,)), "factors": ((32,), (256,))},
 }
 
 
-def make(name: str, texts=None, **params) -> ItemScorer:
+def make(name: str, texts=None, vectors=None, **params) -> ItemScorer:
     """A model by name; an unknown name lists the valid ones."""
     if name not in MODELS:
         raise UnknownNameError("item scorer", name, tuple(MODELS))
     if name in TEXT_MODELS:
         return MODELS[name](texts=texts, **params)
+    if name in VECTOR_MODELS:
+        return MODELS[name](vectors=vectors, **params)
     return MODELS[name](**params)

@@ -141,6 +141,11 @@ class Ials:
             digest.update(np.ascontiguousarray(array, dtype=np.int64).tobytes())
         return Path(self.cache_dir) / f"ials-{digest.hexdigest()[:24]}.npy"
 
+    @property
+    def item_factors(self) -> np.ndarray:
+        """The fitted item factors (items × factors, float64)."""
+        return self._fitted[0]
+
     def scores(self, rows: np.ndarray) -> np.ndarray:
         y, gram = self._fitted
         rows = np.asarray(rows, dtype=np.int64)
