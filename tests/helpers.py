@@ -68,3 +68,25 @@ def passes(p: Paper, f: SearchFilters) -> bool:
     if any(n.casefold() in a.casefold() for a in p.authors for n in f.exclude_authors):
         return False
     return True
+
+
+def listing_file(path, papers):
+    """``papers`` as an arXiv listing day file (JSON lines, the ``arxiv-jsonl`` format) at ``path``."""
+    import json
+
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": p.paper_id,
+                    "title": p.title,
+                    "summary": p.abstract,
+                    "authors": list(p.authors),
+                    "categories": list(p.categories),
+                }
+            )
+            + "\n"
+            for p in papers
+        )
+    )
+    return path

@@ -21,8 +21,8 @@ import numpy as np
 
 from scix_core.config import Config, load_config
 from scix_core.notebook import charts
-from scix_core.notebook.actions import demo_user, item_buttons
-from scix_core.notebook.frontend import Rendered, View, banner, heading, table
+from scix_core.notebook.actions import ActingView, demo_user
+from scix_core.notebook.frontend import Rendered, banner, heading, table
 from scix_core.recommend import Recommender
 
 PALETTE = (
@@ -166,7 +166,7 @@ def render_recommendations(result, rec) -> Rendered:
     return Rendered("".join(parts), tuple(figures))
 
 
-class ClusterView(View):
+class ClusterView(ActingView):
     def __init__(
         self,
         index: str,
@@ -202,10 +202,8 @@ class ClusterView(View):
         self.result = self.rec.recommend(self.user, self.limit)
         return render_recommendations(self.result, self.rec)
 
-    def act(self, paper_id: str, kind: str) -> Rendered:
-        """Record a save or dismissal of ``paper_id`` for the current user and recommend again."""
-        self.rec.interact(self.user, paper_id, kind)
-        return self.refresh()
+    def shown(self):
+        return self.result.items
 
     def _build_widget(self):
         import ipywidgets as w
@@ -228,15 +226,6 @@ class ClusterView(View):
         return w.VBox(
             [w.HBox([self.user_control, self.lambda_control, self.scorer_control]), self.buttons, self.output]
         )
-
-    def refresh(self, *_) -> Rendered:
-        rendered = super().refresh()
-        if self._widget is not None:
-            self._item_buttons()
-        return rendered
-
-    def _item_buttons(self) -> None:
-        self.buttons.children = item_buttons(self.result.items, self.act)
 
     def _pick(self, *_) -> None:
         changed = (self.lambda_control.value, self.scorer_control.value) != (self.mmr_lambda, self.scorer)

@@ -19,8 +19,8 @@ import html
 from collections.abc import Sequence
 
 from scix_core.config import Config, load_config
-from scix_core.notebook.actions import demo_user, item_buttons
-from scix_core.notebook.frontend import Rendered, View, banner, heading
+from scix_core.notebook.actions import ActingView, demo_user
+from scix_core.notebook.frontend import Rendered, banner, heading
 from scix_core.recommend import Recommender
 from scix_core.recommend.feed import reasons
 
@@ -94,7 +94,7 @@ def render_digest(feed, rec, saved: Sequence[str]) -> Rendered:
     return Rendered("".join(parts))
 
 
-class DigestView(View):
+class DigestView(ActingView):
     def __init__(
         self,
         index: str,
@@ -121,10 +121,8 @@ class DigestView(View):
         self.feed = self.rec.feed(self.user, self.since, self.limit, visit=False)
         return render_digest(self.feed, self.rec, self.rec.stored(self.user).saved)
 
-    def act(self, paper_id: str, kind: str) -> Rendered:
-        """Record a save or dismissal of ``paper_id`` (no fit: instant) and rank the digest again."""
-        self.rec.interact(self.user, paper_id, kind)
-        return self.refresh()
+    def shown(self):
+        return self.feed.items
 
     def _build_widget(self):
         import ipywidgets as w
@@ -135,15 +133,6 @@ class DigestView(View):
         self.output, self.buttons = w.Output(), w.VBox()
         self.since_control.on_submit(self._pick)
         return w.VBox([self.since_control, self.buttons, self.output])
-
-    def refresh(self, *_) -> Rendered:
-        rendered = super().refresh()
-        if self._widget is not None:
-            self._item_buttons()
-        return rendered
-
-    def _item_buttons(self) -> None:
-        self.buttons.children = item_buttons(self.feed.items, self.act)
 
     def _pick(self, *_) -> None:
         self.since = self.since_control.value.strip() or None

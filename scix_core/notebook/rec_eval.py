@@ -7,11 +7,13 @@ truncated to 1, 3, 5, all); the MMR λ sweep as a recall-versus-diversity
 curve; each tuned peer's chosen setting and validation table; the co-save
 weights chosen for the cascade's tiers on the same kind of split; the LightGBM
 feature audit. From a saved ``--json`` report, or evaluated now on a sample
-of users (either protocol: hold-out share, or ``train_size`` saves a user).
+of users (any protocol: hold-out share, ``train_size`` saves a user, or ``new_items``: the cold-item
+protocol, papers nobody saved).
 
     RecEvalView(report="reports/eval-recs-citeulike-a.json")
     RecEvalView(index="citeulike-a", users=200, runs="tier1,content-knn,rp3beta,mmr_0.0,mmr_0.6,mmr_1.0")
     RecEvalView(index="citeulike-a", users=200, runs="tier1,rp3beta", train_size=10, cutoffs="50,100")
+    RecEvalView(index="citeulike-a", users=200, runs="tier1,content-knn,svm,cf-from-text", new_items=0.2)
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ def _load(
     config: Config,
     train_size: int | None = None,
     cutoffs: str | Sequence[int] = "10",
+    new_items: float | None = None,
 ) -> dict:
     if report:
         return json.loads(Path(report).read_text())
@@ -60,6 +63,7 @@ def _load(
         train_size=train_size,
         cutoffs=cuts,
         scorer_trainer=in_run_scorer,
+        new_share=new_items,
     ).to_dict()
 
 
@@ -90,11 +94,20 @@ def render_rec_eval(report: dict) -> Rendered:
         if setup.get("train_size")
         else f"hold-out {setup['holdout']:.0%}"
     )
+    if setup.get("protocol") == "cold-item":
+        protocol = (
+            f"cold items: {setup['new_items']:.0%} of the catalogue new ({setup['new_papers']:,} papers), "
+            "ranked among the new only"
+        )
     parts = [
         heading(
             f"{report['index']}: {report['n_users']} users, {protocol} ({setup['split']}), "
             f"seed {setup['seed']}, baseline {base}"
         )
+    ]
+    parts += [
+        banner(f"{run}: not applicable under this protocol — {why}", "note")
+        for run, why in setup.get("not_applicable", {}).items()
     ]
     by = {
         c["candidate"]: c for c in report["comparisons"] if c["metric"] == primary and c["baseline"] == base
@@ -224,9 +237,10 @@ class RecEvalView(View):
         config: Config | None = None,
         train_size: int | None = None,
         cutoffs: str | Sequence[int] = "10",
+        new_items: float | None = None,
     ):
         self.report = _load(
-            report, index, users, runs, min_saves, config or load_config(), train_size, cutoffs
+            report, index, users, runs, min_saves, config or load_config(), train_size, cutoffs, new_items
         )
 
     def render(self) -> Rendered:

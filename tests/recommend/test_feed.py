@@ -22,6 +22,7 @@ from scix_core.recommend.feed import arrivals, window
 from scix_core.recommend.pool import PoolStore, within
 from scix_core.vectors.base import VectorFilter
 from tests.corpus import PAPERS
+from tests.helpers import listing_file
 
 pytestmark = pytest.mark.model
 
@@ -30,23 +31,7 @@ PAPERS_BY_ID = {p.paper_id: p for p in PAPERS}
 
 
 def _day_file(folder: Path, day: dt.date, papers) -> Path:
-    path = folder / f"{day.isoformat()}.jsonl"
-    path.write_text(
-        "".join(
-            json.dumps(
-                {
-                    "id": p.paper_id,
-                    "title": p.title,
-                    "summary": p.abstract,
-                    "authors": list(p.authors),
-                    "categories": list(p.categories),
-                }
-            )
-            + "\n"
-            for p in papers
-        )
-    )
-    return path
+    return listing_file(folder / f"{day.isoformat()}.jsonl", papers)
 
 
 @pytest.fixture(scope="module")
@@ -262,7 +247,7 @@ def test_the_digest_renders_each_paper_with_why_and_its_save_is_instant(listed):
     ranked = [i for i in view.feed.items if not i.exploration]
     assert ranked and all(PAPERS_BY_ID[i.paper_id].title in page for i in ranked)
     assert page.count('class="paper') == len(view.feed.items) and "nearest saved paper" in page
-    assert "interest cluster" in page and "score: cosine" in page and "listed 2025-01-02" in page
+    assert "interest cluster" in page and "heuristic 0." in page and "listed 2025-01-02" in page
     first = ranked[0].paper_id
     t = time.perf_counter()
     view.rec.interact(user, first, "save")

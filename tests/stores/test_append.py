@@ -28,7 +28,7 @@ from scix_core.stores.papers import PaperStore
 from scix_core.vectors import close_readers
 from scix_core.workspace import Workspace
 from tests.corpus import PAPERS, QRELS, QUERIES
-from tests.helpers import make_request
+from tests.helpers import listing_file, make_request
 
 pytestmark = pytest.mark.model
 
@@ -200,21 +200,8 @@ def test_real_days_appended_one_at_a_time_answer_as_a_full_ingest(home, encoder,
 def small(home, encoder, tmp_path):
     """A four-paper index from the fixture listing day files (``2025-01-01.jsonl``), and a second day."""
     cfg = load_config()
-    day1, day2 = tmp_path / "2025-01-01.jsonl", tmp_path / "2025-01-02.jsonl"
-    lines = [
-        json.dumps(
-            {
-                "id": p.paper_id,
-                "title": p.title,
-                "summary": p.abstract,
-                "authors": list(p.authors),
-                "categories": list(p.categories),
-            }
-        )
-        for p in PAPERS
-    ]
-    day1.write_text("\n".join(lines[:4]) + "\n")
-    day2.write_text("\n".join(lines[4:6]) + "\n")
+    day1 = listing_file(tmp_path / "2025-01-01.jsonl", PAPERS[:4])
+    day2 = listing_file(tmp_path / "2025-01-02.jsonl", PAPERS[4:6])
     ingest(day1, "small", "arxiv-jsonl", config=cfg, progress=False, encoder=encoder)
     return cfg, day1, day2
 
