@@ -24,6 +24,14 @@ the runs (on the truncated saves) on each, and reports which tier ran; every
 peer and the cascade's community are refitted on the truncated saves (peers
 with the parameters tuned on the full ones; EASE by an exact low-rank update
 of the full fit).
+``new_share`` F is the cold-item protocol instead (``--new-items``): a seeded
+share F of the catalogue is "new" — in nobody's training saves, so in no
+fit — each user's saves of it are held out, users with one such save and
+``min_saves`` others are evaluated, and every run ranks the new papers only
+(the recommender restricted to them, :func:`~scix_core.recommend.pool.within`;
+the peers' lists likewise); runs that rank only saved papers
+(``rec_runs.NEEDS_SAVES``) are left out and listed, and the peers are tuned on
+new items carved from the training items (``tuning.carve_items``).
 ``train_size`` N replaces the hold-out share: N training saves per user with
 more than N, the rest held out (Dacrema et al.'s P = N); ``cutoffs`` gives
 recall, nDCG and hit rate at each (the gate decides on the first). The

@@ -27,7 +27,7 @@ from scix_core.recommend.result import Recommendations
 from scix_core.search.filters import parse_day
 
 LAST_VISIT = "last-visit"
-EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+UNIX_DAY_0 = dt.date(1970, 1, 1).toordinal()
 
 
 @dataclass(frozen=True)
@@ -101,10 +101,8 @@ def window(catalog, manifest: Mapping, since: str | dt.date | None, last_visit: 
         days = listed
         newest_day = int(days.max())
     else:
-        days = np.array(
-            [dt.datetime.fromtimestamp(s, dt.UTC).date().toordinal() if s > 0 else -1 for s in arrived],
-            dtype=np.int64,
-        )
+        # each arrival's UTC day as a date ordinal, in one pass (a request reads every row)
+        days = np.where(arrived > 0, (arrived // 86400).astype(np.int64) + UNIX_DAY_0, -1)
         newest_day = int(days.max()) if len(days) else -1
     by = "listing day" if by_listing else "arrival"
     newest = dt.date.fromordinal(newest_day).isoformat() if newest_day > 0 else None
