@@ -59,7 +59,7 @@ def trending(
             window = months
             if inside.sum() >= wanted:
                 break
-            if months != windows[-1]:
+            if months != windows[-1] and pool is None:  # a pool (a feed's window) is all recent anyway
                 notes.append(
                     f"only {int(inside.sum())} papers of {label} within {months} months of the newest paper: "
                     f"window widened"
