@@ -267,12 +267,15 @@ class Recommender:
             ctx = replace(ctx, profiles={p.kind: p for p in profiles})
         return ctx
 
-    def _with_cosaves(self, ctx: UserContext) -> UserContext:
+    def _with_cosaves(self, ctx: UserContext, side: IndexSide | None = None) -> UserContext:
+        """``ctx`` with the user's co-save scores; on a ``side`` restricted to a pool (the recommender's own,
+        or a feed's window) only the pool's, its papers nobody saved bridged (recommend/pool.py)."""
+        side = side or self.side
         if ctx.saved:
-            known = [p for p in ctx.saved if p in self.side.catalog.row]
-            cosaves = self.community.cosaves(self.side.rows(known))
-            if self.side.pool is not None:
-                cosaves = pooled_cosaves(cosaves, self.side.pool, self.side.bridge)
+            known = [p for p in ctx.saved if p in side.catalog.row]
+            cosaves = self.community.cosaves(side.rows(known))
+            if side.pool is not None:
+                cosaves = pooled_cosaves(cosaves, side.pool, side.bridge)
             ctx = replace(ctx, cosaves=cosaves)
         return ctx
 
@@ -315,14 +318,13 @@ class Recommender:
         the full one."""
         since = check_since(since)
         check_user_id(user)
-        self.state.user(self.index, user)  # an unknown user: UnknownUserError before anything is read
+        known = self.state.user(self.index, user)  # an unknown user: UnknownUserError before anything is read
         last = self.state.last_visit(self.index, user) if since == LAST_VISIT else None
         win = window(self.side.catalog, self.manifest, since, last)
         result, _ = self._answer(user, limit, within(self.side, win.rows))
         if visit:
             self.visited(user, seen_at(win))
-        categories = self.state.user(self.index, user).categories
-        return Feed(win, result, empty_reason(result, win, categories))
+        return Feed(win, result, empty_reason(result, win, known.categories))
 
     def visited(self, user: str, at: dt.datetime) -> None:
         """Record the user's feed read: ``at`` is the newest arrival the read could see
@@ -354,10 +356,8 @@ class Recommender:
                     kept, notes=(*kept.notes, REUSED), timing_ms={"context": context_ms, "total": total_ms}
                 )
                 return result, None
-        ctx = self._with_cosaves(ctx)
-        if side is not None and side.pool is not None:
-            ctx = replace(ctx, cosaves=pooled_cosaves(ctx.cosaves, side.pool, side.bridge))
         side = side or self.side
+        ctx = self._with_cosaves(ctx, side)
         context_ms = (time.perf_counter() - t) * 1000
         tier, why, run, _, tier_ms = select(self.tiers, cfg, side, ctx, limit, side.unavailable)
         titles = self._papers.titles(i.paper_id for i in run.items)
