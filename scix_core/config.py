@@ -17,6 +17,7 @@ from typing import Any
 
 from scix_core.errors import ConfigError
 from scix_core.paths import Found, config_file, default_data_dir, default_home, origins
+from scix_core.workspace import Workspace
 
 
 @dataclass(frozen=True)
@@ -80,9 +81,10 @@ class SearchConfig:
     lexical_mode: str = "auto"
     depth: int = 60  # candidates per lane fed to fusion
     rrf_k: int = 60  # Reciprocal Rank Fusion's k: 1 / (k + rank)
-    # "rrf"; "convex": min-max normalised lane scores, the dense lane weighing convex_alpha (search/fusion.py)
+    # "rrf"; "convex": normalised lane scores, the dense lane weighing convex_alpha (search/fusion.py)
     fusion: str = "rrf"
     convex_alpha: float = 0.5  # the dense lane's weight in convex fusion (every other lane 1 − α)
+    convex_normalise: str = "minmax"  # convex fusion's lane score normalisation: "minmax" or "zscore"
     limit: int = 10  # results returned
     title_weight: float = 1.0  # FTS5 bm25() weight of the title column
     abstract_weight: float = 1.0  # FTS5 bm25() weight of the abstract column
@@ -271,6 +273,7 @@ ENVIRONMENT = {
     "SCIX_QDRANT_EXACT": "per query: 1 = exact (brute-force) dense search instead of HNSW",
     "SCIX_NOTEBOOK_STATIC": "set by `scix report`: the notebook views write static tables and figures",
     "SCIX_SERVE_INDEX": "set by `scix serve` for its workers: the index they answer",
+    "SCIX_SERVE_TUNED": "set by `scix serve --config tuned` for its workers: they read the index's preset",
     "SCIX_REFIT_CONFIG": "set for a detached refit process: its caller's settings as JSON",
 }
 
@@ -359,14 +362,35 @@ def _read(found: Found) -> dict[str, Any]:
         raise ConfigError(f"{found.path}: {exc}") from exc
 
 
-def load_config(path: Path | str | None = None, **overrides: Any) -> Config:
+TUNED = "tuned"
+
+
+def _tuned_preset(index: str | None) -> Found:
+    """The preset ``scix tune`` wrote beside the index ``index``."""
+    if not index:
+        raise ConfigError("--config tuned needs the index whose preset it is (--index NAME)")
+    path = Workspace(load_config().home).index_root(index) / "tuned.toml"
+    if not path.exists():
+        raise ConfigError(
+            f"index {index!r} has no tuned preset ({path}): `scix tune --index {index}` writes one when the "
+            "tuned pipeline clears the gate"
+        )
+    return Found(path, f"the tuned preset of index {index!r}")
+
+
+def load_config(path: Path | str | None = None, index: str | None = None, **overrides: Any) -> Config:
     """Defaults, then the TOML file, then ``SCIX_*`` variables, then ``overrides``.
 
     ``path`` may also name a preset shipped in ``scix_core/data`` (``"reference"``: the reference design's
-    recommender); an explicit path that does not exist is an error, not the defaults. Without it the file is
-    the one :func:`scix_core.paths.config_file` finds (``SCIX_CONFIG``, the working directory, ...).
+    recommender) or be ``"tuned"``: the preset ``scix tune`` wrote beside the index ``index``, read over the
+    file found as without ``path``. An explicit path that does not exist is an error, not the defaults.
+    Without it the file is the one :func:`scix_core.paths.config_file` finds (``SCIX_CONFIG``, the working
+    directory, ...).
     """
-    cfg = _apply(Config(), _read(_config_file(path)))
+    if path is not None and str(path) == TUNED and not Path(path).exists():
+        cfg = _apply(_apply(Config(), _read(config_file())), _read(_tuned_preset(index)))
+    else:
+        cfg = _apply(Config(), _read(_config_file(path)))
     env = {dotted: os.environ[var] for var, dotted in FIELD_ENV.items() if os.environ.get(var)}
     return _apply(_apply(cfg, env), overrides)
 

@@ -42,6 +42,7 @@ NOTEBOOKS = {
     "cluster-view": "05_cluster_view.ipynb",
     "recommendation-eval": "06_recommendation_eval.ipynb",
     "digest": "07_daily_digest.ipynb",
+    "tune": "08_tune_report.ipynb",
 }
 STANDARD = tuple(NOTEBOOKS)
 KERNEL_ENV = {STATIC_ENV: "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TQDM_DISABLE": "1"}

@@ -301,6 +301,7 @@ CORPUS_FILES = {
     "tests/evaluate/test_eval_cli.py": "scifact",
     "tests/notebooks/test_notebooks.py": "scifact",
     "tests/notebooks/test_browser.py": "scifact",
+    "tests/tune/test_tune_scifact.py": "scifact",
     # CiteULike-a's in two units: the evaluation test (the encoding, EASE's fit and the tier weights' choice
     # on the whole community: alone, half the suite's length on a slow machine) and the rest, which reads
     # those from the run's shared caches on the other worker once SciFact's unit is done

@@ -14,4 +14,5 @@ if not console.is_terminal:  # piped or captured: do not squeeze the explain tab
 
 
 def config_from(args: argparse.Namespace, **overrides):
-    return load_config(getattr(args, "config", None), **overrides)
+    """The configuration ``--config`` names (``tuned``: the preset of the command's ``--index``)."""
+    return load_config(getattr(args, "config", None), getattr(args, "index", None), **overrides)

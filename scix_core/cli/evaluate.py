@@ -1,4 +1,4 @@
-"""Subcommands for evaluation: eval, evidence, report, eval-recs."""
+"""Subcommands for evaluation: eval, evidence, report, eval-recs, tune."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from scix_core.evaluate import (
 from scix_core.evaluate.external import parse_spec
 from scix_core.evaluate.gold import for_index
 from scix_core.evaluate.metrics import METRICS, parse_metrics
+from scix_core.evaluate.paths import reports_dir
 from scix_core.evaluate.report import TABLE_FORMATS, reuse_key, saved_key
 
 
@@ -31,14 +32,29 @@ def file_digest(path: Path) -> str:
     return f"{path.name}:{hashlib.sha256(path.read_bytes()).hexdigest()}" if path.is_file() else str(path)
 
 
-def _eval_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--index", required=True)
+def _gold_args(p: argparse.ArgumentParser) -> None:
     gold = p.add_argument_group("gold set (default: the qrels stored with the index)")
     gold.add_argument("--queries", type=Path, help="BEIR queries.jsonl")
     gold.add_argument("--qrels", type=Path, help="BEIR TSV or TREC qrels")
     gold.add_argument("--gold", type=Path, help="a dataset folder the loaders read (with --format)")
     gold.add_argument("--format", dest="fmt", help="smart, beir, scifact-csv, ...")
-    gold.add_argument("--split", help="qrels split (train, test, ...)")
+    gold.add_argument("--split", help="qrels split (train, test, ...; default: the only one, else train)")
+
+
+def _gold(args: argparse.Namespace, cfg):
+    """The gold set the gold arguments name."""
+    if bool(args.queries) != bool(args.qrels):
+        raise ConfigError("--queries and --qrels go together")
+    if args.queries:
+        return from_files(args.queries, args.qrels)
+    if args.gold:
+        return from_dir(args.gold, args.fmt, args.split)
+    return for_index(args.index, cfg, args.split)
+
+
+def _eval_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--index", required=True)
+    _gold_args(p)
     p.add_argument("--runs", help="comma list of run names (default lexical,dense,hybrid)")
     p.add_argument("--sweep", action="store_true", help="every run")
     p.add_argument(
@@ -107,14 +123,7 @@ def _eval_args(p: argparse.ArgumentParser) -> None:
 def eval_cmd(args: argparse.Namespace) -> int:
     overrides = {"search.lexical_backend": args.backend, "search.lexical_mode": args.lexical_mode}
     cfg = _config(args, **{k: v for k, v in overrides.items() if v})
-    if bool(args.queries) != bool(args.qrels):
-        raise ConfigError("--queries and --qrels go together")
-    if args.queries:
-        gold = from_files(args.queries, args.qrels)
-    elif args.gold:
-        gold = from_dir(args.gold, args.fmt, args.split)
-    else:
-        gold = for_index(args.index, cfg, args.split)
+    gold = _gold(args, cfg)
     runs = (
         ALL_RUNS
         if args.sweep
@@ -359,4 +368,65 @@ def eval_recs_cmd(args: argparse.Namespace) -> int:
     if args.json_path:
         report.write_json(args.json_path)
         console.print(f"wrote {args.json_path}", highlight=False)
+    return 0
+
+
+def _tune_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--index", required=True)
+    _gold_args(p)
+    p.add_argument("--folds", type=int, default=5, help="cross-validation folds over the judged queries")
+    p.add_argument("--seed", type=int, default=13, help="the folds' shuffle and the fine-tuning's seed")
+    p.add_argument(
+        "--budget", help="stop building pieces when the next would end after this (2h, 90m, 1h30m, 600)"
+    )
+    p.add_argument(
+        "--space",
+        help="a TOML file whose [space] table narrows the search (e.g. epochs = [0]: no fine-tuning), or a "
+        "shipped one: fusion (fusion and lexical choices only), no-fine-tuning",
+    )
+    p.add_argument(
+        "--resume", action="store_true", help="keep the pieces an interrupted run of the same key built"
+    )
+    p.add_argument(
+        "--metrics", help="comma list; the first is the primary (default ndcg@10,mrr@10,recall@50,recall@100)"
+    )
+    p.add_argument("--permutations", type=int, default=10_000)
+    p.add_argument(
+        "--json", dest="json_path", type=Path, help="write the whole report (every candidate) as JSON"
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="tune and report, but write no preset and build nothing"
+    )
+    p.add_argument("--quiet", action="store_true")
+
+
+@command(
+    "tune",
+    "choose the best search pipeline for an index by nested cross-validation on a gold set; write it as the "
+    "index's `tuned` preset when it clears the gate",
+    _tune_args,
+)
+def tune_cmd(args: argparse.Namespace) -> int:
+    from scix_core.tune import load_space, parse_budget, tune  # lazy: the training stack, only here
+
+    cfg = _config(args)
+    report = tune(
+        args.index,
+        _gold(args, cfg) if (args.queries or args.gold) else None,
+        args.split,
+        cfg,
+        load_space(args.space),
+        args.folds,
+        args.seed,
+        parse_budget(args.budget),
+        args.resume,
+        args.permutations,
+        parse_metrics(args.metrics) if args.metrics else METRICS,
+        progress=not args.quiet,
+        write=not args.dry_run,
+    )
+    report.print(console)
+    path = args.json_path or reports_dir() / "tune" / f"{args.index}.json"  # what `scix report tune` reads
+    report.write_json(path)
+    console.print(f"wrote {path}", highlight=False)
     return 0

@@ -23,6 +23,7 @@ OWNERS = {
     "evidence": "evaluate",
     "report": "evaluate",
     "eval-recs": "evaluate",
+    "tune": "evaluate",
     "ingest": "ingest",
     "info": "ingest",
     "doctor": "ingest",

@@ -7,10 +7,11 @@ import os
 
 from scix_core.cli.common import config_from, console
 from scix_core.cli.registry import command
+from scix_core.config import TUNED
 from scix_core.embeddings.encoder import query_backend
 from scix_core.errors import ConfigError, ScixError
 from scix_core.extras import require
-from scix_core.serve.front import INDEX_ENV, run_front
+from scix_core.serve.front import INDEX_ENV, TUNED_ENV, run_front
 
 #: asyncio's own event loop even where uvloop is installed: with uvloop (uvicorn's "auto" choice) the
 #: serve bench answered 96 requests/s against 122-125 (docs/history.md#serving)
@@ -76,6 +77,8 @@ def serve_cmd(args: argparse.Namespace) -> int:
         )
         return 0
     os.environ[INDEX_ENV] = args.index  # the workers are new processes: they read the index and config here
-    if getattr(args, "config", None):
+    if getattr(args, "config", None) == TUNED:  # the index's preset over the configuration found as usual
+        os.environ[TUNED_ENV] = "1"
+    elif getattr(args, "config", None):
         os.environ["SCIX_CONFIG"] = str(args.config)
     return run_front(args.host, args.port, args.workers, os.environ.get("SCIX_SERVE_LOG_LEVEL", "warning"))

@@ -66,7 +66,7 @@ def evaluate(
         gold = gold or from_index(searcher.store)
         reranker = reranker or (cfg.search.rerank if cfg.search.rerank != "off" else None)
         excluded = _training_queries(searcher, reranker, gold) if "hybrid+rerank" in runs else set()
-        excluded |= _encoder_training_queries(searcher, gold)
+        excluded |= encoder_training_queries(searcher, gold)
         full = gold.name
         gold = sample_queries(gold, sample, seed, excluded)
         queries = dict(gold.queries)
@@ -171,7 +171,7 @@ def sample_queries(
     return Gold(gold.name, {q: gold.queries[q] for q in kept}, {q: gold.qrels[q] for q in kept}, gold.fields)
 
 
-def _encoder_training_queries(searcher, gold: Gold) -> set[str]:
+def encoder_training_queries(searcher, gold: Gold) -> set[str]:
     """Queries the index's encoder (one from `scix train-encoder`) was trained on: every run uses its vectors.
     Matched by corpus too: an index rebuilt with the encoder under another name holds the same gold
     queries."""
@@ -206,6 +206,7 @@ __all__ = [
     "METRICS",
     "compare",
     "config_runs",
+    "encoder_training_queries",
     "evaluate",
     "from_dir",
     "from_files",

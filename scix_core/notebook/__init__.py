@@ -2,7 +2,7 @@
 reports.
 
     from scix_core.notebook import QueryInspector, LaneAttributionView, SweepView, EvidenceView
-    from scix_core.notebook import ClusterView, RecEvalView, DigestView
+    from scix_core.notebook import ClusterView, RecEvalView, DigestView, TuneView
 
 Notebooks only call these; every view is an object whose ``render()`` returns
 a :class:`Rendered` (testable as plain Python) and which displays itself.
@@ -15,6 +15,7 @@ from scix_core.notebook.frontend import STATIC_ENV, Rendered, is_static
 from scix_core.notebook.inspector import QueryInspector, render_result
 from scix_core.notebook.rec_eval import RecEvalView
 from scix_core.notebook.sweep import EvidenceView, SweepView
+from scix_core.notebook.tune_view import TuneView
 
 __all__ = [
     "ClusterView",
@@ -26,6 +27,7 @@ __all__ = [
     "Rendered",
     "STATIC_ENV",
     "SweepView",
+    "TuneView",
     "is_static",
     "render_result",
 ]

@@ -120,3 +120,26 @@ def metric_by_run(
     ax.set_ylabel(metric)
     ax.set_title(f"{metric} by run (green/red: significantly better/worse than {baseline}, Holm)", fontsize=9)
     return fig
+
+
+def intervals(
+    names: Sequence[str],
+    means: Sequence[float],
+    lows: Sequence[float],
+    highs: Sequence[float],
+    metric: str,
+    marked: Mapping[str, str],
+):
+    """One row per candidate: its mean and 95% interval, best on top; ``marked`` names -> a colour's meaning
+    ("defaults", "winner")."""
+    colours = {"defaults": "#4c72b0", "winner": "#2e7d32"}
+    fig = _figure(7.0, max(2.5, 0.28 * len(names) + 1))
+    ax = fig.subplots()
+    ys = list(range(len(names)))[::-1]
+    for y, name, mean, lo, hi in zip(ys, names, means, lows, highs):
+        colour = colours.get(marked.get(name, ""), "#9e9e9e")
+        ax.errorbar(mean, y, xerr=[[mean - lo], [hi - mean]], fmt="o", color=colour, ms=4, capsize=2)
+    ax.set_yticks(ys, names, fontsize=7)
+    ax.set_xlabel(f"{metric} (cross-validated mean, 95% t interval)")
+    ax.set_title("candidates (blue: the defaults, green: the winner)", fontsize=9)
+    return fig

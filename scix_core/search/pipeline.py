@@ -235,9 +235,8 @@ class Searcher:
         s = self.config.search
         limit = self._limit(limit)
         opts = SearchOptions.resolve(s, rerank, boosts, rewrite, lanes)
-        fusion = fusion_step(
-            s.fusion, s.rrf_k, s.convex_alpha
-        )  # a bad fusion setting fails before any lane runs
+        # a bad fusion setting fails before any lane runs
+        fusion = fusion_step(s.fusion, s.rrf_k, s.convex_alpha, s.convex_normalise)
         flt, text, meta = SearchFilters.parse(filters), query, {}
         if "fielded" in opts.lanes and isinstance(query, str):
             fielded = parse_fielded(query)
@@ -289,6 +288,7 @@ class Searcher:
             "fusion": s.fusion,
             "rrf_k": s.rrf_k,
             "convex_alpha": s.convex_alpha if s.fusion == "convex" else None,
+            "convex_normalise": s.convex_normalise if s.fusion == "convex" else None,
             "depth": max(s.depth, limit),
             "limit": limit,
             "filters": flt.to_dict(),

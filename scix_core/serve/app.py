@@ -39,13 +39,13 @@ from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel, Field
 
 from scix_core import __version__
-from scix_core.config import Config, load_config
+from scix_core.config import TUNED, Config, load_config
 from scix_core.errors import ScixError
 from scix_core.recommend import Recommender
 from scix_core.recommend.feed import seen_at
 from scix_core.search import MODES, Searcher
 from scix_core.serve.errors import ApiError, install_handlers
-from scix_core.serve.front import INDEX_ENV
+from scix_core.serve.front import INDEX_ENV, TUNED_ENV
 from scix_core.serve.metrics import Metrics
 from scix_core.serve.middleware import LimitsAndMetrics
 from scix_core.serve.responses import Json
@@ -373,11 +373,12 @@ def create_app(index: str, config: Config | None = None) -> FastAPI:
 
 def from_environment() -> FastAPI:
     """The application of one ``scix serve --workers N`` worker: the index from ``SCIX_SERVE_INDEX``, the
-    configuration as ``load_config`` finds it (``SCIX_CONFIG``, ``SCIX_HOME``, ...)."""
+    configuration as ``load_config`` finds it (``SCIX_CONFIG``, ``SCIX_HOME``, ...) with the index's tuned
+    preset over it when ``scix serve --config tuned`` set ``SCIX_SERVE_TUNED``."""
     index = os.environ.get(INDEX_ENV)
     if not index:
         raise RuntimeError(f"{INDEX_ENV} is not set: start workers with `scix serve --workers N`")
-    return create_app(index)
+    return create_app(index, load_config(TUNED, index) if os.environ.get(TUNED_ENV) else None)
 
 
 def _checks(services: Services) -> list[dict]:

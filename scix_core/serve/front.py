@@ -31,6 +31,8 @@ from pathlib import Path
 from scix_core.serve.exposition import merged
 
 INDEX_ENV = "SCIX_SERVE_INDEX"  # the index a worker serves (read by ``scix_core.serve.app.from_environment``)
+# set: the workers read the index's tuned preset (``scix serve --config tuned``)
+TUNED_ENV = "SCIX_SERVE_TUNED"
 #: a request body larger than this is refused with 413 before it is read (by the front and by a worker)
 MAX_BODY_BYTES = 64 * 1024
 MAX_HEAD_BYTES = 64 * 1024

@@ -187,11 +187,13 @@ def train_encoder(
     recipe: Recipe = Recipe(),
     base_model: str | None = None,
     progress: bool = True,
+    gold=None,
 ) -> EncoderTrainReport:
+    """Train on every judged query of ``gold`` (default: the index's qrels of ``split``)."""
     cfg = config or load_config()
     t = time.perf_counter()
     searcher = Searcher(index, cfg)
-    gold = from_index(searcher.store, split)
+    gold = gold or from_index(searcher.store, split)
     ids = gold.judged
     results = hybrid_rankings(searcher, {q: gold.queries[q] for q in ids}, recipe.depth, progress)
     _, texts = _corpus(searcher)
@@ -226,23 +228,39 @@ def train_encoder(
     )
 
 
-def _encoder(model, emb, folder: Path, progress: bool = False):
-    """An encode function for a fold model, on the index's backend: torch as trained, or saved into ``folder``
-    and exported as the index's ONNX/OpenVINO backend encodes (so ``dense-trained`` is what ``scix ingest
-    --model`` would build with this config)."""
+def model_encoder(model, emb, folder: Path, progress: bool = False):
+    """(corpus encode, query encode) for a fold model, on the index's backend: torch as trained, or saved
+    into ``folder`` and exported as the index's ONNX/OpenVINO backend encodes, queries one at a time as the
+    search pipeline encodes them (an int8 export quantises activations per batch) — so ``dense-trained`` is
+    what ``scix ingest --model`` would build with this config."""
     from dataclasses import replace
 
     if emb.backend == "torch":
-        return lambda texts: model.encode(
-            texts,
-            batch_size=emb.batch_size,
-            normalize_embeddings=True,
-            show_progress_bar=progress,
-            convert_to_numpy=True,
-        ).astype(np.float32)
+
+        def encode(texts):
+            return model.encode(
+                texts,
+                batch_size=emb.batch_size,
+                normalize_embeddings=True,
+                show_progress_bar=progress,
+                convert_to_numpy=True,
+            ).astype(np.float32)
+
+        return encode, encode
     model.save(str(folder / "model"))
     encoder = Encoder(replace(emb, model=str(folder / "model")), home=folder)
-    return lambda texts: encoder.encode(texts, progress)
+    return (lambda texts: encoder.encode(texts, progress)), one_by_one(encoder)
+
+
+def one_by_one(encoder: Encoder):
+    """Encode queries as the search pipeline does: each alone (``Encoder.encode_query``)."""
+
+    def encode(texts):
+        if not texts:
+            return np.zeros((0, encoder.dim), dtype=np.float32)
+        return np.stack([encoder.encode_query(t) for t in texts]).astype(np.float32)
+
+    return encode
 
 
 def _exact(
@@ -252,12 +270,14 @@ def _exact(
     queries: Mapping[str, str],
     depth: int,
     passages: tuple[list[int], list[str]] = ([], []),
+    encode_queries=None,
 ) -> dict[str, Ranking]:
     """Exact cosine top ``depth``; with ``passages`` (owner position, text) a paper scores its best vector,
-    whole or passage (MaxP, as the dense lane does with an index's passage vectors)."""
+    whole or passage (MaxP, as the dense lane does with an index's passage vectors). ``encode_queries``:
+    default ``encode``."""
     docs = encode(texts)
     qids = list(queries)
-    qv = encode([queries[q] for q in qids])
+    qv = (encode_queries or encode)([queries[q] for q in qids])
     sims = qv @ docs.T
     owners, ptexts = passages
     if ptexts:
@@ -393,9 +413,8 @@ def cross_validate(
             )
             held = {q: gold.queries[q] for q in ids if fold_of[q] == f}
             with tempfile.TemporaryDirectory(prefix="scix-fold-") as folder:
-                fold_rankings = _exact(
-                    _encoder(model, emb, Path(folder), progress), corpus, paper_ids, held, DEPTH, passages
-                )
+                encode, encode_queries = model_encoder(model, emb, Path(folder), progress)
+                fold_rankings = _exact(encode, corpus, paper_ids, held, DEPTH, passages, encode_queries)
             del model
             _save_fold(runs_dir, f, key, n, fold_rankings)
         steps.append(n)

@@ -1,0 +1,391 @@
+"""``scix tune``: from a gold set to the best search pipeline for a collection, chosen by honest
+cross-validation.
+
+report = tune("scifact", split="train", space=load_space("fusion.toml"), budget_s=900)
+report.print(console); report.write_json("reports/tune/scifact.json")
+
+The judged queries are dealt into K seeded folds. The lanes every candidate fuses are built once
+(:mod:`scix_core.tune.pieces`): the lexical lanes under each semantics, the index's encoder exact over the
+papers and their passages, and — when the space fine-tunes — an encoder per set of excluded folds, trained
+on the other folds' queries only and scoring only the excluded ones. Every candidate of the space
+(:mod:`scix_core.tune.space`) is then the pipeline's own fusion step over those lanes, scored per query;
+:mod:`scix_core.tune.select` makes the CV table, the winner, the nested estimate of tuning itself and what
+each choice is worth. The nested estimate meets the defaults in paired randomisation tests over every
+metric, Holm-corrected, and the gate decides on them: the nested estimate has already paid for choosing
+among the candidates. The winner and each choice's best alone are compared with the defaults too, Holm over
+those candidates. Only a SHIP writes anything: the preset ``indexes/NAME/tuned.toml`` and, when
+the winner needs them, the fine-tuned encoder and the index rebuilt with it and its passages
+(:mod:`scix_core.tune.preset`).
+
+``budget_s`` stops building pieces when the next one would not finish in time; the candidates that need the
+missing pieces are left out and the report says so. ``resume`` keeps the pieces of an earlier run with the
+same key.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+
+from scix_core.config import Config, load_config
+from scix_core.errors import ConfigError
+from scix_core.evaluate import encoder_training_queries, sample_queries, uncapped_pool
+from scix_core.evaluate.gold import Gold, from_index
+from scix_core.evaluate.metrics import METRICS
+from scix_core.evaluate.runs import DEPTH
+from scix_core.evaluate.significance import GateDecision, compare, gate, holm
+from scix_core.ingest import ingest
+from scix_core.search import Searcher
+from scix_core.train.encoder import Recipe, hybrid_rankings, train_encoder, triples
+from scix_core.tune import preset
+from scix_core.tune.pieces import (
+    Folds,
+    PieceStore,
+    dense_lanes,
+    fine_tuned_lanes,
+    lexical_lanes,
+    models_needed,
+    run_key,
+    shipped_encoder,
+)
+from scix_core.tune.report import TuneReport
+from scix_core.tune.select import DEFAULTS, TUNED, best, cv_table, fused, nested, values_of, worth
+from scix_core.tune.space import Candidate, Fusion, Space, load_space
+from scix_core.workspace import Workspace
+
+FOLDS = 5
+SEED = 13
+
+
+def defaults_of(cfg: Config, manifest: Mapping) -> Candidate:
+    """The pipeline ``cfg`` runs on this index today (the candidate every other one is compared with)."""
+    s = cfg.search
+    fusion = (
+        Fusion("rrf", float(s.rrf_k)) if s.fusion == "rrf" else Fusion(s.convex_normalise, s.convex_alpha)
+    )
+    return Candidate(0, bool(manifest.get("passages")) and s.passages, s.lexical_mode, fusion)
+
+
+def parse_budget(text: str | None) -> float | None:
+    """``2h``, ``90m``, ``1h30m``, ``45s`` or plain seconds -> seconds (None: no budget)."""
+    import re
+
+    if text is None:
+        return None
+    raw = text.strip().lower()
+    if re.fullmatch(r"\d+(\.\d+)?", raw):
+        return float(raw)
+    parts = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", raw)
+    if not raw or not parts or not any(parts.groups()):
+        raise ConfigError(f"--budget {text!r}: expected e.g. 2h, 90m, 1h30m, 45s or seconds")
+    h, m, s = (int(g or 0) for g in parts.groups())
+    return float(h * 3600 + m * 60 + s)
+
+
+class _Clock:
+    """The budget: a piece is started only when it is expected to finish in time (the last piece of its kind
+    took this long)."""
+
+    def __init__(self, budget_s: float | None):
+        self.start = time.perf_counter()
+        self.deadline = None if budget_s is None else self.start + budget_s
+        self.took: dict[str, float] = {}
+
+    def allows(self, kind: str) -> bool:
+        if self.deadline is None:
+            return True
+        return time.perf_counter() + self.took.get(kind, 0.0) <= self.deadline
+
+    def timed(self, kind: str, started: float) -> None:
+        self.took[kind] = time.perf_counter() - started
+
+
+def tune(
+    index: str,
+    gold: Gold | None = None,
+    split: str | None = None,
+    config: Config | None = None,
+    space: Space | None = None,
+    folds: int = FOLDS,
+    seed: int = SEED,
+    budget_s: float | None = None,
+    resume: bool = False,
+    permutations: int = 10_000,
+    metrics: tuple[str, ...] = METRICS,
+    progress: bool = True,
+    write: bool = True,
+    recipe=None,
+) -> TuneReport:
+    """Tune the search pipeline of ``index`` on ``gold`` (default: the index's own qrels of ``split``: its
+    only split, else train)."""
+    from tqdm.auto import tqdm
+
+    space = space or Space()
+    recipe = recipe or Recipe(seed=seed)
+    if folds < 2:
+        raise ConfigError(f"--folds must be at least 2, got {folds}")
+    cfg = (config or load_config()).replace(**{"search.depth": DEPTH})
+    clock = _Clock(budget_s)
+    primary, notes = metrics[0], []
+    with uncapped_pool():
+        searcher = Searcher(index, cfg)
+        manifest = dict(searcher.manifest)
+        gold = gold or from_index(searcher.store, split)
+        trained = encoder_training_queries(searcher, gold)
+        gold = sample_queries(gold, None, seed, trained)
+        if trained:
+            notes.append(f"{len(trained)} queries the index's encoder was trained on are left out")
+        ids = list(gold.judged)
+        if len(ids) < 2 * folds:
+            raise ConfigError(f"{len(ids)} judged queries cannot make {folds} folds of at least two queries")
+        dealt = Folds.deal(ids, folds, seed)
+        defaults = defaults_of(cfg, manifest)
+        epochs = [e for e in space.epochs if e > 0]
+        smallest = min(len(dealt.training(f, g)) for f in range(folds) for g in range(folds) if f != g)
+        if epochs and smallest < space.min_train_queries:
+            notes.append(
+                f"folds too small to fine-tune: the inner training sets hold {smallest} queries, fewer than "
+                f"space.min_train_queries = {space.min_train_queries}; the encoder stays as shipped and the "
+                "other choices are tuned"
+            )
+            epochs = []
+        queries = {q: gold.queries[q] for q in ids}
+        key = run_key(manifest, gold, dealt, seed, {"recipe": recipe.__dict__, "base": cfg.embedding.model})
+        store = PieceStore(Workspace(cfg.home).home / "tune" / index / key, key, resume)
+        plan = [f"lexical-{m}" for m in space.lexical] + ["dense-shipped"]
+        if epochs:
+            plan.append("hybrid")
+            plan += [f"dense-ft{e}-x{'-'.join(map(str, x))}" for e in epochs for x in models_needed(dealt)]
+        built: dict[str, dict] = {}
+        left: list[str] = []
+        bar = tqdm(total=len(plan), desc="tune pieces", disable=not progress)
+        passages = True in space.passages
+        papers = list(searcher.store.papers())
+        for name in plan:
+            loaded = store.load(name)
+            if loaded is not None:
+                built[name] = loaded
+                bar.update()
+                continue
+            kind = name.split("-x")[0]
+            if not clock.allows(kind):
+                left.append(name)
+                continue
+            started = time.perf_counter()
+            if name.startswith("lexical-"):
+                mode = name.removeprefix("lexical-")
+                lanes_searcher = Searcher(index, cfg.replace(**{"search.lexical_mode": mode}))
+                built[name] = lexical_lanes(lanes_searcher, queries, DEPTH, progress)
+                lanes_searcher.close()
+                store.save(name, built[name])
+            elif name == "dense-shipped":
+                corpus, encode = shipped_encoder(cfg, manifest)
+                built[name] = dense_lanes(corpus, encode, papers, queries, DEPTH, passages, manifest)
+                store.save(name, built[name])
+            elif name == "hybrid":
+                ranked = hybrid_rankings(searcher, queries, recipe.depth, progress)
+                built[name] = {q: {"hybrid": r.ranking()} for q, r in ranked.items()}
+                store.save(name, built[name])
+            else:
+                e, excluded = _model(name)
+                train_ids = dealt.training(*excluded)
+                texts = {p.paper_id: p.text for p in papers}
+                ranked = {q: built["hybrid"][q]["hybrid"].ids for q in train_ids}
+                examples = triples(gold, train_ids, ranked, texts, replace(recipe, epochs=e))
+                held = {q: queries[q] for q in dealt.queries(*excluded)}
+                built[name] = fine_tuned_lanes(
+                    cfg.embedding.model,
+                    examples,
+                    replace(recipe, epochs=e),
+                    cfg,
+                    manifest,
+                    papers,
+                    held,
+                    DEPTH,
+                    passages,
+                    progress,
+                )
+                store.save(name, built[name], epochs=e, excluded=list(excluded), trained_on=sorted(train_ids))
+            clock.timed(kind, started)
+            bar.update()
+        bar.close()
+        searcher.close(keep_vectors=False)
+    covered_epochs = [0] + [e for e in epochs if all(not n.startswith(f"dense-ft{e}-") for n in left)]
+    missing_base = [n for n in left if not n.startswith("dense-ft")]
+    if missing_base:
+        raise ConfigError(
+            f"the budget ran out before the first pieces were built ({', '.join(missing_base)}): give a "
+            "larger --budget, or --resume the run later"
+        )
+    if len(covered_epochs) <= len(epochs):
+        notes.append(
+            f"the budget stopped fine-tuning: {len(left)} of {len(plan)} pieces not built; candidates "
+            f"fine-tuned for {sorted(set(epochs) - set(covered_epochs))} epochs are left out "
+            "(--resume continues)"
+        )
+    candidates = [c for c in space.candidates() if c.epochs in covered_epochs]
+    if defaults not in candidates:
+        candidates.insert(0, defaults)
+    plain, inner = _values(candidates, built, dealt, gold, metrics, primary, progress)
+    table = cv_table(plain, primary)
+    winner = best(candidates, lambda c: statistics.fmean(plain[c][primary].values()), defaults)
+    tuned_values, chosen = nested(candidates, plain, inner, dealt, primary, defaults)
+    alone = worth(candidates, plain, primary, defaults)
+    values = {DEFAULTS: plain[defaults], TUNED: tuned_values}
+    compared = {f"winner: {winner.name}": winner} | {f"{ch} alone: {c.name}": c for ch, c in alone.items()}
+    seen = {defaults}
+    for run, c in compared.items():  # each candidate once (the winner may be one choice's best alone)
+        if c not in seen:
+            values[run] = plain[c]
+            seen.add(c)
+    # the gate's family: tuning itself (the nested estimate, which already paid for the choice among the
+    # candidates) against the defaults on every metric; the candidates compared form a family of their own
+    gated = holm(compare(DEFAULTS, TUNED, values, metrics, permutations))
+    others = [r for r in values if r not in (DEFAULTS, TUNED)]
+    comparisons = gated + holm(
+        [c for r in others for c in compare(DEFAULTS, r, values, metrics, permutations)]
+    )
+    decision = gate(gated, primary)
+    if winner == defaults:
+        decision = GateDecision(False, ("the defaults are the best candidate on cross-validation",))
+    ledger = {
+        str(f): {
+            "test": sorted(dealt.queries(f)),
+            "chose_on": sorted(dealt.training(f)),
+            "models": {
+                n: sorted(dealt.training(*_model(n)[1]))
+                for n in built
+                if n.startswith("dense-ft") and f in _model(n)[1]
+            },
+        }
+        for f in range(folds)
+    }
+    report = TuneReport(
+        index=index,
+        gold=gold.name,
+        primary=primary,
+        metrics=tuple(metrics),
+        n_queries=len(ids),
+        folds=folds,
+        table=tuple(table),
+        defaults=defaults,
+        winner=winner,
+        fold_choices=tuple(chosen),
+        runs={name: {m: statistics.fmean(v[m].values()) for m in metrics} for name, v in values.items()},
+        worth=alone,
+        comparisons=tuple(comparisons),
+        decision=decision,
+        covered={
+            "pieces_planned": len(plan),
+            "pieces_built": len(plan) - len(left),
+            "left_out": left,
+            "candidates": len(candidates),
+            "encoder_epochs": covered_epochs,
+        },
+        notes=tuple(notes),
+        seconds=time.perf_counter() - clock.start,
+        ledger=ledger,
+        setup={
+            "space": space.to_dict(),
+            "seed": seed,
+            "permutations": permutations,
+            "depth": DEPTH,
+            "lexical_pool": "inf",
+            "run_key": key,
+            "pieces": str(store.folder),
+            "recipe": recipe.__dict__,
+            "base_model": cfg.embedding.model,
+            "corpus_hash": manifest.get("corpus_hash"),
+        },
+    )
+    if decision.ship and write:
+        report = replace(report, preset=str(_ship(report, cfg, index, gold, ids, dealt, recipe, progress)))
+    return report
+
+
+def _model(name: str) -> tuple[int, tuple[int, ...]]:
+    """``dense-ftE-xF[-G]`` -> (E, (F[, G]))."""
+    head, _, folds = name.partition("-x")
+    return int(head.removeprefix("dense-ft")), tuple(int(f) for f in folds.split("-"))
+
+
+def _values(candidates, built, dealt: Folds, gold: Gold, metrics, primary: str, progress: bool):
+    """Per candidate: metric -> query -> value (each query's lanes built without it), and per outer fold the
+    primary values of its training queries ranked without that fold (the inner cross-validation)."""
+    from tqdm.auto import tqdm
+
+    ids = list(dealt.of)
+    shipped = built["dense-shipped"]
+    plain, inner = {}, {}
+    for c in tqdm(candidates, desc="candidates", disable=not progress, leave=False):
+        lexical = built[f"lexical-{c.lexical}"]
+        if c.epochs == 0:
+            plain[c] = values_of(gold, fused(c, lexical, shipped, ids, DEPTH), metrics)
+            inner[c] = {f: plain[c][primary] for f in range(dealt.k)}
+            continue
+        piece = {f: built[f"dense-ft{c.epochs}-x{f}"] for f in range(dealt.k)}
+        dense = {q: piece[dealt.of[q]][q] for q in ids}
+        plain[c] = values_of(gold, fused(c, lexical, dense, ids, DEPTH), metrics)
+        inner[c] = {}
+        for f in range(dealt.k):
+            train = dealt.training(f)
+            dense = {
+                q: built[f"dense-ft{c.epochs}-x{min(f, dealt.of[q])}-{max(f, dealt.of[q])}"][q] for q in train
+            }
+            inner[c][f] = values_of(gold, fused(c, lexical, dense, train, DEPTH), (primary,))[primary]
+    return plain, inner
+
+
+def _ship(
+    report: TuneReport, cfg: Config, index: str, gold: Gold, ids, dealt, recipe, progress: bool
+) -> Path:
+    """Write the preset; build the winner's encoder (every judged query) and the index to match."""
+    winner = report.winner
+    encoder = None
+    evidence = {
+        "gold": f"{gold.name}, {report.n_queries} queries, {report.folds}-fold CV, "
+        f"seed {report.setup['seed']}",
+        f"{report.primary} CV": f"{report.runs[f'winner: {winner.name}'][report.primary]:.4f} "
+        f"(defaults {report.runs[DEFAULTS][report.primary]:.4f})",
+        f"{report.primary} nested": f"{report.runs[TUNED][report.primary]:.4f}",
+        "gate": "; ".join(report.decision.reasons),
+    }
+    manifest = dict(Searcher(index, cfg).manifest)
+    if winner.epochs:
+        trained = train_encoder(
+            index,
+            f"{index}-tuned",
+            cfg,
+            recipe=replace(recipe, epochs=winner.epochs),
+            gold=gold,
+            progress=progress,
+        )
+        encoder = str(trained.path)
+    needs_build = encoder is not None or (winner.passages and not manifest.get("passages"))
+    path = preset.write(cfg.home, index, preset.render(winner, encoder, evidence))
+    if needs_build:
+        source = preset.dataset_source(manifest)
+        built_cfg = cfg.replace(**{"embedding.model": encoder}) if encoder else cfg
+        if source is None:
+            raise ConfigError(
+                f"wrote {path}, but the sources of index {index!r} are gone: rebuild it with `scix ingest "
+                f"--index {index} --force{' --passages' if winner.passages else ''}"
+                f"{f' --model {encoder}' if encoder else ''}` from its data"
+            )
+        ingest(
+            source,
+            index,
+            manifest.get("format"),
+            config=built_cfg,
+            force=True,
+            progress=progress,
+            passages=winner.passages,
+            sparse=bool(manifest.get("sparse")),
+        )
+    return path
+
+
+__all__ = ["FOLDS", "Space", "TuneReport", "defaults_of", "load_space", "parse_budget", "tune"]

@@ -1,0 +1,206 @@
+"""The expensive pieces of a tuning run, each built once and kept on disk: lane rankings per query.
+
+* ``lexical-MODE``: every lexical lane of the index's pipeline (title/abstract, body, the optional lanes the
+  configuration runs) for every judged query, under one lexical semantics;
+* ``dense-shipped``: the index's own encoder, exact cosine over the papers (``whole``) and the best of the
+  paper and its passages (``maxp``), for every judged query;
+* ``dense-ftE-xF[-G]``: an encoder fine-tuned ``E`` epochs on the queries of every fold but ``F`` (and
+  ``G``), scoring the queries of those excluded folds only. The folds-but-one models score the plain
+  cross-validation; the folds-but-two models score the inner cross-validation that chooses a pipeline for
+  outer fold ``F`` on the other folds, so no query of a fold's test part reaches the fine-tuning, the choice
+  or its estimate (:func:`models_needed`).
+
+Each piece is a JSON file in the run's folder under the run's key (the index build, the gold split, the
+folds and their seed, the code version): ``--resume`` keeps the pieces of an interrupted run and builds
+only the rest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from scix_core import __version__
+from scix_core.embeddings.cache import EmbeddingCache
+from scix_core.embeddings.encoder import Encoder, index_embedding
+from scix_core.embeddings.passages import STRIDE, WINDOW, corpus_passages
+from scix_core.evaluate.gold import Gold
+from scix_core.train.encoder import fine_tune, model_encoder, one_by_one
+from scix_core.types import Ranking
+from scix_core.workspace import Workspace, write_json_atomic
+
+DENSE_VARIANTS = ("whole", "maxp")
+
+
+@dataclass(frozen=True)
+class Folds:
+    """Judged queries dealt into ``k`` seeded folds."""
+
+    of: Mapping[str, int]  # query id -> fold
+    k: int
+
+    @classmethod
+    def deal(cls, ids: Sequence[str], k: int, seed: int) -> Folds:
+        shuffled = random.Random(seed).sample(list(ids), len(ids))
+        return cls({q: i % k for i, q in enumerate(shuffled)}, k)
+
+    def queries(self, *folds: int) -> list[str]:
+        return [q for q, f in self.of.items() if f in folds]
+
+    def training(self, *excluded: int) -> list[str]:
+        """The queries of every fold but ``excluded``: what a model for those folds may learn from."""
+        return [q for q, f in self.of.items() if f not in excluded]
+
+
+def models_needed(folds: Folds) -> tuple[tuple[int, ...], ...]:
+    """The excluded-fold sets of the fine-tuned models an honest nested run needs, cheapest to use first:
+    each fold alone (the plain cross-validation and each outer fold's estimate), then each pair of folds
+    (the inner cross-validation of both: a model without folds F and G scores fold G's queries for outer
+    fold F and fold F's queries for outer fold G)."""
+    singles = tuple((f,) for f in range(folds.k))
+    pairs = tuple((f, g) for f in range(folds.k) for g in range(f + 1, folds.k))
+    return singles + pairs
+
+
+def run_key(manifest: Mapping, gold: Gold, folds: Folds, seed: int, extra: Mapping | None = None) -> str:
+    """What every piece of a run depends on."""
+    blob = json.dumps(
+        {
+            "build": manifest.get("build_key"),
+            "corpus": manifest.get("corpus_hash"),
+            "gold": gold.name,
+            "qrels": {q: dict(sorted(gold.qrels[q].items())) for q in sorted(gold.judged)},
+            "queries": {q: gold.queries[q] for q in sorted(gold.judged)},
+            "folds": folds.k,
+            "seed": seed,
+            "extra": dict(extra or {}),
+            "scix_core": __version__,
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+class PieceStore:
+    """The run's folder: a piece is ``NAME.json`` holding the run's key and its rankings."""
+
+    def __init__(self, folder: Path, key: str, resume: bool):
+        self.folder, self.key = Path(folder), key
+        self.folder.mkdir(parents=True, exist_ok=True)
+        if not resume:
+            for old in self.folder.glob("*.json"):
+                old.unlink()
+
+    def load(self, name: str) -> dict | None:
+        try:
+            saved = json.loads((self.folder / f"{name}.json").read_text())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(saved, dict) or saved.get("key") != self.key:
+            return None
+        return {
+            q: {
+                lane: Ranking.from_pairs(lane, [(p, float(s)) for p, s in pairs])
+                for lane, pairs in lanes.items()
+            }
+            for q, lanes in saved["rankings"].items()
+        }
+
+    def save(self, name: str, rankings: Mapping[str, Mapping[str, Ranking]], **info) -> None:
+        write_json_atomic(
+            self.folder / f"{name}.json",
+            {
+                "key": self.key,
+                **info,
+                "rankings": {
+                    q: {lane: [[i.paper_id, i.score] for i in r.items] for lane, r in lanes.items()}
+                    for q, lanes in rankings.items()
+                },
+            },
+        )
+
+    def done(self) -> set[str]:
+        return {p.stem for p in self.folder.glob("*.json") if self.load(p.stem) is not None}
+
+
+def lexical_lanes(searcher, queries: Mapping[str, str], depth: int, progress: bool = False) -> dict:
+    """query id -> lane -> ranking: the pipeline's lexical lanes (no dense lane, no optional stage)."""
+    from tqdm.auto import tqdm
+
+    out = {}
+    for q, text in tqdm(queries.items(), desc="lexical lanes", disable=not progress, leave=False):
+        result = searcher.search(text, "keyword", limit=depth, boosts=False, rerank="off", rewrite="off")
+        out[q] = {n: result.rankings[n] for n in result.metadata["lanes_run"] if n in result.rankings}
+    return out
+
+
+def dense_lanes(
+    encode_corpus: Callable[[list[str]], np.ndarray],
+    encode_queries: Callable[[list[str]], np.ndarray],
+    papers: Sequence,
+    queries: Mapping[str, str],
+    depth: int,
+    passages: bool,
+    manifest: Mapping,
+) -> dict[str, dict[str, Ranking]]:
+    """query id -> {"whole": exact cosine top ``depth``, "maxp": the best of a paper's vector and its
+    passages' (only with ``passages``)}, one encoding of the corpus for both."""
+    ids = [p.paper_id for p in papers]
+    docs = encode_corpus([p.text for p in papers]).astype(np.float32)
+    qids = list(queries)
+    qv = encode_queries([queries[q] for q in qids]).astype(np.float32)
+    whole = qv @ docs.T
+    variants = {"whole": whole}
+    if passages:
+        owners, texts = corpus_passages(
+            list(papers), manifest.get("passage_window", WINDOW), manifest.get("passage_stride", STRIDE)
+        )
+        best = whole.copy()
+        if texts:
+            np.maximum.at(best.T, owners, (qv @ encode_corpus(texts).astype(np.float32).T).T)
+        variants["maxp"] = best
+    out = {}
+    for i, q in enumerate(qids):
+        out[q] = {}
+        for name, sims in variants.items():
+            top = np.argsort(-sims[i], kind="stable")[:depth]
+            out[q][name] = Ranking.from_pairs("dense", [(ids[j], float(sims[i, j])) for j in top])
+    return out
+
+
+def shipped_encoder(cfg, manifest: Mapping) -> tuple[Callable, Callable]:
+    """(corpus encode through the workspace's embedding cache, query encode as the pipeline does) with the
+    index's own encoder."""
+    encoder = Encoder(index_embedding(cfg.embedding, dict(manifest)), cfg.home)
+    cache = EmbeddingCache(
+        Workspace(cfg.home).embedding_cache(encoder.slug), encoder.config.model, encoder.max_length
+    )
+    return (lambda texts: cache.vectors(texts, encoder.encode).astype(np.float32)), one_by_one(encoder)
+
+
+def fine_tuned_lanes(
+    base: str,
+    examples: list,
+    recipe,
+    cfg,
+    manifest: Mapping,
+    papers: Sequence,
+    queries: Mapping[str, str],
+    depth: int,
+    passages: bool,
+    progress: bool = False,
+) -> dict[str, dict[str, Ranking]]:
+    """Fine-tune ``base`` on ``examples`` and rank ``queries`` with it as the index would encode (its
+    backend)."""
+    model, _ = fine_tune(base, examples, recipe, cfg.embedding.device, progress)
+    emb = index_embedding(cfg.embedding, dict(manifest))
+    with tempfile.TemporaryDirectory(prefix="scix-tune-") as folder:
+        encode, encode_queries = model_encoder(model, emb, Path(folder), progress)
+        return dense_lanes(encode, encode_queries, papers, queries, depth, passages, manifest)

@@ -1,0 +1,181 @@
+"""The search space of ``scix tune``: what a pipeline can be, as candidates to cross-validate.
+
+A candidate is one complete search pipeline: the encoder (the index's as shipped, or fine-tuned for
+``epochs`` on the fold's training queries), the dense lane scoring whole papers or by their best passage
+(MaxP), the lexical lanes' semantics, and the fusion (RRF with its k, or a convex combination of min-max or
+z-score normalised lane scores with the dense lane's weight α). Its :meth:`Candidate.overrides` are the
+``search.*`` settings that make the pipeline do exactly that.
+
+A ``--space FILE.toml`` narrows or widens it: a ``[space]`` table with any of the fields of :class:`Space`
+(``epochs = [0]``: no fine-tuning). Two are shipped by name: ``fusion`` (the fusion and the lexical
+semantics on the index's encoder as built) and ``no-fine-tuning``. Unknown keys and values are typed
+errors.
+"""
+
+from __future__ import annotations
+
+import itertools
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from scix_core.errors import ConfigError
+from scix_core.search.fusion import fusion_step
+
+LEXICAL_MODES = ("auto", "and", "or")
+NORMALISERS = ("minmax", "zscore")
+ALPHAS = tuple(i / 10 for i in range(11))
+
+
+@dataclass(frozen=True, order=True)
+class Fusion:
+    """``kind`` "rrf" with ``value`` its k, or "minmax" / "zscore" (convex) with ``value`` the dense lane's
+    α."""
+
+    kind: str
+    value: float
+
+    def step(self):
+        if self.kind == "rrf":
+            return fusion_step("rrf", int(self.value), 0.5)
+        return fusion_step("convex", 60, self.value, self.kind)
+
+    def overrides(self) -> dict[str, object]:
+        if self.kind == "rrf":
+            return {"search.fusion": "rrf", "search.rrf_k": int(self.value)}
+        return {
+            "search.fusion": "convex",
+            "search.convex_alpha": self.value,
+            "search.convex_normalise": self.kind,
+        }
+
+    @property
+    def label(self) -> str:
+        return f"rrf k={int(self.value)}" if self.kind == "rrf" else f"{self.kind} α={self.value:g}"
+
+
+@dataclass(frozen=True, order=True)
+class Candidate:
+    epochs: int  # 0: the index's encoder as shipped; n: fine-tuned n epochs on the fold's training queries
+    passages: bool  # the dense lane scores a paper by its best vector, whole or passage (MaxP)
+    lexical: str  # the lexical lanes' semantics: auto, and, or
+    fusion: Fusion
+
+    @property
+    def name(self) -> str:
+        encoder = "shipped" if self.epochs == 0 else f"ft{self.epochs}"
+        return f"{encoder}{'+passages' if self.passages else ''} · {self.lexical} · {self.fusion.label}"
+
+    @property
+    def dense(self) -> str:
+        """The dense lane this candidate reads: ``whole`` or ``maxp``."""
+        return "maxp" if self.passages else "whole"
+
+    def overrides(self) -> dict[str, object]:
+        """The ``search.*`` settings of this pipeline (the encoder is the index's: see the preset)."""
+        return {
+            "search.lexical_mode": self.lexical,
+            "search.passages": self.passages,
+            **self.fusion.overrides(),
+        }
+
+    def changes(self, other: Candidate) -> tuple[str, ...]:
+        """The choices (encoder, passages, lexical, fusion) in which this candidate differs from ``other``."""
+        pairs = {
+            "encoder": (self.epochs, other.epochs),
+            "passages": (self.passages, other.passages),
+            "lexical": (self.lexical, other.lexical),
+            "fusion": (self.fusion, other.fusion),
+        }
+        return tuple(name for name, (a, b) in pairs.items() if a != b)
+
+
+@dataclass(frozen=True)
+class Space:
+    """Every choice ``scix tune`` tries (the defaults: the issue's space)."""
+
+    epochs: tuple[int, ...] = (0, 1, 2)  # 0: the shipped encoder
+    passages: tuple[bool, ...] = (False, True)
+    lexical: tuple[str, ...] = LEXICAL_MODES
+    rrf_k: tuple[int, ...] = (10, 30, 60)
+    normalise: tuple[str, ...] = NORMALISERS
+    alphas: tuple[float, ...] = ALPHAS
+    # fine-tuning needs this many training queries in the smallest training set it would use (the inner
+    # folds' (K-2)/K of the judged queries): fewer make a handful of optimiser steps that move nothing
+    min_train_queries: int = 200
+
+    def __post_init__(self):
+        if not self.epochs or any(e < 0 for e in self.epochs):
+            raise ConfigError(f"space.epochs: epochs >= 0 (0: the shipped encoder), got {list(self.epochs)}")
+        for name, values, allowed in (
+            ("lexical", self.lexical, LEXICAL_MODES),
+            ("normalise", self.normalise, NORMALISERS),
+        ):
+            bad = [v for v in values if v not in allowed]
+            if bad:
+                raise ConfigError(f"space.{name}: {bad} not among {list(allowed)}")
+        if not self.lexical or not self.passages:
+            raise ConfigError("space.lexical and space.passages need at least one value each")
+        if any(k < 0 for k in self.rrf_k) or any(not 0 <= a <= 1 for a in self.alphas):
+            raise ConfigError("space.rrf_k must be >= 0 and space.alphas within [0, 1]")
+        if not self.rrf_k and not (self.normalise and self.alphas):
+            raise ConfigError(
+                "the space has no fusion: give space.rrf_k or space.normalise with space.alphas"
+            )
+
+    def fusions(self) -> tuple[Fusion, ...]:
+        rrf = [Fusion("rrf", float(k)) for k in self.rrf_k]
+        return (*rrf, *(Fusion(n, float(a)) for n in self.normalise for a in self.alphas))
+
+    def candidates(self) -> tuple[Candidate, ...]:
+        return tuple(
+            Candidate(e, p, m, f)
+            for e, p, m, f in itertools.product(self.epochs, self.passages, self.lexical, self.fusions())
+        )
+
+    def to_dict(self) -> dict:
+        return {
+            f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)
+        }
+
+
+SPACES = Path(__file__).parent / "spaces"  # named spaces shipped with the package: ``--space fusion``
+
+
+def space_names() -> list[str]:
+    return sorted(p.stem for p in SPACES.glob("*.toml"))
+
+
+def load_space(path: Path | str | None) -> Space:
+    """The ``[space]`` table of a TOML file over the defaults (None: the defaults); a name of
+    :func:`space_names` (``fusion``, ``no-fine-tuning``) is the space shipped under it."""
+    if path is None:
+        return Space()
+    if not Path(path).exists() and str(path) in space_names():
+        path = SPACES / f"{path}.toml"
+    path = Path(path).expanduser()
+    try:
+        table = tomllib.loads(path.read_text()).get("space")
+    except FileNotFoundError:
+        raise ConfigError(f"--space: no file {path} (shipped spaces: {', '.join(space_names())})") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"--space: {path} is not readable TOML: {exc}") from None
+    if not isinstance(table, dict):
+        raise ConfigError(f"--space: {path} has no [space] table")
+    known = {f.name: f for f in fields(Space)}
+    unknown = sorted(set(table) - set(known))
+    if unknown:
+        raise ConfigError(f"--space: unknown key(s) {unknown} in {path}; known: {sorted(known)}")
+    values = {}
+    for key, value in table.items():
+        if key == "min_train_queries":
+            if not isinstance(value, int) or value < 1:
+                raise ConfigError(f"space.min_train_queries must be a positive integer, got {value!r}")
+            values[key] = value
+            continue
+        items = value if isinstance(value, list) else [value]
+        kind = {"epochs": int, "rrf_k": int, "passages": bool, "alphas": float}.get(key, str)
+        if not all(isinstance(v, kind) or (kind is float and isinstance(v, int)) for v in items):
+            raise ConfigError(f"space.{key}: expected a list of {kind.__name__}, got {value!r}")
+        values[key] = tuple(kind(v) for v in dict.fromkeys(items))
+    return Space(**values)

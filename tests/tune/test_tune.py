@@ -1,0 +1,233 @@
+"""`scix tune` on real engines: a planted corpus whose winner is known in advance, the honesty of the
+nested cross-validation with fine-tuning, the preset the pipeline then runs, and the real SciFact slice
+(the tune's pieces congruent with `scix eval`'s own runs)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from scix_core.config import load_config
+from scix_core.data.dataset import Dataset
+from scix_core.errors import ConfigError, UnknownNameError
+from scix_core.evaluate import evaluate
+from scix_core.evaluate.config_runs import ConfigRun
+from scix_core.ingest import ingest
+from scix_core.search.fusion import ConvexFusion
+from scix_core.train.encoder import Recipe
+from scix_core.tune import parse_budget, tune
+from scix_core.tune.pieces import Folds, models_needed
+from scix_core.tune.preset import preset_path
+from scix_core.tune.select import TUNED
+from scix_core.tune.space import Candidate, Fusion, Space, load_space
+from scix_core.types import Paper, Query
+
+pytestmark = [pytest.mark.model]
+
+TOPICS = (
+    "a survey of protein folding dynamics in cells",
+    "monetary policy and inflation expectations",
+    "deep reinforcement learning for robot control",
+    "coral reef bleaching under ocean warming",
+)
+N = 24  # planted papers and queries
+
+
+def _code(i: int) -> str:
+    return f"qzv{i:02d}kx"
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory, encoder):
+    """Each query is a made-up code word found in one paper's title; every abstract is about one of four
+    unrelated topics. The lexical lane finds the one paper; the dense lane, shown a code word, ranks noise.
+    So convex α = 0 (lexical alone) is perfect, α = 1 (dense alone) is not: the winner is known."""
+    papers = tuple(
+        Paper(f"p{i:02d}", f"Report {_code(i)}", TOPICS[i % len(TOPICS)] + f" part {i}") for i in range(N)
+    )
+    queries = tuple(Query(f"q{i:02d}", _code(i)) for i in range(N))
+    qrels = {"train": {f"q{i:02d}": {f"p{i:02d}": 1} for i in range(N)}}
+    home = tmp_path_factory.mktemp("tune-home")
+    cfg = load_config().replace(home=home, **{"search.fusion": "convex", "search.convex_alpha": 1.0})
+    ingest(
+        Dataset("planted", "python", papers, queries, qrels),
+        "planted",
+        config=cfg,
+        progress=False,
+        encoder=encoder,
+    )
+    return cfg
+
+
+def test_space_from_toml_and_its_errors(tmp_path):
+    path = tmp_path / "space.toml"
+    path.write_text("[space]\nepochs = [0]\nlexical = ['or']\nrrf_k = [60]\nnormalise = []\n")
+    space = load_space(path)
+    assert space.candidates() == (
+        Candidate(0, False, "or", Fusion("rrf", 60.0)),
+        Candidate(0, True, "or", Fusion("rrf", 60.0)),
+    )
+    for body, message in (
+        ("[space]\nepoch = [1]\n", "unknown key"),
+        ("[space]\nlexical = ['xor']\n", "not among"),
+        ("[space]\nalphas = ['half']\n", "expected a list of float"),
+        ("[space]\nrrf_k = []\nnormalise = []\n", "no fusion"),
+        ("epochs = [0]\n", "no \\[space\\] table"),
+    ):
+        path.write_text(body)
+        with pytest.raises(ConfigError, match=message):
+            load_space(path)
+    with pytest.raises(ConfigError, match="no file"):
+        load_space(tmp_path / "missing.toml")
+    assert [parse_budget(t) for t in ("2h", "90m", "1h30m", "45s", "600")] == [7200, 5400, 5400, 45, 600]
+    with pytest.raises(ConfigError, match="--budget"):
+        parse_budget("two hours")
+
+
+def test_models_needed_cover_every_fold_and_pair():
+    folds = Folds.deal([f"q{i}" for i in range(10)], 4, seed=1)
+    assert sorted(len(folds.queries(f)) for f in range(4)) == [2, 2, 3, 3]
+    needed = models_needed(folds)
+    assert needed[:4] == ((0,), (1,), (2,), (3,))
+    assert set(needed[4:]) == {(f, g) for f in range(4) for g in range(f + 1, 4)}
+
+
+def test_the_known_winner_ships_and_the_preset_runs_it(planted, monkeypatch):
+    space = Space(
+        epochs=(0,),
+        passages=(False,),
+        lexical=("auto",),
+        rrf_k=(),
+        normalise=("minmax",),
+        alphas=(0.0, 1.0),
+    )
+    report = tune("planted", config=planted, space=space, folds=4, permutations=2000, progress=False)
+    assert report.defaults == Candidate(0, False, "auto", Fusion("minmax", 1.0))
+    assert report.winner == Candidate(0, False, "auto", Fusion("minmax", 0.0))
+    assert report.table[0].candidate == report.winner and report.table[0].means["ndcg@10"] == pytest.approx(
+        1.0
+    )
+    assert all(c.fusion.value < 1.0 for c in report.fold_choices)
+    assert report.runs[TUNED]["ndcg@10"] == pytest.approx(1.0)
+    assert report.runs["defaults"]["ndcg@10"] < 0.8
+    assert report.decision.ship, report.decision.reasons
+    lo, hi = report.row(report.defaults).ci
+    assert lo <= report.row(report.defaults).means["ndcg@10"] <= hi and hi - lo > 0
+    # the preset beside the index, read over the user's configuration, is the pipeline the tune measured
+    assert report.preset == str(preset_path(planted.home, "planted"))
+    monkeypatch.setenv("SCIX_HOME", str(planted.home))
+    monkeypatch.delenv("SCIX_CONFIG", raising=False)
+    tuned = load_config("tuned", "planted")
+    assert (tuned.search.fusion, tuned.search.convex_alpha, tuned.search.lexical_mode) == (
+        "convex",
+        0.0,
+        "auto",
+    )
+    run = ConfigRun("tuned", {"search": {"fusion": "convex", "convex_alpha": 0.0}}, "tuned")
+    check = evaluate("planted", runs=("hybrid",), config=planted, configured=(run,), permutations=200)
+    assert check.runs["tuned"]["ndcg@10"] == pytest.approx(1.0)
+    with pytest.raises(ConfigError, match="needs the index"):
+        load_config("tuned")
+    with pytest.raises(ConfigError, match="no tuned preset"):
+        load_config("tuned", "no-such-index")
+
+
+def test_nothing_better_than_the_defaults_writes_nothing(planted):
+    preset = preset_path(planted.home, "planted")
+    before = preset.read_text() if preset.exists() else None
+    space = Space(
+        epochs=(0,), passages=(False,), lexical=("auto",), rrf_k=(), normalise=("minmax",), alphas=(1.0,)
+    )
+    report = tune("planted", config=planted, space=space, folds=4, permutations=500, progress=False)
+    assert report.winner == report.defaults and not report.decision.ship and report.preset is None
+    assert "defaults are the best" in report.decision.reasons[0]
+    assert (preset.read_text() if preset.exists() else None) == before
+
+
+def test_no_test_query_reaches_its_folds_fine_tuning_or_choice(planted):
+    """Fine-tuning in the space: each outer fold's models and its choice saw none of its test queries, and a
+    model scores only the folds it left out — read from the pieces the run kept."""
+    space = Space(
+        epochs=(0, 1),
+        passages=(False,),
+        lexical=("auto",),
+        rrf_k=(60,),
+        normalise=("minmax",),
+        alphas=(0.0, 1.0),
+        min_train_queries=1,
+    )
+    recipe = Recipe(epochs=1, batch_size=8, depth=10, skip=1, seed=3)
+    report = tune(
+        "planted",
+        config=planted,
+        space=space,
+        folds=3,
+        permutations=200,
+        progress=False,
+        write=False,
+        recipe=recipe,
+    )
+    assert (
+        report.covered["encoder_epochs"] == [0, 1]
+        and report.covered["pieces_built"] == report.covered["pieces_planned"]
+    )
+    pieces = Path(report.setup["pieces"])
+    fold_of = {q: int(f) for f, entry in report.ledger.items() for q in entry["test"]}
+    assert sorted(fold_of) == sorted(f"q{i:02d}" for i in range(N))
+    for entry in report.ledger.values():
+        test = set(entry["test"])
+        assert test and not test & set(entry["chose_on"])
+        assert len(entry["models"]) == 3  # its folds-but-one model and the two folds-but-two models
+        for name, trained_on in entry["models"].items():
+            saved = json.loads((pieces / f"{name}.json").read_text())
+            assert saved["trained_on"] == trained_on and not test & set(trained_on)
+            # a model scores only the queries of the folds it left out
+            assert set(saved["rankings"]) == {q for q, g in fold_of.items() if g in saved["excluded"]}
+    assert any(row.candidate.epochs == 1 for row in report.table)
+
+
+def test_folds_too_small_to_fine_tune_tune_the_rest(planted):
+    space = Space(epochs=(0, 1), passages=(False,), lexical=("auto",), rrf_k=(60,), normalise=(), alphas=())
+    report = tune(
+        "planted", config=planted, space=space, folds=3, permutations=200, progress=False, write=False
+    )
+    assert any("too small to fine-tune" in n for n in report.notes)
+    assert report.covered["encoder_epochs"] == [0] and all(r.candidate.epochs == 0 for r in report.table)
+
+
+def test_budget_and_resume(planted):
+    space = Space(
+        epochs=(0,), passages=(False,), lexical=("auto", "or"), rrf_k=(60,), normalise=(), alphas=()
+    )
+    with pytest.raises(ConfigError, match="budget ran out"):
+        tune("planted", config=planted, space=space, folds=4, budget_s=0, progress=False, write=False)
+    first = tune(
+        "planted", config=planted, space=space, folds=4, permutations=200, progress=False, write=False
+    )
+    again = tune(
+        "planted",
+        config=planted,
+        space=space,
+        folds=4,
+        permutations=200,
+        progress=False,
+        write=False,
+        resume=True,
+        budget_s=0,
+    )
+    assert (
+        again.table == first.table
+    )  # every piece came from the first run: nothing to build, no budget needed
+
+
+def test_zscore_fusion_in_the_pipeline(planted):
+    cfg = planted.replace(**{"search.convex_normalise": "zscore", "search.convex_alpha": 0.0})
+    from scix_core.search import Searcher
+
+    result = Searcher("planted", cfg).search(_code(3), "hybrid")
+    assert result.ids[0] == "p03" and result.metadata["convex_normalise"] == "zscore"
+    assert ConvexFusion(0.3, "zscore").describe() == "convex α=0.3 zscore"
+    with pytest.raises(UnknownNameError, match="convex_normalise"):
+        Searcher("planted", cfg.replace(**{"search.convex_normalise": "rank"})).search("x", "hybrid")
