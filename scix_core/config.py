@@ -369,7 +369,7 @@ def _tuned_preset(index: str | None) -> Found:
     """The preset ``scix tune`` wrote beside the index ``index``."""
     if not index:
         raise ConfigError("--config tuned needs the index whose preset it is (--index NAME)")
-    path = Workspace(load_config().home).index_root(index) / "tuned.toml"
+    path = Workspace(load_config().home).tuned_preset(index)
     if not path.exists():
         raise ConfigError(
             f"index {index!r} has no tuned preset ({path}): `scix tune --index {index}` writes one when the "

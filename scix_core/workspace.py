@@ -76,6 +76,10 @@ class Workspace:
     def index_root(self, name: str) -> Path:
         return self.home / "indexes" / check_index_name(name)
 
+    def tuned_preset(self, name: str) -> Path:
+        """The config preset `scix tune` writes beside the index ``name`` (``--config tuned``)."""
+        return self.index_root(name) / "tuned.toml"
+
     def index_dir(self, name: str) -> Path:
         """The folder of the current build of ``name``; IndexNotFoundError if none."""
         current = self.index_root(name) / "current"

@@ -21,7 +21,7 @@ from scix_core.evaluate import (
 from scix_core.evaluate.external import parse_spec
 from scix_core.evaluate.gold import for_index
 from scix_core.evaluate.metrics import METRICS, parse_metrics
-from scix_core.evaluate.paths import reports_dir
+from scix_core.evaluate.paths import tune_path
 from scix_core.evaluate.report import TABLE_FORMATS, reuse_key, saved_key
 
 
@@ -225,7 +225,7 @@ def _report_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "name",
         help="query-inspector, lane-attribution, fusion-sweep, evidence, cluster-view, recommendation-eval, "
-        "digest; all: the standard set; list: the reports and their parameters",
+        "digest, tune; all: the standard set; list: the reports and their parameters",
     )
     p.add_argument(
         "-p",
@@ -426,7 +426,7 @@ def tune_cmd(args: argparse.Namespace) -> int:
         write=not args.dry_run,
     )
     report.print(console)
-    path = args.json_path or reports_dir() / "tune" / f"{args.index}.json"  # what `scix report tune` reads
+    path = args.json_path or tune_path(args.index)
     report.write_json(path)
     console.print(f"wrote {path}", highlight=False)
     return 0

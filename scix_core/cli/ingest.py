@@ -227,6 +227,9 @@ def info_cmd(args: argparse.Namespace) -> int:
         "sizes_bytes": {p.name: _size(p) for p in sorted(folder.iterdir())},
     }
     store.close()
+    tuned = ws.tuned_preset(args.index)
+    if tuned.exists():  # what `scix tune` chose (its header line), read with --config tuned
+        info["tuned_preset"] = {"path": str(tuned), "chose": tuned.read_text().splitlines()[0].lstrip("# ")}
     from scix_core.recommend.refit import fit_status  # lazy: scipy, only for this command
 
     fit = fit_status(cfg, args.index)

@@ -17,3 +17,9 @@ def reports_dir() -> Path:
 def eval_path(index: str, split: str, lexical_mode: str, folder: Path | str | None = None) -> Path:
     """Where the main job writes its sweep (``reports/eval-INDEX-SPLIT-MODE.json``)."""
     return Path(folder or reports_dir()) / f"eval-{index}-{split}-{lexical_mode}.json"
+
+
+def tune_path(index: str, folder: Path | str | None = None) -> Path:
+    """Where `scix tune` writes its report for ``index`` (``reports/tune-INDEX.json``: what `scix report tune`
+    reads)."""
+    return Path(folder or reports_dir()) / f"tune-{index}.json"

@@ -13,15 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from scix_core.config import Config, load_config
-from scix_core.evaluate.paths import reports_dir
+from scix_core.evaluate.paths import tune_path
 from scix_core.notebook import charts
 from scix_core.notebook.frontend import Rendered, View, banner, heading, table
 from scix_core.tune import Space, load_space, tune
-
-
-def saved_path(index: str) -> Path:
-    """Where `scix tune` writes its report for ``index``."""
-    return reports_dir() / "tune" / f"{index}.json"
 
 
 def _load(report: Any, index: str | None, space: Any, folds: int, config: Config | None) -> dict:
@@ -29,8 +24,8 @@ def _load(report: Any, index: str | None, space: Any, folds: int, config: Config
         return dict(report)
     if report:
         return json.loads(Path(report).read_text())
-    if index and saved_path(index).exists():
-        return json.loads(saved_path(index).read_text())
+    if index and tune_path(index).exists():
+        return json.loads(tune_path(index).read_text())
     chosen = (
         Space(**{k: tuple(v) if isinstance(v, list) else v for k, v in space.items()})
         if isinstance(space, Mapping)

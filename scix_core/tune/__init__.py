@@ -153,7 +153,9 @@ def tune(
             )
             epochs = []
         queries = {q: gold.queries[q] for q in ids}
-        key = run_key(manifest, gold, dealt, seed, {"recipe": recipe.__dict__, "base": cfg.embedding.model})
+        passages = True in space.passages  # the dense pieces hold the MaxP lane too
+        extra = {"recipe": recipe.__dict__, "base": cfg.embedding.model, "passages": passages}
+        key = run_key(manifest, gold, dealt, seed, extra)
         store = PieceStore(Workspace(cfg.home).home / "tune" / index / key, key, resume)
         plan = [f"lexical-{m}" for m in space.lexical] + ["dense-shipped"]
         if epochs:
@@ -162,7 +164,6 @@ def tune(
         built: dict[str, dict] = {}
         left: list[str] = []
         bar = tqdm(total=len(plan), desc="tune pieces", disable=not progress)
-        passages = True in space.passages
         papers = list(searcher.store.papers())
         for name in plan:
             loaded = store.load(name)
@@ -182,7 +183,7 @@ def tune(
                 lanes_searcher.close()
                 store.save(name, built[name])
             elif name == "dense-shipped":
-                corpus, encode = shipped_encoder(cfg, manifest)
+                corpus, encode = shipped_encoder(cfg, manifest, progress)
                 built[name] = dense_lanes(corpus, encode, papers, queries, DEPTH, passages, manifest)
                 store.save(name, built[name])
             elif name == "hybrid":
@@ -235,12 +236,10 @@ def tune(
     tuned_values, chosen = nested(candidates, plain, inner, dealt, primary, defaults)
     alone = worth(candidates, plain, primary, defaults)
     values = {DEFAULTS: plain[defaults], TUNED: tuned_values}
-    compared = {f"winner: {winner.name}": winner} | {f"{ch} alone: {c.name}": c for ch, c in alone.items()}
-    seen = {defaults}
-    for run, c in compared.items():  # each candidate once (the winner may be one choice's best alone)
-        if c not in seen:
-            values[run] = plain[c]
-            seen.add(c)
+    roles: dict[Candidate, list[str]] = {winner: ["winner"]} if winner != defaults else {}
+    for choice, c in alone.items():  # each candidate once (the winner may be one choice's best alone)
+        roles.setdefault(c, []).append(f"{choice} alone")
+    values |= {f"{' · '.join(r)}: {c.name}": plain[c] for c, r in roles.items()}
     # the gate's family: tuning itself (the nested estimate, which already paid for the choice among the
     # candidates) against the defaults on every metric; the candidates compared form a family of their own
     gated = holm(compare(DEFAULTS, TUNED, values, metrics, permutations))
@@ -348,7 +347,7 @@ def _ship(
     evidence = {
         "gold": f"{gold.name}, {report.n_queries} queries, {report.folds}-fold CV, "
         f"seed {report.setup['seed']}",
-        f"{report.primary} CV": f"{report.runs[f'winner: {winner.name}'][report.primary]:.4f} "
+        f"{report.primary} CV": f"{report.row(winner).means[report.primary]:.4f} "
         f"(defaults {report.runs[DEFAULTS][report.primary]:.4f})",
         f"{report.primary} nested": f"{report.runs[TUNED][report.primary]:.4f}",
         "gate": "; ".join(report.decision.reasons),

@@ -175,14 +175,21 @@ def dense_lanes(
     return out
 
 
-def shipped_encoder(cfg, manifest: Mapping) -> tuple[Callable, Callable]:
+def shipped_encoder(cfg, manifest: Mapping, progress: bool = False) -> tuple[Callable, Callable]:
     """(corpus encode through the workspace's embedding cache, query encode as the pipeline does) with the
     index's own encoder."""
     encoder = Encoder(index_embedding(cfg.embedding, dict(manifest)), cfg.home)
     cache = EmbeddingCache(
         Workspace(cfg.home).embedding_cache(encoder.slug), encoder.config.model, encoder.max_length
     )
-    return (lambda texts: cache.vectors(texts, encoder.encode).astype(np.float32)), one_by_one(encoder)
+
+    def corpus(texts):
+        from tqdm.auto import tqdm
+
+        with tqdm(total=len(texts), desc="encode", disable=not progress, leave=False) as bar:
+            return cache.vectors(texts, encoder.encode, on_chunk=bar.update).astype(np.float32)
+
+    return corpus, one_by_one(encoder)
 
 
 def fine_tuned_lanes(

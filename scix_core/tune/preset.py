@@ -18,11 +18,9 @@ from pathlib import Path
 from scix_core.tune.space import Candidate
 from scix_core.workspace import Workspace, write_text_atomic
 
-PRESET = "tuned.toml"
-
 
 def preset_path(home: Path, index: str) -> Path:
-    return Workspace(home).index_root(index) / PRESET
+    return Workspace(home).tuned_preset(index)
 
 
 def _toml_value(value) -> str:

@@ -15,6 +15,7 @@ from scix_core.errors import ConfigError, UnknownNameError
 from scix_core.evaluate import evaluate
 from scix_core.evaluate.config_runs import ConfigRun
 from scix_core.ingest import ingest
+from scix_core.notebook import TuneView
 from scix_core.search.fusion import ConvexFusion
 from scix_core.train.encoder import Recipe
 from scix_core.tune import parse_budget, tune
@@ -40,7 +41,7 @@ def _code(i: int) -> str:
 
 
 @pytest.fixture(scope="module")
-def planted(tmp_path_factory, encoder):
+def planted(tmp_path_factory):
     """Each query is a made-up code word found in one paper's title; every abstract is about one of four
     unrelated topics. The lexical lane finds the one paper; the dense lane, shown a code word, ranks noise.
     So convex α = 0 (lexical alone) is perfect, α = 1 (dense alone) is not: the winner is known."""
@@ -50,14 +51,10 @@ def planted(tmp_path_factory, encoder):
     queries = tuple(Query(f"q{i:02d}", _code(i)) for i in range(N))
     qrels = {"train": {f"q{i:02d}": {f"p{i:02d}": 1} for i in range(N)}}
     home = tmp_path_factory.mktemp("tune-home")
-    cfg = load_config().replace(home=home, **{"search.fusion": "convex", "search.convex_alpha": 1.0})
-    ingest(
-        Dataset("planted", "python", papers, queries, qrels),
-        "planted",
-        config=cfg,
-        progress=False,
-        encoder=encoder,
-    )
+    # the torch backend: the fine-tuned fold models then encode as trained, with no ONNX export each
+    settings = {"search.fusion": "convex", "search.convex_alpha": 1.0, "embedding.backend": "torch"}
+    cfg = load_config().replace(home=home, **settings)
+    ingest(Dataset("planted", "python", papers, queries, qrels), "planted", config=cfg, progress=False)
     return cfg
 
 
@@ -128,6 +125,10 @@ def test_the_known_winner_ships_and_the_preset_runs_it(planted, monkeypatch):
     run = ConfigRun("tuned", {"search": {"fusion": "convex", "convex_alpha": 0.0}}, "tuned")
     check = evaluate("planted", runs=("hybrid",), config=planted, configured=(run,), permutations=200)
     assert check.runs["tuned"]["ndcg@10"] == pytest.approx(1.0)
+    # the report (notebook 08) renders the run: the gate, the runs against the defaults, the CV table
+    rendered = TuneView(report.to_dict()).render()
+    assert "SHIP" in rendered.html and "minmax α=0 (winner)" in rendered.html and rendered.figures
+    assert "tuned (nested)" in rendered.html and "minmax α=1 (defaults)" in rendered.html
     with pytest.raises(ConfigError, match="needs the index"):
         load_config("tuned")
     with pytest.raises(ConfigError, match="no tuned preset"):
@@ -231,3 +232,32 @@ def test_zscore_fusion_in_the_pipeline(planted):
     assert ConvexFusion(0.3, "zscore").describe() == "convex α=0.3 zscore"
     with pytest.raises(UnknownNameError, match="convex_normalise"):
         Searcher("planted", cfg.replace(**{"search.convex_normalise": "rank"})).search("x", "hybrid")
+
+
+def test_the_command_line(planted, monkeypatch, tmp_path, capsys):
+    from scix_core.cli.main import main
+
+    monkeypatch.setenv("SCIX_HOME", str(planted.home))
+    monkeypatch.delenv("SCIX_CONFIG", raising=False)
+    config = tmp_path / "scix.toml"  # the user's own file: the defaults the tune compares with
+    config.write_text('[search]\nfusion = "convex"\nconvex_alpha = 1.0\n')
+    space = tmp_path / "space.toml"
+    space.write_text(
+        "[space]\nepochs = [0]\npassages = [false]\nlexical = ['auto']\nrrf_k = []\nalphas = [0.0]\n"
+    )
+    out = tmp_path / "tune.json"
+    argv = ["--config", str(config), "tune", "--index", "planted", "--space", str(space), "--folds", "4"]
+    assert main([*argv, "--permutations", "500", "--json", str(out), "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "SHIP" in printed and f"wrote {out}" in printed
+    saved = json.loads(out.read_text())
+    assert saved["winner"] == "shipped · auto · minmax α=0" and saved["decision"]["decision"] == "ship"
+    assert main(["--config", "tuned", "info", "--index", "planted", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["tuned_preset"]["chose"].endswith("shipped · auto · minmax α=0")
+    assert main(["--config", "tuned", "search", "qzv05kx", "--index", "planted", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["hits"][0]["paper_id"] == "p05"
+    assert main([*argv, "--budget", "two hours"]) == 2
+    assert "--budget" in capsys.readouterr().err
+    assert main(["--config", "tuned", "info"]) == 2  # whose preset? a typed error, not a traceback
+    assert "needs the index" in capsys.readouterr().err
