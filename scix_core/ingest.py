@@ -221,6 +221,8 @@ def ingest(
         "duplicates": dataset.duplicates,
         "limit": limit,
         "corpus_hash": corpus_hash(texts),
+        # the path as given, so the index can be rebuilt from it (`scix tune` building its winner)
+        "source": None if isinstance(source, Dataset) else str(Path(source).expanduser().resolve()),
     }
     with ws.new_build(index, key) as build:
         t = time.perf_counter()

@@ -318,23 +318,24 @@ def _values(candidates, built, dealt: Folds, gold: Gold, metrics, primary: str, 
 
     ids = list(dealt.of)
     shipped = built["dense-shipped"]
-    plain, inner = {}, {}
+    plain, inner, prepared = {}, {}, {}
     for c in tqdm(candidates, desc="candidates", disable=not progress, leave=False):
         lexical = built[f"lexical-{c.lexical}"]
         if c.epochs == 0:
-            plain[c] = values_of(gold, fused(c, lexical, shipped, ids, DEPTH), metrics)
+            plain[c] = values_of(gold, fused(c, lexical, shipped, ids, DEPTH, prepared), metrics)
             inner[c] = {f: plain[c][primary] for f in range(dealt.k)}
             continue
         piece = {f: built[f"dense-ft{c.epochs}-x{f}"] for f in range(dealt.k)}
         dense = {q: piece[dealt.of[q]][q] for q in ids}
-        plain[c] = values_of(gold, fused(c, lexical, dense, ids, DEPTH), metrics)
+        plain[c] = values_of(gold, fused(c, lexical, dense, ids, DEPTH, prepared), metrics)
         inner[c] = {}
         for f in range(dealt.k):
             train = dealt.training(f)
             dense = {
                 q: built[f"dense-ft{c.epochs}-x{min(f, dealt.of[q])}-{max(f, dealt.of[q])}"][q] for q in train
             }
-            inner[c][f] = values_of(gold, fused(c, lexical, dense, train, DEPTH), (primary,))[primary]
+            rankings = fused(c, lexical, dense, train, DEPTH, prepared)
+            inner[c][f] = values_of(gold, rankings, (primary,))[primary]
     return plain, inner
 
 

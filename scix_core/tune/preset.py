@@ -52,11 +52,14 @@ def write(home: Path, index: str, text: str) -> Path:
 
 
 def dataset_source(manifest: Mapping) -> Path | None:
-    """The folder (or file) the index was ingested from, if it is still there."""
+    """The folder or file the index was ingested from, if it is still there: the path ingest was given
+    (an index built before it was recorded: the folder holding the files its loader read)."""
+    if manifest.get("source"):
+        source = Path(manifest["source"])
+        return source if source.exists() else None
     sources = [Path(s) for s in manifest.get("sources") or ()]
     if not sources:
         return None
-    if len(sources) == 1:
-        return sources[0] if sources[0].exists() else None
     common = Path(os.path.commonpath([str(s) for s in sources]))
+    common = common.parent if common.is_file() else common
     return common if common.exists() else None

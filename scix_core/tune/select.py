@@ -22,6 +22,7 @@ from scipy import stats
 
 from scix_core.evaluate.gold import Gold
 from scix_core.evaluate.metrics import per_query
+from scix_core.tune.fusing import PreparedLanes
 from scix_core.tune.pieces import Folds
 from scix_core.tune.space import Candidate
 from scix_core.types import Ranking
@@ -67,13 +68,19 @@ def fused(
     dense: Mapping[str, Mapping[str, Ranking]],
     queries: Sequence[str],
     depth: int,
+    prepared: dict | None = None,
 ) -> dict[str, Ranking]:
-    """query id -> the candidate's fused ranking (the pipeline's own fusion step over its lanes)."""
-    step = candidate.fusion.step()
+    """query id -> the candidate's fused ranking: the pipeline's own fusion over its lanes
+    (:class:`~scix_core.tune.fusing.PreparedLanes`, kept in ``prepared`` for the next candidate that fuses
+    the same lanes)."""
+    prepared = {} if prepared is None else prepared
     out = {}
     for q in queries:
         lanes = {**lexical[q], "dense": dense[q][candidate.dense]}
-        out[q] = step.fuse({n: r for n, r in lanes.items() if r.items}).top(depth)
+        key = tuple(id(r) for r in lanes.values())  # the same ranking objects: the same lanes
+        if key not in prepared:
+            prepared[key] = PreparedLanes(lanes)
+        out[q] = prepared[key].fuse(candidate.fusion, depth)
     return out
 
 

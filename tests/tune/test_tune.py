@@ -24,6 +24,7 @@ from scix_core.tune.preset import preset_path
 from scix_core.tune.select import TUNED
 from scix_core.tune.space import Candidate, Fusion, Space, load_space
 from scix_core.types import Paper, Query
+from scix_core.workspace import Workspace
 
 pytestmark = [pytest.mark.model]
 
@@ -261,3 +262,41 @@ def test_the_command_line(planted, monkeypatch, tmp_path, capsys):
     assert "--budget" in capsys.readouterr().err
     assert main(["--config", "tuned", "info"]) == 2  # whose preset? a typed error, not a traceback
     assert "needs the index" in capsys.readouterr().err
+
+
+def test_a_winner_reading_passages_rebuilds_the_index_from_its_sources(tmp_path, monkeypatch):
+    """The planted corpus on disk (BEIR): a winner that reads passage vectors ships with the index rebuilt
+    from the files its manifest names, passage vectors and all, and `--config tuned` searches it."""
+    folder = tmp_path / "planted-beir"
+    (folder / "qrels").mkdir(parents=True)
+    sentences = " ".join(f"Sentence {k} of the {TOPICS[0]} study." for k in range(6))
+    (folder / "corpus.jsonl").write_text(
+        "".join(
+            json.dumps({"_id": f"p{i:02d}", "title": f"Report {_code(i)}", "text": sentences}) + "\n"
+            for i in range(N)
+        )
+    )
+    (folder / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": f"q{i:02d}", "text": _code(i)}) + "\n" for i in range(N))
+    )
+    (folder / "qrels" / "train.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"q{i:02d}\tp{i:02d}\t1\n" for i in range(N))
+    )
+    home = tmp_path / "home"
+    settings = {"search.fusion": "convex", "search.convex_alpha": 1.0, "embedding.backend": "torch"}
+    cfg = load_config().replace(home=home, **settings)
+    ingest(folder, "beir", "beir", config=cfg, progress=False)
+    space = Space(
+        epochs=(0,), passages=(True,), lexical=("auto",), rrf_k=(), normalise=("minmax",), alphas=(0.0,)
+    )
+    report = tune("beir", config=cfg, space=space, folds=4, permutations=500, progress=False)
+    assert report.winner == Candidate(0, True, "auto", Fusion("minmax", 0.0)) and report.decision.ship
+    manifest = json.loads((Workspace(home).index_dir("beir") / "manifest.json").read_text())
+    assert manifest["passages"] > 0 and manifest["papers"] == N  # rebuilt with passage vectors
+    monkeypatch.setenv("SCIX_HOME", str(home))
+    monkeypatch.delenv("SCIX_CONFIG", raising=False)
+    tuned = load_config("tuned", "beir").replace(**{"embedding.backend": "torch"})
+    assert tuned.search.passages and tuned.search.convex_alpha == 0.0
+    from scix_core.search import Searcher
+
+    assert Searcher("beir", tuned).search(_code(7), "hybrid").ids[0] == "p07"
