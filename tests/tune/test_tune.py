@@ -300,3 +300,25 @@ def test_a_winner_reading_passages_rebuilds_the_index_from_its_sources(tmp_path,
     from scix_core.search import Searcher
 
     assert Searcher("beir", tuned).search(_code(7), "hybrid").ids[0] == "p07"
+
+
+def test_serve_workers_read_the_tuned_preset(planted, monkeypatch):
+    """`scix serve --config tuned --workers N`: each worker (``from_environment``) serves the preset."""
+    from fastapi.testclient import TestClient
+
+    from scix_core.serve.app import from_environment
+    from scix_core.serve.front import INDEX_ENV, TUNED_ENV
+
+    space = Space(
+        epochs=(0,), passages=(False,), lexical=("auto",), rrf_k=(), normalise=("zscore",), alphas=(0.0,)
+    )
+    assert tune("planted", config=planted, space=space, folds=4, permutations=500, progress=False).preset
+    monkeypatch.setenv("SCIX_HOME", str(planted.home))
+    monkeypatch.delenv("SCIX_CONFIG", raising=False)
+    monkeypatch.setenv(INDEX_ENV, "planted")
+    monkeypatch.setenv(TUNED_ENV, "1")
+    with TestClient(from_environment()) as client:
+        meta = client.get("/search", params={"q": _code(9)}).json()
+    assert meta["hits"][0]["paper_id"] == "p09"
+    assert (meta["metadata"]["fusion"], meta["metadata"]["convex_alpha"]) == ("convex", 0.0)
+    assert meta["metadata"]["convex_normalise"] == "zscore"
