@@ -175,6 +175,7 @@ def tune(
             if not clock.allows(kind):
                 left.append(name)
                 continue
+            bar.set_postfix_str(name)
             started = time.perf_counter()
             if name.startswith("lexical-"):
                 mode = name.removeprefix("lexical-")
@@ -191,6 +192,7 @@ def tune(
                 built[name] = {q: {"hybrid": r.ranking()} for q, r in ranked.items()}
                 store.save(name, built[name])
             else:
+                searcher.close(keep_vectors=False)  # fine-tuning takes long: free the index (idempotent)
                 e, excluded = _model(name)
                 train_ids = dealt.training(*excluded)
                 texts = {p.paper_id: p.text for p in papers}
@@ -380,6 +382,7 @@ def _ship(
             index,
             manifest.get("format"),
             config=built_cfg,
+            limit=manifest.get("limit"),
             force=True,
             progress=progress,
             passages=winner.passages,

@@ -15,6 +15,9 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from scix_core.data import load_dataset
+from scix_core.embeddings import corpus_hash
+from scix_core.errors import ScixError
 from scix_core.tune.space import Candidate
 from scix_core.workspace import Workspace, write_text_atomic
 
@@ -52,14 +55,22 @@ def write(home: Path, index: str, text: str) -> Path:
 
 
 def dataset_source(manifest: Mapping) -> Path | None:
-    """The folder or file the index was ingested from, if it is still there: the path ingest was given
-    (an index built before it was recorded: the folder holding the files its loader read)."""
-    if manifest.get("source"):
-        source = Path(manifest["source"])
-        return source if source.exists() else None
+    """The folder or file the index was ingested from, if it still loads to the same corpus (its corpus
+    hash): the path ingest recorded, else (an index built before it was recorded) the folder holding the
+    files its loader read or one of that folder's parents."""
+    candidates = [Path(manifest["source"])] if manifest.get("source") else []
     sources = [Path(s) for s in manifest.get("sources") or ()]
-    if not sources:
-        return None
-    common = Path(os.path.commonpath([str(s) for s in sources]))
-    common = common.parent if common.is_file() else common
-    return common if common.exists() else None
+    if sources:
+        common = Path(os.path.commonpath([str(s) for s in sources]))
+        candidates += [common, *list(common.parents)[:2]]
+    for path in candidates:
+        if not path.exists():
+            continue
+        try:
+            dataset = load_dataset(path, manifest.get("format"))
+        except ScixError:
+            continue
+        papers = dataset.papers[: manifest["limit"]] if manifest.get("limit") else dataset.papers
+        if corpus_hash([p.text for p in papers]) == manifest.get("corpus_hash"):
+            return path
+    return None
