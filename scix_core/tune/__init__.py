@@ -153,8 +153,15 @@ def tune(
             )
             epochs = []
         queries = {q: gold.queries[q] for q in ids}
-        passages = True in space.passages  # the dense pieces hold the MaxP lane too
-        extra = {"recipe": recipe.__dict__, "base": cfg.embedding.model, "passages": passages}
+        # the pieces hold the MaxP lane too: the fine-tuned ones when the space reads passages, the index's
+        # encoder's also when the defaults do (an index with passage vectors)
+        passages = True in space.passages
+        shipped_passages = passages or defaults.passages
+        extra = {
+            "recipe": recipe.__dict__,
+            "base": cfg.embedding.model,
+            "passages": [passages, shipped_passages],
+        }
         key = run_key(manifest, gold, dealt, seed, extra)
         store = PieceStore(Workspace(cfg.home).home / "tune" / index / key, key, resume)
         plan = [f"lexical-{m}" for m in space.lexical] + ["dense-shipped"]
@@ -185,7 +192,7 @@ def tune(
                 store.save(name, built[name])
             elif name == "dense-shipped":
                 corpus, encode = shipped_encoder(cfg, manifest, progress)
-                built[name] = dense_lanes(corpus, encode, papers, queries, DEPTH, passages, manifest)
+                built[name] = dense_lanes(corpus, encode, papers, queries, DEPTH, shipped_passages, manifest)
                 store.save(name, built[name])
             elif name == "hybrid":
                 ranked = hybrid_rankings(searcher, queries, recipe.depth, progress)

@@ -300,6 +300,14 @@ def test_a_winner_reading_passages_rebuilds_the_index_from_its_sources(tmp_path,
     from scix_core.search import Searcher
 
     assert Searcher("beir", tuned).search(_code(7), "hybrid").ids[0] == "p07"
+    # the index has passage vectors now, so the defaults read them: a space without passages still has them
+    fusion_only = Space(
+        epochs=(0,), passages=(False,), lexical=("auto",), rrf_k=(60,), normalise=(), alphas=()
+    )
+    again = tune(
+        "beir", config=cfg, space=fusion_only, folds=4, permutations=200, progress=False, write=False
+    )
+    assert again.defaults.passages and {r.candidate.passages for r in again.table} == {False, True}
 
 
 def test_serve_workers_read_the_tuned_preset(planted, monkeypatch):
