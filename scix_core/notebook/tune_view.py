@@ -16,7 +16,8 @@ from scix_core.config import Config, load_config
 from scix_core.evaluate.paths import tune_path
 from scix_core.notebook import charts
 from scix_core.notebook.frontend import Rendered, View, banner, heading, table
-from scix_core.tune import Space, load_space, tune
+from scix_core.tune import load_space, tune
+from scix_core.tune.space import space_from
 
 
 def _load(report: Any, index: str | None, space: Any, folds: int, config: Config | None) -> dict:
@@ -26,11 +27,7 @@ def _load(report: Any, index: str | None, space: Any, folds: int, config: Config
         return json.loads(Path(report).read_text())
     if index and tune_path(index).exists():
         return json.loads(tune_path(index).read_text())
-    chosen = (
-        Space(**{k: tuple(v) if isinstance(v, list) else v for k, v in space.items()})
-        if isinstance(space, Mapping)
-        else load_space(space)
-    )
+    chosen = space_from(space) if isinstance(space, Mapping) else load_space(space)
     return tune(
         index,
         config=config or load_config(),

@@ -263,6 +263,37 @@ def one_by_one(encoder: Encoder):
     return encode
 
 
+def exact_variants(
+    encode,
+    texts: list[str],
+    ids: list[str],
+    queries: Mapping[str, str],
+    depth: int,
+    passages: tuple[list[int], list[str]] | None = None,
+    encode_queries=None,
+) -> dict[str, dict[str, Ranking]]:
+    """query id -> {"whole": exact cosine top ``depth``} and, given ``passages`` (owner position, text),
+    "maxp": each paper scored by its best vector, whole or passage (MaxP, as the dense lane does with an
+    index's passage vectors) — one encoding of the corpus for both. ``encode_queries``: default ``encode``."""
+    docs = np.asarray(encode(texts), dtype=np.float32)
+    qids = list(queries)
+    qv = np.asarray((encode_queries or encode)([queries[q] for q in qids]), dtype=np.float32)
+    whole = qv @ docs.T
+    variants = {"whole": whole}
+    if passages is not None:
+        owners, ptexts = passages
+        best = whole.copy()
+        if ptexts:  # each paper's column: its best vector
+            np.maximum.at(best.T, owners, (qv @ np.asarray(encode(ptexts), dtype=np.float32).T).T)
+        variants["maxp"] = best
+    out: dict[str, dict[str, Ranking]] = {q: {} for q in qids}
+    for name, sims in variants.items():
+        for i, q in enumerate(qids):
+            top = np.argsort(-sims[i], kind="stable")[:depth]
+            out[q][name] = Ranking.from_pairs("dense", [(ids[j], float(sims[i, j])) for j in top])
+    return out
+
+
 def _exact(
     encode,
     texts: list[str],
@@ -272,21 +303,10 @@ def _exact(
     passages: tuple[list[int], list[str]] = ([], []),
     encode_queries=None,
 ) -> dict[str, Ranking]:
-    """Exact cosine top ``depth``; with ``passages`` (owner position, text) a paper scores its best vector,
-    whole or passage (MaxP, as the dense lane does with an index's passage vectors). ``encode_queries``:
-    default ``encode``."""
-    docs = encode(texts)
-    qids = list(queries)
-    qv = (encode_queries or encode)([queries[q] for q in qids])
-    sims = qv @ docs.T
-    owners, ptexts = passages
-    if ptexts:
-        np.maximum.at(sims.T, owners, (qv @ encode(ptexts).T).T)  # each paper's column: its best vector
-    out = {}
-    for i, q in enumerate(qids):
-        top = np.argsort(-sims[i], kind="stable")[:depth]
-        out[q] = Ranking.from_pairs("dense", [(ids[j], float(sims[i, j])) for j in top])
-    return out
+    """:func:`exact_variants`' MaxP ranking when there are passages, else its whole-paper one."""
+    use = passages if passages[1] else None
+    variants = exact_variants(encode, texts, ids, queries, depth, use, encode_queries)
+    return {q: v["maxp" if use else "whole"] for q, v in variants.items()}
 
 
 def _fold_key(

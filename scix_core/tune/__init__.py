@@ -172,6 +172,7 @@ def tune(
         left: list[str] = []
         bar = tqdm(total=len(plan), desc="tune pieces", disable=not progress)
         papers = list(searcher.store.papers())
+        texts = {p.paper_id: p.text for p in papers}  # what a fine-tuning's triples are made of
         for name in plan:
             loaded = store.load(name)
             if loaded is not None:
@@ -202,7 +203,6 @@ def tune(
                 searcher.close(keep_vectors=False)  # fine-tuning takes long: free the index (idempotent)
                 e, excluded = _model(name)
                 train_ids = dealt.training(*excluded)
-                texts = {p.paper_id: p.text for p in papers}
                 ranked = {q: built["hybrid"][q]["hybrid"].ids for q in train_ids}
                 examples = triples(gold, train_ids, ranked, texts, replace(recipe, epochs=e))
                 held = {q: queries[q] for q in dealt.queries(*excluded)}
@@ -310,7 +310,7 @@ def tune(
         },
     )
     if decision.ship and write:
-        report = replace(report, preset=str(_ship(report, cfg, index, gold, ids, dealt, recipe, progress)))
+        report = replace(report, preset=str(_ship(report, cfg, index, manifest, gold, recipe, progress)))
     return report
 
 
@@ -349,7 +349,7 @@ def _values(candidates, built, dealt: Folds, gold: Gold, metrics, primary: str, 
 
 
 def _ship(
-    report: TuneReport, cfg: Config, index: str, gold: Gold, ids, dealt, recipe, progress: bool
+    report: TuneReport, cfg: Config, index: str, manifest: Mapping, gold: Gold, recipe, progress: bool
 ) -> Path:
     """Write the preset; build the winner's encoder (every judged query) and the index to match."""
     winner = report.winner
@@ -362,7 +362,6 @@ def _ship(
         f"{report.primary} nested": f"{report.runs[TUNED][report.primary]:.4f}",
         "gate": "; ".join(report.decision.reasons),
     }
-    manifest = dict(Searcher(index, cfg).manifest)
     if winner.epochs:
         trained = train_encoder(
             index,

@@ -32,7 +32,7 @@ from scix_core.embeddings.cache import EmbeddingCache
 from scix_core.embeddings.encoder import Encoder, index_embedding
 from scix_core.embeddings.passages import STRIDE, WINDOW, corpus_passages
 from scix_core.evaluate.gold import Gold
-from scix_core.train.encoder import fine_tune, model_encoder, one_by_one
+from scix_core.train.encoder import exact_variants, fine_tune, model_encoder, one_by_one
 from scix_core.types import Ranking
 from scix_core.workspace import Workspace, write_json_atomic
 
@@ -126,9 +126,6 @@ class PieceStore:
             },
         )
 
-    def done(self) -> set[str]:
-        return {p.stem for p in self.folder.glob("*.json") if self.load(p.stem) is not None}
-
 
 def lexical_lanes(searcher, queries: Mapping[str, str], depth: int, progress: bool = False) -> dict:
     """query id -> lane -> ranking: the pipeline's lexical lanes (no dense lane, no optional stage)."""
@@ -151,28 +148,11 @@ def dense_lanes(
     manifest: Mapping,
 ) -> dict[str, dict[str, Ranking]]:
     """query id -> {"whole": exact cosine top ``depth``, "maxp": the best of a paper's vector and its
-    passages' (only with ``passages``)}, one encoding of the corpus for both."""
-    ids = [p.paper_id for p in papers]
-    docs = encode_corpus([p.text for p in papers]).astype(np.float32)
-    qids = list(queries)
-    qv = encode_queries([queries[q] for q in qids]).astype(np.float32)
-    whole = qv @ docs.T
-    variants = {"whole": whole}
-    if passages:
-        owners, texts = corpus_passages(
-            list(papers), manifest.get("passage_window", WINDOW), manifest.get("passage_stride", STRIDE)
-        )
-        best = whole.copy()
-        if texts:
-            np.maximum.at(best.T, owners, (qv @ encode_corpus(texts).astype(np.float32).T).T)
-        variants["maxp"] = best
-    out = {}
-    for i, q in enumerate(qids):
-        out[q] = {}
-        for name, sims in variants.items():
-            top = np.argsort(-sims[i], kind="stable")[:depth]
-            out[q][name] = Ranking.from_pairs("dense", [(ids[j], float(sims[i, j])) for j in top])
-    return out
+    passages' (only with ``passages``)}, the passages cut as the index cuts them."""
+    window, stride = manifest.get("passage_window", WINDOW), manifest.get("passage_stride", STRIDE)
+    cut = corpus_passages(list(papers), window, stride) if passages else None
+    texts, ids = [p.text for p in papers], [p.paper_id for p in papers]
+    return exact_variants(encode_corpus, texts, ids, queries, depth, cut, encode_queries)
 
 
 def shipped_encoder(cfg, manifest: Mapping, progress: bool = False) -> tuple[Callable, Callable]:

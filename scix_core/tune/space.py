@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -162,10 +163,15 @@ def load_space(path: Path | str | None) -> Space:
         raise ConfigError(f"--space: {path} is not readable TOML: {exc}") from None
     if not isinstance(table, dict):
         raise ConfigError(f"--space: {path} has no [space] table")
+    return space_from(table, str(path))
+
+
+def space_from(table: Mapping, where: str = "the space") -> Space:
+    """A :class:`Space` from a ``[space]`` table's values (lists or single values), type-checked."""
     known = {f.name: f for f in fields(Space)}
     unknown = sorted(set(table) - set(known))
     if unknown:
-        raise ConfigError(f"--space: unknown key(s) {unknown} in {path}; known: {sorted(known)}")
+        raise ConfigError(f"--space: unknown key(s) {unknown} in {where}; known: {sorted(known)}")
     values = {}
     for key, value in table.items():
         if key == "min_train_queries":
