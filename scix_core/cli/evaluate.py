@@ -381,8 +381,15 @@ def _tune_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--space",
-        help="a TOML file whose [space] table narrows the search (e.g. epochs = [0]: no fine-tuning), or a "
-        "shipped one: fusion (fusion and lexical choices only), no-fine-tuning",
+        help="a TOML file whose [space] table narrows or widens the search (e.g. query_epochs = []: no "
+        "fine-tuning), or a shipped one: fusion (fusion and lexical choices only), no-fine-tuning, "
+        "full-fine-tuning (both towers of the encoder too: hours)",
+    )
+    p.add_argument(
+        "--group-folds",
+        action="store_true",
+        help="keep queries that share a relevant paper in one fold (where no group outgrows a fold): the "
+        "estimate for queries about papers no training query was judged on",
     )
     p.add_argument(
         "--resume", action="store_true", help="keep the pieces an interrupted run of the same key built"
@@ -424,6 +431,7 @@ def tune_cmd(args: argparse.Namespace) -> int:
         parse_metrics(args.metrics) if args.metrics else METRICS,
         progress=not args.quiet,
         write=not args.dry_run,
+        group_folds=args.group_folds,
     )
     report.print(console)
     path = args.json_path or tune_path(args.index)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from rich.table import Table
@@ -14,6 +15,7 @@ from scix_core.errors import ConfigError
 from scix_core.search import Searcher
 from scix_core.search.fusion import from_metadata
 from scix_core.train.encoder import Recipe, cross_validate, train_encoder
+from scix_core.train.query_side import QueryRecipe, train_query_encoder
 from scix_core.train.reranker import RerankRecipe, learning_curve, train_reranker
 from scix_core.workspace import write_json_atomic
 
@@ -260,9 +262,15 @@ def _train_encoder_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--split", default="train")
     p.add_argument("--folds", type=int, help="K-fold cross-validated evaluation instead of saving a model")
-    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument(
+        "--query-side",
+        action="store_true",
+        help="fine-tune the query encoder alone against the index's own vectors (the papers stay as built: "
+        "nothing is re-encoded); use it with embedding.query_model = NAME",
+    )
+    p.add_argument("--epochs", type=int, help="default 1 (2 with --query-side)")
     p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--lr", type=float, default=2e-5)
+    p.add_argument("--lr", type=float, help="default 2e-5 (5e-5 with --query-side)")
     p.add_argument(
         "--negatives", type=int, default=1, help="hard negatives per relevant paper, from hybrid search"
     )
@@ -286,7 +294,11 @@ def _train_encoder_args(p: argparse.ArgumentParser) -> None:
     _train_encoder_args,
 )
 def train_encoder_cmd(args: argparse.Namespace) -> int:
-    recipe = Recipe(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, negatives=args.negatives)
+    if args.query_side:
+        return _train_query_side(args)
+    recipe = Recipe(
+        epochs=args.epochs or 1, batch_size=args.batch_size, lr=args.lr or 2e-5, negatives=args.negatives
+    )
     if args.folds:
         report = cross_validate(
             args.index,
@@ -315,6 +327,32 @@ def train_encoder_cmd(args: argparse.Namespace) -> int:
         highlight=False,
     )
     console.print(f"use it: scix ingest --dataset ... --index NEW --model {report.name}", highlight=False)
+    return 0
+
+
+def _train_query_side(args: argparse.Namespace) -> int:
+    if args.folds:
+        raise ConfigError(
+            "--query-side --folds: cross-validate it with `scix tune` (query_epochs in its space)"
+        )
+    if not args.name:
+        raise ConfigError("give --name to save the query encoder")
+    defaults = QueryRecipe()
+    recipe = QueryRecipe(
+        epochs=args.epochs or defaults.epochs, batch_size=args.batch_size, lr=args.lr or defaults.lr
+    )
+    report = train_query_encoder(
+        args.index, args.name, _config(args), args.split, recipe, progress=not args.quiet
+    )
+    console.print(
+        f"trained the query side {report.name} on {report.queries} queries ({report.steps} steps) in "
+        f"{report.seconds:.0f} s -> {report.path}",
+        highlight=False,
+    )
+    console.print(
+        f"use it: [embedding] query_model = {json.dumps(report.name)} in the config of --index {args.index}",
+        highlight=False,
+    )
     return 0
 
 

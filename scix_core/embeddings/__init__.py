@@ -6,6 +6,7 @@ from scix_core.embeddings.encoder import (
     Encoder,
     index_embedding,
     model_slug,
+    query_embedding,
     resolve_backend,
     shared_encoder,
 )
@@ -16,6 +17,7 @@ __all__ = [
     "Encoder",
     "corpus_hash",
     "index_embedding",
+    "query_embedding",
     "model_slug",
     "resolve_backend",
     "shared_encoder",

@@ -29,7 +29,7 @@ from scix_core.embeddings.loading import no_loading_bar, user_cache
 from scix_core.embeddings.onnx import BACKENDS as ONNX_BACKENDS
 from scix_core.embeddings.onnx import OnnxModel, export, exported, onnx_variant
 from scix_core.embeddings.openvino import OpenVinoModel
-from scix_core.errors import ModelUnavailableError, UnknownNameError
+from scix_core.errors import ConfigError, ModelUnavailableError, ScixError, UnknownNameError
 from scix_core.workspace import Workspace, read_json
 
 BUNDLED = "bundled-minilm"
@@ -236,3 +236,40 @@ def index_embedding(config: EmbeddingConfig, manifest: dict) -> EmbeddingConfig:
     from dataclasses import replace
 
     return replace(config, model=manifest["model"], backend=manifest.get("embedding_backend", "torch"))
+
+
+def query_model_dir(name: str, home: Path | None) -> Path:
+    """``embedding.query_model`` as a folder: a path, else the workspace encoder of that name."""
+    path = Path(name).expanduser()
+    if path.exists() or home is None:
+        return path
+    try:
+        return Workspace(home).model_dir("encoders", name)
+    except ScixError:  # not a workspace name: the path it is (missing)
+        return path
+
+
+def query_embedding(config: EmbeddingConfig, manifest: dict, home: Path | None = None) -> EmbeddingConfig:
+    """The embedding config that encodes an index's queries: :func:`index_embedding`, or with
+    ``query_model`` set that model on the index's backend — a query encoder trained against the vectors of
+    the index's model (its manifest's ``document_model``; a typed error when that is another model)."""
+    from dataclasses import replace
+
+    emb = index_embedding(config, manifest)
+    if not config.query_model:
+        return emb
+    folder = query_model_dir(config.query_model, home)
+    try:
+        note = read_json(folder / "scix_manifest.json")
+    except (OSError, ValueError):  # a model of the user's own, without the workbench's manifest
+        note = {}
+    trained_for = note.get("document_model")
+    if trained_for is not None and trained_for != manifest["model"]:
+        raise ConfigError(
+            f"embedding.query_model {config.query_model!r} encodes queries for papers encoded by "
+            f"{trained_for!r}; this index was encoded by {manifest['model']!r} (unset query_model, or "
+            "train a query encoder against this index: `scix train-encoder --query-side`)"
+        )
+    if not folder.exists():
+        raise ModelUnavailableError(f"embedding.query_model {config.query_model!r}: no such model folder")
+    return replace(emb, model=str(folder))

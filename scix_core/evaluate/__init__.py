@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from scix_core.config import Config, load_config
+from scix_core.embeddings.encoder import query_model_dir
 from scix_core.errors import ConfigError, UnknownNameError
 from scix_core.evaluate.config_runs import ConfigRun, config_runs
 from scix_core.evaluate.external import read_trec_run
@@ -72,7 +73,7 @@ def evaluate(
         queries = dict(gold.queries)
         if not queries:
             raise ConfigError(
-                f"every query of {full} was used to train the index's encoder or reranker "
+                f"every query of {full} was used to train the index's encoder, the query encoder or reranker "
                 f"{reranker or ''}: evaluate on another split or gold set (or train on fewer queries)"
             )
         runset = collect(
@@ -172,18 +173,19 @@ def sample_queries(
 
 
 def encoder_training_queries(searcher, gold: Gold) -> set[str]:
-    """Queries the index's encoder (one from `scix train-encoder`) was trained on: every run uses its vectors.
-    Matched by corpus too: an index rebuilt with the encoder under another name holds the same gold
-    queries."""
-    from pathlib import Path
-
-    model = searcher.manifest.get("model")
-    seen = (
-        training_queries(Path(model), searcher.index, searcher.manifest.get("corpus_hash")) if model else None
-    )
-    if seen is None:
-        return set()
-    return set(gold.judged) if "*" in seen else seen & set(gold.judged)
+    """Queries the index's encoder (one from `scix train-encoder`) or the configured query encoder
+    (``embedding.query_model``) was trained on: every run uses their vectors. Matched by corpus too: an index
+    rebuilt with the encoder under another name holds the same gold queries."""
+    corpus = searcher.manifest.get("corpus_hash")
+    models = [Path(searcher.manifest["model"])] if searcher.manifest.get("model") else []
+    if searcher.config.embedding.query_model:
+        models.append(query_model_dir(searcher.config.embedding.query_model, searcher.config.home))
+    seen: set[str] = set()
+    for model in models:
+        ids = training_queries(model, searcher.index, corpus)
+        if ids is not None:
+            seen |= set(gold.judged) if "*" in ids else ids & set(gold.judged)
+    return seen
 
 
 def _training_queries(searcher, reranker: str | None, gold: Gold) -> set[str]:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from scix_core.config import Config, load_config
-from scix_core.embeddings import index_embedding, shared_encoder
+from scix_core.embeddings import query_embedding, shared_encoder
 from scix_core.errors import (
     BackendUnavailableError,
     ConfigError,
@@ -122,10 +122,13 @@ class Searcher:
         except ScixError as exc:
             self.unavailable["dense"] = _reason(exc)
             return None, None
-        # queries must be encoded by the model the corpus was encoded with, whatever the config says now
-        encoder = shared_encoder(index_embedding(self.config.embedding, self.manifest), self.config.home)
+        # queries must be encoded by the model the corpus was encoded with, whatever the config says now (or
+        # by a query encoder trained against its vectors: embedding.query_model)
+        emb = query_embedding(self.config.embedding, self.manifest, self.config.home)
+        encoder = shared_encoder(emb, self.config.home)
         built = self.manifest.get("model_slug")
-        if built and built != encoder.slug and encoder.config.backend != "torch":
+        own = not self.config.embedding.query_model
+        if built and own and built != encoder.slug and emb.backend != "torch":
             # e.g. an int8 index from an earlier (unfused) export: close, not the same space — say so on every
             # query
             self.dense_notes = (

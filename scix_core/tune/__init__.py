@@ -40,6 +40,7 @@ from scix_core.evaluate.significance import GateDecision, compare, gate, holm
 from scix_core.ingest import ingest
 from scix_core.search import Searcher
 from scix_core.train.encoder import Recipe, hybrid_rankings, train_encoder, triples
+from scix_core.train.query_side import QueryRecipe, Targets, index_encoders, positives, train_query_encoder
 from scix_core.tune import preset
 from scix_core.tune.pieces import (
     Folds,
@@ -48,8 +49,8 @@ from scix_core.tune.pieces import (
     fine_tuned_lanes,
     lexical_lanes,
     models_needed,
+    query_side_lanes,
     run_key,
-    shipped_encoder,
 )
 from scix_core.tune.report import TuneReport
 from scix_core.tune.select import DEFAULTS, TUNED, best, cv_table, fused, nested, values_of, worth
@@ -118,6 +119,8 @@ def tune(
     progress: bool = True,
     write: bool = True,
     recipe=None,
+    query_recipe=None,
+    group_folds: bool = False,
 ) -> TuneReport:
     """Tune the search pipeline of ``index`` on ``gold`` (default: the index's own qrels of ``split``: its
     only split, else train)."""
@@ -125,6 +128,7 @@ def tune(
 
     space = space or Space()
     recipe = recipe or Recipe(seed=seed)
+    query_recipe = query_recipe or QueryRecipe(seed=seed)
     if folds < 2:
         raise ConfigError(f"--folds must be at least 2, got {folds}")
     cfg = (config or load_config()).replace(**{"search.depth": DEPTH})
@@ -141,17 +145,23 @@ def tune(
         ids = list(gold.judged)
         if len(ids) < 2 * folds:
             raise ConfigError(f"{len(ids)} judged queries cannot make {folds} folds of at least two queries")
-        dealt = Folds.deal(ids, folds, seed)
+        dealt = Folds.deal(ids, folds, seed, gold if group_folds else None)
+        if group_folds and not dealt.grouped:
+            notes.append(
+                "queries share relevant papers across any split into folds (one group holds more than a "
+                "fold): the folds are dealt at random"
+            )
         defaults = defaults_of(cfg, manifest)
         epochs = [e for e in space.epochs if e > 0]
+        qepochs = list(space.query_epochs)
         smallest = min(len(dealt.training(f, g)) for f in range(folds) for g in range(folds) if f != g)
-        if epochs and smallest < space.min_train_queries:
+        if (epochs or qepochs) and smallest < space.min_train_queries:
             notes.append(
                 f"folds too small to fine-tune: the inner training sets hold {smallest} queries, fewer than "
                 f"space.min_train_queries = {space.min_train_queries}; the encoder stays as shipped and the "
                 "other choices are tuned"
             )
-            epochs = []
+            epochs, qepochs = [], []
         queries = {q: gold.queries[q] for q in ids}
         # the pieces hold the MaxP lane too: the fine-tuned ones when the space reads passages, the index's
         # encoder's also when the defaults do (an index with passage vectors)
@@ -159,6 +169,7 @@ def tune(
         shipped_passages = passages or defaults.passages
         extra = {
             "recipe": recipe.__dict__,
+            "query_recipe": query_recipe.__dict__,
             "base": cfg.embedding.model,
             "passages": [passages, shipped_passages],
         }
@@ -168,11 +179,15 @@ def tune(
         if epochs:
             plan.append("hybrid")
             plan += [f"dense-ft{e}-x{'-'.join(map(str, x))}" for e in epochs for x in models_needed(dealt)]
+        plan += [f"dense-q{e}-x{'-'.join(map(str, x))}" for e in qepochs for x in models_needed(dealt)]
         built: dict[str, dict] = {}
         left: list[str] = []
         bar = tqdm(total=len(plan), desc="tune pieces", disable=not progress)
         papers = list(searcher.store.papers())
         texts = {p.paper_id: p.text for p in papers}  # what a fine-tuning's triples are made of
+        row = {p.paper_id: i for i, p in enumerate(papers)}
+        targets = None  # the index's vectors a query side learns against, read when the first needs them
+        corpus, encode = index_encoders(cfg, manifest, progress)
         for name in plan:
             loaded = store.load(name)
             if loaded is not None:
@@ -192,16 +207,35 @@ def tune(
                 lanes_searcher.close()
                 store.save(name, built[name])
             elif name == "dense-shipped":
-                corpus, encode = shipped_encoder(cfg, manifest, progress)
                 built[name] = dense_lanes(corpus, encode, papers, queries, DEPTH, shipped_passages, manifest)
                 store.save(name, built[name])
             elif name == "hybrid":
                 ranked = hybrid_rankings(searcher, queries, recipe.depth, progress)
                 built[name] = {q: {"hybrid": r.ranking()} for q, r in ranked.items()}
                 store.save(name, built[name])
+            elif name.startswith("dense-q"):
+                _, e, excluded = _model(name)
+                train_ids = dealt.training(*excluded)
+                if targets is None:
+                    targets = Targets.of(corpus, papers, manifest, passages)
+                held = {q: queries[q] for q in dealt.queries(*excluded)}
+                built[name] = query_side_lanes(
+                    positives(gold, train_ids, row),
+                    targets,
+                    replace(query_recipe, epochs=e),
+                    cfg,
+                    manifest,
+                    corpus,
+                    papers,
+                    held,
+                    DEPTH,
+                    passages,
+                    progress,
+                )
+                store.save(name, built[name], epochs=e, excluded=list(excluded), trained_on=sorted(train_ids))
             else:
                 searcher.close(keep_vectors=False)  # fine-tuning takes long: free the index (idempotent)
-                e, excluded = _model(name)
+                _, e, excluded = _model(name)
                 train_ids = dealt.training(*excluded)
                 ranked = {q: built["hybrid"][q]["hybrid"].ids for q in train_ids}
                 examples = triples(gold, train_ids, ranked, texts, replace(recipe, epochs=e))
@@ -224,19 +258,20 @@ def tune(
         bar.close()
         searcher.close(keep_vectors=False)
     covered_epochs = [0] + [e for e in epochs if all(not n.startswith(f"dense-ft{e}-") for n in left)]
-    missing_base = [n for n in left if not n.startswith("dense-ft")]
+    covered_q = [0] + [e for e in qepochs if all(not n.startswith(f"dense-q{e}-") for n in left)]
+    missing_base = [n for n in left if not n.startswith(("dense-ft", "dense-q"))]
     if missing_base:
         raise ConfigError(
             f"the budget ran out before the first pieces were built ({', '.join(missing_base)}): give a "
             "larger --budget, or --resume the run later"
         )
-    if len(covered_epochs) <= len(epochs):
+    if len(covered_epochs) <= len(epochs) or len(covered_q) <= len(qepochs):
         notes.append(
             f"the budget stopped fine-tuning: {len(left)} of {len(plan)} pieces not built; candidates "
-            f"fine-tuned for {sorted(set(epochs) - set(covered_epochs))} epochs are left out "
-            "(--resume continues)"
+            f"fine-tuned for {sorted(set(epochs) - set(covered_epochs))} epochs (both towers) and "
+            f"{sorted(set(qepochs) - set(covered_q))} (the query side) are left out (--resume continues)"
         )
-    candidates = [c for c in space.candidates() if c.epochs in covered_epochs]
+    candidates = [c for c in space.candidates() if c.epochs in covered_epochs and c.query_epochs in covered_q]
     if defaults not in candidates:
         candidates.insert(0, defaults)
     plain, inner = _values(candidates, built, dealt, gold, metrics, primary, progress)
@@ -264,9 +299,9 @@ def tune(
             "test": sorted(dealt.queries(f)),
             "chose_on": sorted(dealt.training(f)),
             "models": {
-                n: sorted(dealt.training(*_model(n)[1]))
+                n: sorted(dealt.training(*_model(n)[2]))
                 for n in built
-                if n.startswith("dense-ft") and f in _model(n)[1]
+                if n.startswith(("dense-ft", "dense-q")) and f in _model(n)[2]
             },
         }
         for f in range(folds)
@@ -292,6 +327,8 @@ def tune(
             "left_out": left,
             "candidates": len(candidates),
             "encoder_epochs": covered_epochs,
+            "query_epochs": covered_q,
+            "folds_grouped": dealt.grouped,
         },
         notes=tuple(notes),
         seconds=time.perf_counter() - clock.start,
@@ -305,19 +342,24 @@ def tune(
             "run_key": key,
             "pieces": str(store.folder),
             "recipe": recipe.__dict__,
+            "query_recipe": query_recipe.__dict__,
             "base_model": cfg.embedding.model,
             "corpus_hash": manifest.get("corpus_hash"),
         },
     )
     if decision.ship and write:
-        report = replace(report, preset=str(_ship(report, cfg, index, manifest, gold, recipe, progress)))
+        recipes = (recipe, replace(query_recipe, epochs=report.winner.query_epochs or query_recipe.epochs))
+        report = replace(
+            report, preset=str(_ship(report, cfg, index, manifest, gold, recipes, passages, progress))
+        )
     return report
 
 
-def _model(name: str) -> tuple[int, tuple[int, ...]]:
-    """``dense-ftE-xF[-G]`` -> (E, (F[, G]))."""
+def _model(name: str) -> tuple[str, int, tuple[int, ...]]:
+    """``dense-ftE-xF[-G]`` / ``dense-qE-xF[-G]`` -> ("ft" / "q", E, (F[, G]))."""
     head, _, folds = name.partition("-x")
-    return int(head.removeprefix("dense-ft")), tuple(int(f) for f in folds.split("-"))
+    kind = "ft" if head.startswith("dense-ft") else "q"
+    return kind, int(head.removeprefix(f"dense-{kind}")), tuple(int(f) for f in folds.split("-"))
 
 
 def _values(candidates, built, dealt: Folds, gold: Gold, metrics, primary: str, progress: bool):
@@ -330,18 +372,18 @@ def _values(candidates, built, dealt: Folds, gold: Gold, metrics, primary: str, 
     plain, inner, prepared = {}, {}, {}
     for c in tqdm(candidates, desc="candidates", disable=not progress, leave=False):
         lexical = built[f"lexical-{c.lexical}"]
-        if c.epochs == 0:
+        if c.encoder == "shipped":
             plain[c] = values_of(gold, fused(c, lexical, shipped, ids, DEPTH, prepared), metrics)
             inner[c] = {f: plain[c][primary] for f in range(dealt.k)}
             continue
-        piece = {f: built[f"dense-ft{c.epochs}-x{f}"] for f in range(dealt.k)}
+        piece = {f: built[f"dense-{c.encoder}-x{f}"] for f in range(dealt.k)}
         dense = {q: piece[dealt.of[q]][q] for q in ids}
         plain[c] = values_of(gold, fused(c, lexical, dense, ids, DEPTH, prepared), metrics)
         inner[c] = {}
         for f in range(dealt.k):
             train = dealt.training(f)
             dense = {
-                q: built[f"dense-ft{c.epochs}-x{min(f, dealt.of[q])}-{max(f, dealt.of[q])}"][q] for q in train
+                q: built[f"dense-{c.encoder}-x{min(f, dealt.of[q])}-{max(f, dealt.of[q])}"][q] for q in train
             }
             rankings = fused(c, lexical, dense, train, DEPTH, prepared)
             inner[c][f] = values_of(gold, rankings, (primary,))[primary]
@@ -349,11 +391,20 @@ def _values(candidates, built, dealt: Folds, gold: Gold, metrics, primary: str, 
 
 
 def _ship(
-    report: TuneReport, cfg: Config, index: str, manifest: Mapping, gold: Gold, recipe, progress: bool
+    report: TuneReport,
+    cfg: Config,
+    index: str,
+    manifest: Mapping,
+    gold: Gold,
+    recipes: tuple[Recipe, QueryRecipe],
+    passages: bool,
+    progress: bool,
 ) -> Path:
-    """Write the preset; build the winner's encoder (every judged query) and the index to match."""
+    """Write the preset; build the winner's encoder (every judged query) and the index to match. A query
+    side is trained against the vectors its fold models learnt from (MaxP when the space read passages)."""
     winner = report.winner
-    encoder = None
+    recipe, query_recipe = recipes
+    encoder = query_model = None
     evidence = {
         "gold": f"{gold.name}, {report.n_queries} queries, {report.folds}-fold CV, "
         f"seed {report.setup['seed']}",
@@ -372,8 +423,19 @@ def _ship(
             progress=progress,
         )
         encoder = str(trained.path)
+    if winner.query_epochs:
+        query = train_query_encoder(
+            index,
+            f"{index}-tuned-queries",
+            cfg,
+            recipe=query_recipe,
+            gold=gold,
+            passages=passages,
+            progress=progress,
+        )
+        query_model = str(query.path)
     needs_build = encoder is not None or (winner.passages and not manifest.get("passages"))
-    path = preset.write(cfg.home, index, preset.render(winner, encoder, evidence))
+    path = preset.write(cfg.home, index, preset.render(winner, encoder, evidence, query_model))
     if needs_build:
         source = preset.dataset_source(manifest)
         built_cfg = cfg.replace(**{"embedding.model": encoder}) if encoder else cfg

@@ -5,10 +5,13 @@
 * ``dense-shipped``: the index's own encoder, exact cosine over the papers (``whole``) and the best of the
   paper and its passages (``maxp``), for every judged query;
 * ``dense-ftE-xF[-G]``: an encoder fine-tuned ``E`` epochs on the queries of every fold but ``F`` (and
-  ``G``), scoring the queries of those excluded folds only. The folds-but-one models score the plain
-  cross-validation; the folds-but-two models score the inner cross-validation that chooses a pipeline for
-  outer fold ``F`` on the other folds, so no query of a fold's test part reaches the fine-tuning, the choice
-  or its estimate (:func:`models_needed`).
+  ``G``), scoring the queries of those excluded folds only; ``dense-qE-xF[-G]`` the same with the query
+  side alone fine-tuned against the index's vectors (:mod:`scix_core.train.query_side`). The
+  folds-but-one models score the plain cross-validation; the folds-but-two models score the inner
+  cross-validation that chooses a pipeline for outer fold ``F`` on the other folds, so no query of a fold's
+  test part reaches the fine-tuning, the choice or its estimate (:func:`models_needed`). With
+  ``--group-folds`` queries sharing a relevant paper share a fold where the gold set allows it
+  (:meth:`Folds.deal`).
 
 Each piece is a JSON file in the run's folder under the run's key (the index build, the gold split, the
 folds and their seed, the code version): ``--resume`` keeps the pieces of an interrupted run and builds
@@ -28,13 +31,13 @@ from pathlib import Path
 import numpy as np
 
 from scix_core import __version__
-from scix_core.embeddings.cache import EmbeddingCache
-from scix_core.embeddings.encoder import Encoder, index_embedding
+from scix_core.embeddings.encoder import index_embedding
 from scix_core.embeddings.passages import STRIDE, WINDOW, corpus_passages
 from scix_core.evaluate.gold import Gold
-from scix_core.train.encoder import exact_variants, fine_tune, model_encoder, one_by_one
+from scix_core.train.encoder import exact_variants, fine_tune, model_encoder
+from scix_core.train.query_side import QueryRecipe, Targets, fine_tune_queries
 from scix_core.types import Ranking
-from scix_core.workspace import Workspace, write_json_atomic
+from scix_core.workspace import write_json_atomic
 
 DENSE_VARIANTS = ("whole", "maxp")
 
@@ -45,11 +48,26 @@ class Folds:
 
     of: Mapping[str, int]  # query id -> fold
     k: int
+    grouped: bool = False  # queries sharing a relevant paper were kept in one fold
 
     @classmethod
-    def deal(cls, ids: Sequence[str], k: int, seed: int) -> Folds:
-        shuffled = random.Random(seed).sample(list(ids), len(ids))
-        return cls({q: i % k for i, q in enumerate(shuffled)}, k)
+    def deal(cls, ids: Sequence[str], k: int, seed: int, gold: Gold | None = None) -> Folds:
+        """Shuffled and dealt round the folds; with ``gold``, queries that share a relevant paper stay in one
+        fold (:func:`query_groups`, largest first into the smallest fold) — a fine-tuned model then never
+        meets a test query whose relevant paper it was trained to rank, as a new query on the same collection
+        would not be guaranteed to — when every group fits in a fold; otherwise at random."""
+        groups = query_groups(ids, gold) if gold is not None else None
+        if groups is None or max(map(len, groups)) > len(ids) / k:
+            shuffled = random.Random(seed).sample(list(ids), len(ids))
+            return cls({q: i % k for i, q in enumerate(shuffled)}, k)
+        order = random.Random(seed).sample(groups, len(groups))
+        order.sort(key=len, reverse=True)  # stable: equal sizes keep the seeded order
+        sizes, of = [0] * k, {}
+        for group in order:
+            fold = sizes.index(min(sizes))
+            sizes[fold] += len(group)
+            of.update((q, fold) for q in group)
+        return cls({q: of[q] for q in ids}, k, grouped=True)
 
     def queries(self, *folds: int) -> list[str]:
         return [q for q, f in self.of.items() if f in folds]
@@ -57,6 +75,26 @@ class Folds:
     def training(self, *excluded: int) -> list[str]:
         """The queries of every fold but ``excluded``: what a model for those folds may learn from."""
         return [q for q, f in self.of.items() if f not in excluded]
+
+
+def query_groups(ids: Sequence[str], gold: Gold) -> list[list[str]]:
+    """The queries of ``ids`` joined when they share a relevant paper (connected components), each group in
+    ``ids`` order, the groups in the order of their first query."""
+    parent: dict[str, str] = {}
+
+    def root(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for q in ids:
+        for paper in gold.relevant(q):
+            parent[root("q:" + q)] = root("p:" + paper)
+    groups: dict[str, list[str]] = {}
+    for q in ids:
+        groups.setdefault(root("q:" + q), []).append(q)
+    return list(groups.values())
 
 
 def models_needed(folds: Folds) -> tuple[tuple[int, ...], ...]:
@@ -80,6 +118,7 @@ def run_key(manifest: Mapping, gold: Gold, folds: Folds, seed: int, extra: Mappi
             "queries": {q: gold.queries[q] for q in sorted(gold.judged)},
             "folds": folds.k,
             "seed": seed,
+            "dealt": sorted(folds.of.items()),
             "extra": dict(extra or {}),
             "scix_core": __version__,
         },
@@ -155,23 +194,6 @@ def dense_lanes(
     return exact_variants(encode_corpus, texts, ids, queries, depth, cut, encode_queries)
 
 
-def shipped_encoder(cfg, manifest: Mapping, progress: bool = False) -> tuple[Callable, Callable]:
-    """(corpus encode through the workspace's embedding cache, query encode as the pipeline does) with the
-    index's own encoder."""
-    encoder = Encoder(index_embedding(cfg.embedding, dict(manifest)), cfg.home)
-    cache = EmbeddingCache(
-        Workspace(cfg.home).embedding_cache(encoder.slug), encoder.config.model, encoder.max_length
-    )
-
-    def corpus(texts):
-        from tqdm.auto import tqdm
-
-        with tqdm(total=len(texts), desc="encode", disable=not progress, leave=False) as bar:
-            return cache.vectors(texts, encoder.encode, on_chunk=bar.update).astype(np.float32)
-
-    return corpus, one_by_one(encoder)
-
-
 def fine_tuned_lanes(
     base: str,
     examples: list,
@@ -191,3 +213,25 @@ def fine_tuned_lanes(
     with tempfile.TemporaryDirectory(prefix="scix-tune-") as folder:
         encode, encode_queries = model_encoder(model, emb, Path(folder), progress)
         return dense_lanes(encode, encode_queries, papers, queries, depth, passages, manifest)
+
+
+def query_side_lanes(
+    examples: list,
+    targets: Targets,
+    recipe: QueryRecipe,
+    cfg,
+    manifest: Mapping,
+    corpus: Callable[[list[str]], np.ndarray],
+    papers: Sequence,
+    queries: Mapping[str, str],
+    depth: int,
+    passages: bool,
+    progress: bool = False,
+) -> dict[str, dict[str, Ranking]]:
+    """Fine-tune the query side of the index's encoder on ``examples`` and rank ``queries`` with it (encoded
+    on the index's backend, one by one) against the index's own vectors (``corpus``)."""
+    model, _ = fine_tune_queries(manifest["model"], examples, targets, recipe, cfg.embedding.device, progress)
+    emb = index_embedding(cfg.embedding, dict(manifest))
+    with tempfile.TemporaryDirectory(prefix="scix-tune-") as folder:
+        _, encode_queries = model_encoder(model, emb, Path(folder), progress)
+        return dense_lanes(corpus, encode_queries, papers, queries, depth, passages, manifest)

@@ -1,7 +1,8 @@
 """The tuned pipeline as a config preset beside its index, and the index built to match.
 
 ``indexes/NAME/tuned.toml`` holds the ``[search]`` settings of the chosen candidate (and ``[embedding]
-model`` when its encoder is fine-tuned), with a header saying which run chose it on what evidence.
+model`` when its encoder is fine-tuned, ``query_model`` when its query side is), with a header saying which
+run chose it on what evidence.
 ``--config tuned`` with ``--index NAME`` reads it over the user's own configuration file
 (:func:`scix_core.config.load_config`). The chosen encoder is trained on every judged query of the split
 and the index re-ingested with it (and with passage vectors when the candidate reads them) from the
@@ -34,7 +35,9 @@ def _toml_value(value) -> str:
     return repr(value)
 
 
-def render(candidate: Candidate, encoder: str | None, evidence: Mapping[str, object]) -> str:
+def render(
+    candidate: Candidate, encoder: str | None, evidence: Mapping[str, object], query_model: str | None = None
+) -> str:
     """The preset's text: a provenance header, then ``[search]`` (and ``[embedding]``) tables."""
     lines = [f"# written by `scix tune` on {time.strftime('%Y-%m-%d %H:%M:%S %Z')}: {candidate.name}"]
     lines += [f"# {key}: {value}" for key, value in evidence.items()]
@@ -43,8 +46,9 @@ def render(candidate: Candidate, encoder: str | None, evidence: Mapping[str, obj
         f"{key.split('.', 1)[1]} = {_toml_value(value)}"
         for key, value in sorted(candidate.overrides().items())
     ]
-    if encoder:
-        lines += ["", "[embedding]", f"model = {_toml_value(encoder)}"]
+    embedding = {"model": encoder, "query_model": query_model}
+    if encoder or query_model:
+        lines += ["", "[embedding]"] + [f"{k} = {_toml_value(v)}" for k, v in embedding.items() if v]
     return "\n".join(lines) + "\n"
 
 

@@ -1,14 +1,17 @@
 """The search space of ``scix tune``: what a pipeline can be, as candidates to cross-validate.
 
-A candidate is one complete search pipeline: the encoder (the index's as shipped, or fine-tuned for
-``epochs`` on the fold's training queries), the dense lane scoring whole papers or by their best passage
+A candidate is one complete search pipeline: the encoder (the index's as shipped, fine-tuned for ``epochs``
+on the fold's training queries, or its query side alone fine-tuned for ``query_epochs`` against the index's
+vectors, :mod:`scix_core.train.query_side`), the dense lane scoring whole papers or by their best passage
 (MaxP), the lexical lanes' semantics, and the fusion (RRF with its k, or a convex combination of min-max or
 z-score normalised lane scores with the dense lane's weight α). Its :meth:`Candidate.overrides` are the
 ``search.*`` settings that make the pipeline do exactly that.
 
 A ``--space FILE.toml`` narrows or widens it: a ``[space]`` table with any of the fields of :class:`Space`
-(``epochs = [0]``: no fine-tuning). Two are shipped by name: ``fusion`` (the fusion and the lexical
-semantics on the index's encoder as built) and ``no-fine-tuning``. Unknown keys and values are typed
+(``epochs = [0]``: no fine-tuning of both towers; ``query_epochs = []``: none of the query side). Three are
+shipped by name: ``fusion`` (the fusion and the lexical semantics on the index's encoder as built),
+``no-fine-tuning``, and ``full-fine-tuning`` (both towers as well: an encoder and a re-encoded corpus per
+fold, hours on a laptop CPU). Unknown keys and values are typed
 errors.
 """
 
@@ -61,10 +64,18 @@ class Candidate:
     passages: bool  # the dense lane scores a paper by its best vector, whole or passage (MaxP)
     lexical: str  # the lexical lanes' semantics: auto, and, or
     fusion: Fusion
+    query_epochs: int = 0  # n: the query side alone fine-tuned n epochs against the index's vectors
+
+    @property
+    def encoder(self) -> str:
+        """The dense pieces this candidate reads: ``shipped``, ``ftE`` or ``qE``."""
+        if self.query_epochs:
+            return f"q{self.query_epochs}"
+        return "shipped" if self.epochs == 0 else f"ft{self.epochs}"
 
     @property
     def name(self) -> str:
-        encoder = "shipped" if self.epochs == 0 else f"ft{self.epochs}"
+        encoder = f"q-ft{self.query_epochs}" if self.query_epochs else self.encoder
         return f"{encoder}{'+passages' if self.passages else ''} · {self.lexical} · {self.fusion.label}"
 
     @property
@@ -83,7 +94,7 @@ class Candidate:
     def changes(self, other: Candidate) -> tuple[str, ...]:
         """The choices (encoder, passages, lexical, fusion) in which this candidate differs from ``other``."""
         pairs = {
-            "encoder": (self.epochs, other.epochs),
+            "encoder": (self.encoder, other.encoder),
             "passages": (self.passages, other.passages),
             "lexical": (self.lexical, other.lexical),
             "fusion": (self.fusion, other.fusion),
@@ -95,7 +106,10 @@ class Candidate:
 class Space:
     """Every choice ``scix tune`` tries (the defaults: the issue's space)."""
 
-    epochs: tuple[int, ...] = (0, 1, 2)  # 0: the shipped encoder
+    # both towers fine-tuned this many epochs (0: the shipped encoder); the default leaves them to
+    # ``--space full-fine-tuning``: an encoder and a re-encoded corpus per fold model
+    epochs: tuple[int, ...] = (0,)
+    query_epochs: tuple[int, ...] = (1, 2)  # the query side alone fine-tuned this many epochs (none: [])
     passages: tuple[bool, ...] = (False, True)
     lexical: tuple[str, ...] = LEXICAL_MODES
     rrf_k: tuple[int, ...] = (10, 30, 60)
@@ -108,6 +122,8 @@ class Space:
     def __post_init__(self):
         if not self.epochs or any(e < 0 for e in self.epochs):
             raise ConfigError(f"space.epochs: epochs >= 0 (0: the shipped encoder), got {list(self.epochs)}")
+        if any(e < 1 for e in self.query_epochs):
+            raise ConfigError(f"space.query_epochs: epochs >= 1, got {list(self.query_epochs)}")
         for name, values, allowed in (
             ("lexical", self.lexical, LEXICAL_MODES),
             ("normalise", self.normalise, NORMALISERS),
@@ -128,10 +144,16 @@ class Space:
         rrf = [Fusion("rrf", float(k)) for k in self.rrf_k]
         return (*rrf, *(Fusion(n, float(a)) for n in self.normalise for a in self.alphas))
 
+    def encoders(self) -> tuple[tuple[int, int], ...]:
+        """(epochs, query_epochs) of every encoder the space tries."""
+        return (*((e, 0) for e in self.epochs), *((0, q) for q in self.query_epochs))
+
     def candidates(self) -> tuple[Candidate, ...]:
         return tuple(
-            Candidate(e, p, m, f)
-            for e, p, m, f in itertools.product(self.epochs, self.passages, self.lexical, self.fusions())
+            Candidate(e, p, m, f, q)
+            for (e, q), p, m, f in itertools.product(
+                self.encoders(), self.passages, self.lexical, self.fusions()
+            )
         )
 
     def to_dict(self) -> dict:
@@ -180,7 +202,9 @@ def space_from(table: Mapping, where: str = "the space") -> Space:
             values[key] = value
             continue
         items = value if isinstance(value, list) else [value]
-        kind = {"epochs": int, "rrf_k": int, "passages": bool, "alphas": float}.get(key, str)
+        kind = {"epochs": int, "query_epochs": int, "rrf_k": int, "passages": bool, "alphas": float}.get(
+            key, str
+        )
         if not all(isinstance(v, kind) or (kind is float and isinstance(v, int)) for v in items):
             raise ConfigError(f"space.{key}: expected a list of {kind.__name__}, got {value!r}")
         values[key] = tuple(kind(v) for v in dict.fromkeys(items))

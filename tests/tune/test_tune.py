@@ -18,6 +18,7 @@ from scix_core.ingest import ingest
 from scix_core.notebook import TuneView
 from scix_core.search.fusion import ConvexFusion
 from scix_core.train.encoder import Recipe
+from scix_core.train.query_side import QueryRecipe
 from scix_core.tune import parse_budget, tune
 from scix_core.tune.pieces import Folds, models_needed
 from scix_core.tune.preset import preset_path
@@ -61,14 +62,22 @@ def planted(tmp_path_factory):
 
 def test_space_from_toml_and_its_errors(tmp_path):
     path = tmp_path / "space.toml"
-    path.write_text("[space]\nepochs = [0]\nlexical = ['or']\nrrf_k = [60]\nnormalise = []\n")
-    space = load_space(path)
-    assert space.candidates() == (
-        Candidate(0, False, "or", Fusion("rrf", 60.0)),
-        Candidate(0, True, "or", Fusion("rrf", 60.0)),
+    path.write_text(
+        "[space]\nepochs = [0]\nquery_epochs = [2]\nlexical = ['or']\nrrf_k = [60]\nnormalise = []\n"
     )
+    space = load_space(path)
+    rrf = Fusion("rrf", 60.0)
+    assert space.candidates() == (
+        Candidate(0, False, "or", rrf),
+        Candidate(0, True, "or", rrf),
+        Candidate(0, False, "or", rrf, 2),
+        Candidate(0, True, "or", rrf, 2),
+    )
+    assert space.candidates()[2].name == "q-ft2 · or · rrf k=60" and space.candidates()[2].encoder == "q2"
+    assert load_space("fusion").query_epochs == () and load_space("full-fine-tuning").epochs == (0, 1, 2)
     for body, message in (
         ("[space]\nepoch = [1]\n", "unknown key"),
+        ("[space]\nquery_epochs = [0]\n", "query_epochs"),
         ("[space]\nlexical = ['xor']\n", "not among"),
         ("[space]\nalphas = ['half']\n", "expected a list of float"),
         ("[space]\nrrf_k = []\nnormalise = []\n", "no fusion"),
@@ -94,6 +103,7 @@ def test_models_needed_cover_every_fold_and_pair():
 
 def test_the_known_winner_ships_and_the_preset_runs_it(planted, monkeypatch):
     space = Space(
+        query_epochs=(),
         epochs=(0,),
         passages=(False,),
         lexical=("auto",),
@@ -140,7 +150,13 @@ def test_nothing_better_than_the_defaults_writes_nothing(planted):
     preset = preset_path(planted.home, "planted")
     before = preset.read_text() if preset.exists() else None
     space = Space(
-        epochs=(0,), passages=(False,), lexical=("auto",), rrf_k=(), normalise=("minmax",), alphas=(1.0,)
+        query_epochs=(),
+        epochs=(0,),
+        passages=(False,),
+        lexical=("auto",),
+        rrf_k=(),
+        normalise=("minmax",),
+        alphas=(1.0,),
     )
     report = tune("planted", config=planted, space=space, folds=4, permutations=500, progress=False)
     assert report.winner == report.defaults and not report.decision.ship and report.preset is None
@@ -153,6 +169,7 @@ def test_no_test_query_reaches_its_folds_fine_tuning_or_choice(planted):
     model scores only the folds it left out — read from the pieces the run kept."""
     space = Space(
         epochs=(0, 1),
+        query_epochs=(1,),
         passages=(False,),
         lexical=("auto",),
         rrf_k=(60,),
@@ -161,6 +178,7 @@ def test_no_test_query_reaches_its_folds_fine_tuning_or_choice(planted):
         min_train_queries=1,
     )
     recipe = Recipe(epochs=1, batch_size=8, depth=10, skip=1, seed=3)
+    query_recipe = QueryRecipe(epochs=1, batch_size=8, seed=3)
     report = tune(
         "planted",
         config=planted,
@@ -170,9 +188,11 @@ def test_no_test_query_reaches_its_folds_fine_tuning_or_choice(planted):
         progress=False,
         write=False,
         recipe=recipe,
+        query_recipe=query_recipe,
     )
     assert (
         report.covered["encoder_epochs"] == [0, 1]
+        and report.covered["query_epochs"] == [0, 1]
         and report.covered["pieces_built"] == report.covered["pieces_planned"]
     )
     pieces = Path(report.setup["pieces"])
@@ -181,27 +201,44 @@ def test_no_test_query_reaches_its_folds_fine_tuning_or_choice(planted):
     for entry in report.ledger.values():
         test = set(entry["test"])
         assert test and not test & set(entry["chose_on"])
-        assert len(entry["models"]) == 3  # its folds-but-one model and the two folds-but-two models
+        # per kind (both towers, the query side) its folds-but-one model and the two folds-but-two models
+        assert len(entry["models"]) == 6
         for name, trained_on in entry["models"].items():
             saved = json.loads((pieces / f"{name}.json").read_text())
             assert saved["trained_on"] == trained_on and not test & set(trained_on)
             # a model scores only the queries of the folds it left out
             assert set(saved["rankings"]) == {q for q, g in fold_of.items() if g in saved["excluded"]}
     assert any(row.candidate.epochs == 1 for row in report.table)
+    assert any(row.candidate.query_epochs == 1 for row in report.table)
 
 
 def test_folds_too_small_to_fine_tune_tune_the_rest(planted):
-    space = Space(epochs=(0, 1), passages=(False,), lexical=("auto",), rrf_k=(60,), normalise=(), alphas=())
+    space = Space(
+        epochs=(0, 1),
+        query_epochs=(1,),
+        passages=(False,),
+        lexical=("auto",),
+        rrf_k=(60,),
+        normalise=(),
+        alphas=(),
+    )
     report = tune(
         "planted", config=planted, space=space, folds=3, permutations=200, progress=False, write=False
     )
     assert any("too small to fine-tune" in n for n in report.notes)
-    assert report.covered["encoder_epochs"] == [0] and all(r.candidate.epochs == 0 for r in report.table)
+    assert report.covered["encoder_epochs"] == [0] and report.covered["query_epochs"] == [0]
+    assert all(r.candidate.encoder == "shipped" for r in report.table)
 
 
 def test_budget_and_resume(planted):
     space = Space(
-        epochs=(0,), passages=(False,), lexical=("auto", "or"), rrf_k=(60,), normalise=(), alphas=()
+        query_epochs=(),
+        epochs=(0,),
+        passages=(False,),
+        lexical=("auto", "or"),
+        rrf_k=(60,),
+        normalise=(),
+        alphas=(),
     )
     with pytest.raises(ConfigError, match="budget ran out"):
         tune("planted", config=planted, space=space, folds=4, budget_s=0, progress=False, write=False)
@@ -244,7 +281,8 @@ def test_the_command_line(planted, monkeypatch, tmp_path, capsys):
     config.write_text('[search]\nfusion = "convex"\nconvex_alpha = 1.0\n')
     space = tmp_path / "space.toml"
     space.write_text(
-        "[space]\nepochs = [0]\npassages = [false]\nlexical = ['auto']\nrrf_k = []\nalphas = [0.0]\n"
+        "[space]\nepochs = [0]\nquery_epochs = []\npassages = [false]\nlexical = ['auto']\nrrf_k = []\n"
+        "alphas = [0.0]\n"
     )
     out = tmp_path / "tune.json"
     argv = ["--config", str(config), "tune", "--index", "planted", "--space", str(space), "--folds", "4"]
@@ -287,7 +325,13 @@ def test_a_winner_reading_passages_rebuilds_the_index_from_its_sources(tmp_path,
     cfg = load_config().replace(home=home, **settings)
     ingest(folder, "beir", "beir", config=cfg, progress=False)
     space = Space(
-        epochs=(0,), passages=(True,), lexical=("auto",), rrf_k=(), normalise=("minmax",), alphas=(0.0,)
+        query_epochs=(),
+        epochs=(0,),
+        passages=(True,),
+        lexical=("auto",),
+        rrf_k=(),
+        normalise=("minmax",),
+        alphas=(0.0,),
     )
     report = tune("beir", config=cfg, space=space, folds=4, permutations=500, progress=False)
     assert report.winner == Candidate(0, True, "auto", Fusion("minmax", 0.0)) and report.decision.ship
@@ -302,7 +346,13 @@ def test_a_winner_reading_passages_rebuilds_the_index_from_its_sources(tmp_path,
     assert Searcher("beir", tuned).search(_code(7), "hybrid").ids[0] == "p07"
     # the index has passage vectors now, so the defaults read them: a space without passages still has them
     fusion_only = Space(
-        epochs=(0,), passages=(False,), lexical=("auto",), rrf_k=(60,), normalise=(), alphas=()
+        query_epochs=(),
+        epochs=(0,),
+        passages=(False,),
+        lexical=("auto",),
+        rrf_k=(60,),
+        normalise=(),
+        alphas=(),
     )
     again = tune(
         "beir", config=cfg, space=fusion_only, folds=4, permutations=200, progress=False, write=False
@@ -318,7 +368,13 @@ def test_serve_workers_read_the_tuned_preset(planted, monkeypatch):
     from scix_core.serve.front import INDEX_ENV, TUNED_ENV
 
     space = Space(
-        epochs=(0,), passages=(False,), lexical=("auto",), rrf_k=(), normalise=("zscore",), alphas=(0.0,)
+        query_epochs=(),
+        epochs=(0,),
+        passages=(False,),
+        lexical=("auto",),
+        rrf_k=(),
+        normalise=("zscore",),
+        alphas=(0.0,),
     )
     assert tune("planted", config=planted, space=space, folds=4, permutations=500, progress=False).preset
     monkeypatch.setenv("SCIX_HOME", str(planted.home))

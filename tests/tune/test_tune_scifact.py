@@ -19,7 +19,13 @@ pytestmark = [pytest.mark.model]
 def test_on_the_scifact_slice_the_defaults_row_is_scix_eval(scifact):
     cfg, index = scifact
     space = Space(
-        epochs=(0,), passages=(False,), lexical=("auto",), rrf_k=(60,), normalise=("zscore",), alphas=(0.3,)
+        query_epochs=(),
+        epochs=(0,),
+        passages=(False,),
+        lexical=("auto",),
+        rrf_k=(60,),
+        normalise=("zscore",),
+        alphas=(0.3,),
     )
     gold = sample_queries(for_index(index, cfg, "train"), 200, seed=5)
     report = tune(
