@@ -2,7 +2,7 @@
 choice against the defaults with their paired tests, each fold's choice, and the gate's decision.
 
     TuneView("reports/tune/scifact.json")                 # a saved run (`scix tune` writes it there)
-    TuneView(index="scifact", space={"epochs": [0]})       # tune now (nothing written)
+    TuneView(index="scifact", space={"query_epochs": []})  # tune now (nothing written)
 """
 
 from __future__ import annotations
@@ -105,7 +105,9 @@ def render_tune(report: Mapping, top: int = 25) -> Rendered:
     parts.append(
         banner(
             f"pieces built {covered.get('pieces_built')} of {covered.get('pieces_planned')}; encoder epochs "
-            f"covered {covered.get('encoder_epochs')}; space {report.get('setup', {}).get('space')}",
+            f"covered {covered.get('encoder_epochs')}, query side {covered.get('query_epochs')}; folds "
+            f"{'grouped by relevant paper' if covered.get('folds_grouped') else 'at random'}; space "
+            f"{report.get('setup', {}).get('space')}",
             "note",
         )
     )

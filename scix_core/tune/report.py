@@ -48,7 +48,8 @@ class TuneReport:
             "folds": self.folds,
             "defaults": self.defaults.name,
             "winner": self.winner.name,
-            "winner_settings": self.winner.overrides() | {"encoder_epochs": self.winner.epochs},
+            "winner_settings": self.winner.overrides()
+            | {"encoder_epochs": self.winner.epochs, "query_epochs": self.winner.query_epochs},
             "fold_choices": [c.name for c in self.fold_choices],
             "runs": {k: dict(v) for k, v in self.runs.items()},
             "worth": {k: c.name for k, c in self.worth.items()},

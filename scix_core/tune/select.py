@@ -43,6 +43,7 @@ class CvRow:
         return {
             "name": c.name,
             "epochs": c.epochs,
+            "query_epochs": c.query_epochs,
             "passages": c.passages,
             "lexical": c.lexical,
             "fusion": c.fusion.kind,

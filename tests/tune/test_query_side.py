@@ -127,3 +127,17 @@ def test_folds_keep_queries_sharing_a_relevant_paper_together():
     qrels["q0"]["p1"] = qrels["q4"]["p1"] = qrels["q6"]["p1"] = qrels["q8"]["p1"] = 1
     wide = Folds.deal(ids, 3, seed=4, gold=Gold("g", {q: q for q in qrels}, qrels))
     assert not wide.grouped and sorted(len(wide.queries(f)) for f in range(3)) == [4, 4, 4]
+
+
+def test_the_command_line(nicknames, monkeypatch, capsys):
+    from scix_core.cli.main import main
+
+    monkeypatch.setenv("SCIX_HOME", str(nicknames.home))
+    monkeypatch.setenv("SCIX_EMBED_BACKEND", "torch")
+    monkeypatch.delenv("SCIX_CONFIG", raising=False)
+    argv = ["train-encoder", "--index", "nicknames", "--query-side"]
+    assert main([*argv, "--name", "cli-q", "--epochs", "1", "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert 'query_model = "cli-q"' in printed and (nicknames.home / "models/encoders/cli-q").is_dir()
+    assert main([*argv, "--folds", "3"]) == 2
+    assert "scix tune" in capsys.readouterr().err
