@@ -73,8 +73,9 @@ def evaluate(
         queries = dict(gold.queries)
         if not queries:
             raise ConfigError(
-                f"every query of {full} was used to train the index's encoder, the query encoder or reranker "
-                f"{reranker or ''}: evaluate on another split or gold set (or train on fewer queries)"
+                f"every query of {full} was used to train the index's encoder, the query encoder or reranker"
+                f"{f' {reranker}' if reranker else ''}: evaluate on another split or gold set (or train on "
+                "fewer queries)"
             )
         runset = collect(
             searcher,

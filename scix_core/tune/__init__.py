@@ -31,6 +31,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from scix_core.config import Config, load_config
+from scix_core.embeddings.encoder import Encoder, query_embedding
 from scix_core.errors import ConfigError
 from scix_core.evaluate import encoder_training_queries, sample_queries, uncapped_pool
 from scix_core.evaluate.gold import Gold, from_index
@@ -434,6 +435,10 @@ def _ship(
             progress=progress,
         )
         query_model = str(query.path)
+        # its export for the index's backend made now, not by the first query the preset serves
+        served = cfg.replace(**{"embedding.query_model": query_model})
+        emb = query_embedding(served.embedding, dict(manifest), cfg.home)
+        Encoder(emb, cfg.home).encode_query("warm-up")
     needs_build = encoder is not None or (winner.passages and not manifest.get("passages"))
     path = preset.write(cfg.home, index, preset.render(winner, encoder, evidence, query_model))
     if needs_build:
