@@ -46,9 +46,10 @@ def render(
         f"{key.split('.', 1)[1]} = {_toml_value(value)}"
         for key, value in sorted(candidate.overrides().items())
     ]
-    embedding = {"model": encoder, "query_model": query_model}
-    if encoder or query_model:
-        lines += ["", "[embedding]"] + [f"{k} = {_toml_value(v)}" for k, v in embedding.items() if v]
+    if encoder:  # the papers re-encoded by it: a query side configured for the old vectors no longer fits
+        lines += ["", "[embedding]", f"model = {_toml_value(encoder)}", 'query_model = ""']
+    elif query_model:
+        lines += ["", "[embedding]", f"query_model = {_toml_value(query_model)}"]
     return "\n".join(lines) + "\n"
 
 

@@ -141,3 +141,17 @@ def test_the_command_line(nicknames, monkeypatch, capsys):
     assert 'query_model = "cli-q"' in printed and (nicknames.home / "models/encoders/cli-q").is_dir()
     assert main([*argv, "--folds", "3"]) == 2
     assert "scix tune" in capsys.readouterr().err
+
+
+def test_the_preset_names_the_query_side_or_clears_it():
+    import tomllib
+
+    from scix_core.tune.preset import render
+    from scix_core.tune.space import Candidate, Fusion
+
+    query_side = tomllib.loads(render(Candidate(0, True, "auto", Fusion("zscore", 0.6), 2), None, {}, "/m/q"))
+    assert query_side["embedding"] == {"query_model": "/m/q"} and query_side["search"]["passages"] is True
+    # both towers: the papers are re-encoded, so a query side configured for the old vectors is cleared
+    both = tomllib.loads(render(Candidate(1, False, "auto", Fusion("rrf", 60.0)), "/m/e", {}))
+    assert both["embedding"] == {"model": "/m/e", "query_model": ""}
+    assert "embedding" not in tomllib.loads(render(Candidate(0, False, "or", Fusion("rrf", 10.0)), None, {}))
