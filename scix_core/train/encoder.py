@@ -126,6 +126,20 @@ def triples(
     return out
 
 
+def load_base(base: str, seed: int, max_length: int, device: str | None = None):
+    """The checkpoint a fine-tuning starts from: loaded offline after seeding torch, its sequence length
+    capped at ``max_length``."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    torch.manual_seed(seed)
+    model = SentenceTransformer(resolve_model(base), device=device)
+    model.max_seq_length = min(max_length, model.max_seq_length or max_length)
+    return model
+
+
 def fine_tune(
     base: str,
     examples: list[tuple[str, str, str]],
@@ -134,17 +148,13 @@ def fine_tune(
     progress: bool = False,
 ):
     """A SentenceTransformer fine-tuned on ``examples``; returns (model, optimiser steps)."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    import torch
-    from sentence_transformers import InputExample, SentenceTransformer, losses
-    from torch.utils.data import DataLoader
-
     if not examples:
         raise ConfigError("no training examples: the split has no judged query with a paper in the index")
-    torch.manual_seed(recipe.seed)
-    model = SentenceTransformer(resolve_model(base), device=device)
-    model.max_seq_length = min(recipe.max_length, model.max_seq_length or recipe.max_length)
+    model = load_base(base, recipe.seed, recipe.max_length, device)
+    import torch
+    from sentence_transformers import InputExample, losses
+    from torch.utils.data import DataLoader
+
     loader = DataLoader(
         [InputExample(texts=list(t)) for t in examples],
         shuffle=True,

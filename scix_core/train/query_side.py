@@ -18,7 +18,6 @@ retrieval; SciFact's 5-fold CV on train measured what it is worth against the sh
 
 from __future__ import annotations
 
-import os
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -29,11 +28,11 @@ import numpy as np
 from scix_core import __version__
 from scix_core.config import Config, load_config
 from scix_core.embeddings.cache import EmbeddingCache
-from scix_core.embeddings.encoder import Encoder, index_embedding, query_embedding, resolve_model
+from scix_core.embeddings.encoder import Encoder, index_embedding, query_embedding
 from scix_core.embeddings.passages import STRIDE, WINDOW, corpus_passages
 from scix_core.errors import ConfigError
 from scix_core.evaluate.gold import Gold, from_index
-from scix_core.train.encoder import EncoderTrainReport, one_by_one
+from scix_core.train.encoder import EncoderTrainReport, load_base, one_by_one
 from scix_core.workspace import Workspace, write_json_atomic
 
 KIND = "encoders"  # the workspace folder it shares with both-tower encoders (``models/encoders/NAME``)
@@ -118,17 +117,12 @@ def fine_tune_queries(
 ):
     """A SentenceTransformer (from ``base``) whose query embeddings rank each example's papers first among
     ``targets``: cross-entropy of the positives' share of a softmax over every paper's MaxP score."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    import torch
-    from sentence_transformers import SentenceTransformer
-    from tqdm.auto import tqdm
-
     if not examples:
         raise ConfigError("no training queries: the split has no judged query with a paper in the index")
-    torch.manual_seed(recipe.seed)
-    model = SentenceTransformer(resolve_model(base), device=device)
-    model.max_seq_length = min(recipe.max_length, model.max_seq_length or recipe.max_length)
+    model = load_base(base, recipe.seed, recipe.max_length, device)
+    import torch
+    from tqdm.auto import tqdm
+
     vectors = torch.from_numpy(targets.vectors)
     owners = torch.from_numpy(targets.owners.astype(np.int64))
     steps = recipe.epochs * -(-len(examples) // recipe.batch_size)
