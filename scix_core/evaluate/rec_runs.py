@@ -306,21 +306,31 @@ class Peers:
                 cache,
                 beyond=collab.BEYOND.get(name),
                 candidates=candidates,
+                fitted=None if self.cold else self._updated_for(name, fit),
             )
         return self.tuned[name]
+
+    def _updated_for(self, name: str, fit: Mapping[str, Sequence[str]]) -> Callable | None:
+        """For a model with an exact low-rank update (EASE), each setting's validation fit as its fit on the
+        whole training matrix updated for the validation users' set-aside saves
+        (:meth:`~scix_core.recommend.collab.ease.Ease.with_rows_changed`): the whole fit is the one the
+        chosen setting keeps (from the fit cache) and, at the community's λ, the community's own — a dense
+        inversion each instead of two. None for any other model."""
+        if not hasattr(collab.MODELS[name], "with_rows_changed"):
+            return None
+        row = self.rec.side.catalog.row
+
+        def rows(papers) -> np.ndarray:
+            return np.array(sorted({row[p] for p in papers if p in row}), dtype=np.int64)
+
+        changes = [(rows(self.train[u]), rows(fit[u])) for u in fit if set(fit[u]) != set(self.train[u])]
+        return lambda params: self._fitted(name, params).with_rows_changed(changes)
 
     def model(self, name: str):
         if name not in self._models:
             if name in COLLAB:
-                model = self._build(name, self.tune(name).params)
-                if self.fit_cache is not None and hasattr(model, "cache_dir"):
-                    # the final fit (EASE: 50 s on an AVX2 machine; iALS) kept on disk like the community's: a
-                    # function of the training saves and the parameters only, reused by a second run of the
-                    # same split and by the evaluation's second process
-                    model = replace(model, cache_dir=self.fit_cache)
-                # the community's own part when it is the same model on the same saves (EASE: 17 s)
-                shared = self.rec.community.fitted_like(model, self.matrix()) or self._updated(name)
-                self._models[name] = shared or model.fit(self.matrix())
+                params = self.tune(name).params
+                self._models[name] = self._updated(name) or self._fitted(name, params)
                 return self._models[name]
             import threadpoolctl
 
@@ -341,6 +351,17 @@ class Peers:
                 model.fit(self.matrix(), show_progress=False)
             self._models[name] = model
         return self._models[name]
+
+    def _fitted(self, name: str, params: dict):
+        """``name`` with ``params`` fitted on the whole training matrix: the community's own part when it is
+        the same model on the same saves (EASE: 17 s), else fitted — into the fit cache where the model keeps
+        one (EASE: 50 s on an AVX2 machine; iALS), a function of the training saves and the parameters only,
+        reused by the tuning's validation fits, a second run of the same split and the evaluation's second
+        process."""
+        model = self._build(name, params)
+        if self.fit_cache is not None and hasattr(model, "cache_dir"):
+            model = replace(model, cache_dir=self.fit_cache)
+        return self.rec.community.fitted_like(model, self.matrix()) or model.fit(self.matrix())
 
     def _updated(self, name: str):
         """The base peers' fit of ``name`` updated for :attr:`_changes`, when it was fitted and can be; else

@@ -6,7 +6,9 @@ aside (at least one; at least one stays); every model of a peer's grid
 other user's training saves included — and scored by recall@k on the
 set-aside saves of up to ``max_users`` sampled users; the best setting
 (ties: the earlier tried) is then refitted on the whole training matrix by
-the caller. A best value on the edge of its axis is not taken on trust:
+the caller (a model with an exact low-rank update — EASE — is instead fitted
+on the whole training matrix and updated for the set-aside saves: the same
+fit, and the one the chosen setting keeps). A best value on the edge of its axis is not taken on trust:
 where the peer names values beyond the grid
 (``scix_core.recommend.collab.BEYOND``), the search steps past that edge,
 one axis at a time from the best setting, while it improves (a grid whose
@@ -118,9 +120,13 @@ def recall_at(
 ) -> float:
     """Mean recall@k of ``model`` on the set-aside saves; ``candidates`` (a bool mask over the rows): only
     those are ranked (the cold-item protocol's new items)."""
+    asked = {user: np.array([row[p] for p in fit[user] if p in row], dtype=np.int64) for user in val}
+    prime = getattr(model, "prime", None)  # a corrected EASE fit scores every user in one batch
+    if prime is not None:
+        prime(list(asked.values()))
     out = []
     for user, held in val.items():
-        rows = np.array([row[p] for p in fit[user] if p in row], dtype=np.int64)
+        rows = asked[user]
         scores = model.scores(rows).astype(np.float64)
         scores[rows] = -np.inf
         if candidates is not None:
@@ -184,10 +190,13 @@ def tune(
     cache: Path | None = None,
     beyond: Mapping[str, tuple[Sequence, Sequence]] | None = None,
     candidates: np.ndarray | None = None,
+    fitted: Callable[[dict], object | None] | None = None,
 ) -> Tuned:
     """The best setting by validation recall@k (``build(params)`` makes an unfitted model): the grid, then
     steps past its edges while they improve (:func:`steps_beyond`; ``beyond``: axis -> (values below the
-    grid, values above it), nearest first).
+    grid, values above it), nearest first). ``fitted(params)``: the model already fitted on ``fit`` another
+    way (EASE: the whole training fit, updated exactly for the set-aside saves — the fit the caller keeps),
+    or None to fit ``build(params)`` here.
 
     A setting the model refuses (a ``ConfigError``: no terms left after ``min_df`` on a tiny corpus, say) is
     recorded with no value and skipped; when every setting is refused the last refusal is raised."""
@@ -212,7 +221,8 @@ def tune(
         nonlocal refused
         for params in settings:
             try:
-                value = recall_at(build(params).fit(x), fit, val, row, k, candidates)
+                model = fitted(params) if fitted is not None else None
+                value = recall_at(model or build(params).fit(x), fit, val, row, k, candidates)
             except ConfigError as exc:
                 refused, value = exc, None
             tried.append(dict(params))

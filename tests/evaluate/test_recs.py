@@ -468,6 +468,28 @@ def test_per_tier_peers_are_refitted_on_the_truncated_saves_with_their_tuned_par
     train = {u: tuple(p) for u, p in library_saves(rec.build_dir).items()}
     peers = rec_runs.Peers(rec, train, k=2)
     full = peers.model("rp3beta")
+    # EASE's validation fits are its whole training fit updated for the set-aside saves: the same table as
+    # fitting each λ on the carved saves
+    from scix_core.evaluate import tuning
+    from scix_core.recommend import collab
+
+    tuned = peers.tune("ease")
+    fit, val = tuning.carve(train, peers.validation_users, 0.2, peers.seed)
+    assert peers._updated_for("ease", fit)(tuned.params)._w is not None  # an update, not a refit
+    cat = rec.side.catalog
+    refit_table = tuning.tune(
+        "ease",
+        collab.GRIDS["ease"],
+        lambda p: collab.make("ease", **p),
+        fit,
+        val,
+        cat.row,
+        len(cat),
+        2,
+        beyond=collab.BEYOND["ease"],
+    ).table
+    assert [p for p, _ in tuned.table] == [p for p, _ in refit_table]
+    np.testing.assert_allclose([v for _, v in tuned.table], [v for _, v in refit_table], atol=1e-9)
     truncated = {u: p[:1] for u, p in train.items()}
     again = peers.refitted(rec, truncated)
     assert again.tuned == peers.tuned  # no second tuning

@@ -79,8 +79,8 @@ GRIDS: dict[str, list[dict]] = {
     "rp3beta": [{"alpha": a, "beta": b} for a in (0.6, 0.8, 1.0) for b in (0.0, 0.2, 0.4)],
     "item-knn": [{"shrink": s, "neighbours": n} for s in (0.0, 10.0, 50.0) for n in (200, 500, 1000)],
     # centred where CiteULike-a's validation splits chose (12.5 and 25): each λ is a dense inversion over
-    # every saved item, so a cold evaluation fits four, not seven; the steps past either edge go as far as
-    # before (BEYOND)
+    # every saved item (the validation fit an update of it: evaluate/rec_runs.py), so a small grid; the
+    # steps past either edge go as far as before (BEYOND)
     "ease": [{"lam": lam} for lam in (12.5, 25.0, 50.0)],
     "ials": [
         {"factors": f, "alpha": a, "regularization": r}
