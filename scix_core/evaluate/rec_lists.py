@@ -130,7 +130,7 @@ def run_lists(
     ``centroids``); each stage's seconds added to ``seconds``."""
     from tqdm.auto import tqdm
 
-    family = rec_runs.Tier1Family(rec, depth, scorers(rec, lgbm_scorer))
+    family = rec_runs.Tier1Family(rec, depth, scorers(rec, lgbm_scorer), runs)
     tier1 = [r for r in runs if r in rec_runs.TIER1 or r in rec_runs.VARIANTS]
     out: Lists = {r: {} for r in runs}
     cents: dict[str, np.ndarray] = {}

@@ -55,7 +55,7 @@ from scix_core.recommend.collab.text import load_texts
 from scix_core.recommend.pipeline import candidate_stages, ranking_stages, run_stages
 from scix_core.recommend.scorers import features
 from scix_core.recommend.stages.base import Tier1State
-from scix_core.recommend.stages.mmr import pick_inputs, tier1_picks
+from scix_core.recommend.stages.mmr import pick_inputs, tier1_sweep
 from scix_core.recommend.stages.quota import allocate
 from scix_core.types import Ranking
 
@@ -105,13 +105,19 @@ class Tier1Family:
     those.
 
     ``scorers``: variant -> scorer (``default`` is the configured one). The
-    ``content`` variant drops the co-saved candidates before scoring.
+    ``content`` variant drops the co-saved candidates before scoring. ``runs``: the runs to be finished —
+    the first MMR-sweep run of a user picks at every λ of the sweep in one pass (its seconds are the
+    sweep's) and the others read their picks from it.
     """
 
-    def __init__(self, rec, k: int, scorers: Mapping[str, object]):
+    def __init__(self, rec, k: int, scorers: Mapping[str, object], runs: Sequence[str] = ()):
         self.rec, self.k, self.scorers = rec, k, dict(scorers)
+        self.sweep = tuple(dict.fromkeys(self._lambda(r) for r in runs if r.startswith("mmr_")))
         self._read: tuple = (None, None)  # (a user's stage 1-6b state, its candidates' features)
-        self._picks: tuple = (None, None)  # (a scored state, its MMR inputs)
+        self._picks: tuple = (None, None, {})  # (a scored state, its MMR inputs, λ -> its picks)
+
+    def _lambda(self, run: str) -> float:
+        return float(run.split("_")[1]) if run.startswith("mmr_") else self.rec.config.recommend.mmr_lambda
 
     def candidates(self, ctx):
         return run_stages(Tier1State(self.rec.side, ctx, self.k), candidate_stages())[0]
@@ -149,10 +155,15 @@ class Tier1Family:
                 for x in [y for y in pool if y.cluster_id == c.cluster_id][:n]
             ]
             return [x.paper_id for x in sorted(picked, key=lambda x: -x.score)]
-        lam = float(run.split("_")[1]) if run.startswith("mmr_") else self.rec.config.recommend.mmr_lambda
+        lam = self._lambda(run)
         if self._picks[0] is not state:  # the λ sweep reads the pool's vectors, quotas and cover once
-            self._picks = (state, pick_inputs(state, pool, self.k))
-        return [pool[i].paper_id for i in tier1_picks(state, pool, self.k, lam, self._picks[1])[0]]
+            self._picks = (state, pick_inputs(state, pool, self.k), {})
+        _, inputs, picks = self._picks
+        if lam not in picks:
+            lams = [lam, *(x for x in self.sweep if x not in picks)] if run.startswith("mmr_") else [lam]
+            lams = list(dict.fromkeys(lams))
+            picks.update(zip(lams, tier1_sweep(state, pool, self.k, lams, inputs)))
+        return [pool[i].paper_id for i in picks[lam]]
 
 
 def variant(run: str, default: str | None = None) -> str:

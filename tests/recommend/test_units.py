@@ -22,7 +22,7 @@ from scix_core.recommend.result import RecItem, plain
 from scix_core.recommend.stages.base import Features
 from scix_core.recommend.stages.cluster import cuts, medoid, silhouette, silhouettes, ward_labels
 from scix_core.recommend.stages.match import match_ids
-from scix_core.recommend.stages.mmr import mmr
+from scix_core.recommend.stages.mmr import mmr, mmr_many
 from scix_core.recommend.stages.quota import allocate, importance
 from scix_core.recommend.stages.suppress import suppressed_codes
 from scix_core.recommend.state import Event, StoredCluster
@@ -250,6 +250,34 @@ def test_tier_pool_clusters_get_slot_shares_and_the_small_one_a_pick():
     assert mmr(scores, vecs, 3, 0.8)[:2] == [0, 1]
     assert mmr(scores, vecs, 3, 0.8, groups, targets, 0.1, "deficit")[:2] == [0, 3]
     assert pool_targets(vecs, scores, 3, cfg, cfg.tier2_quota_bonus) == (None, None)  # Tier 2: off
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 40),
+    k=st.integers(1, 45),
+    shape=st.sampled_from(["step", "deficit"]),
+    bonus=st.sampled_from([0.0, 0.1, 0.5]),
+    cover_gain=st.sampled_from([0.0, 1.0]),
+    tail=st.sampled_from([None, (2, 0.0, 3), (0, 0.5, 1)]),
+    ties=st.booleans(),
+)
+def test_mmr_at_many_lambdas_in_step_is_mmr_at_each_alone(seed, n, k, shape, bonus, cover_gain, tail, ties):
+    """The λ sweep's one pass (every λ a row of the same arrays) picks exactly what MMR picks at each λ alone
+    — quotas, the neighbourhood's cover, the tail's reach picks and tied scores included."""
+    rng = np.random.default_rng(seed)
+    rel = rng.integers(0, 3, n).astype(float) if ties else rng.random(n)
+    vecs = rng.standard_normal((n, 4)).astype(np.float32)
+    vecs[rng.random(n) < 0.3] = vecs[0]  # duplicates: tied similarities
+    groups = rng.integers(-1, 3, n)
+    targets = rng.integers(0, 4, 3)
+    cover = (rng.integers(0, 6, (n, 5)), rng.random(6))
+    reach = rng.random(n) < 0.3
+    lams = [0.0, 0.3, 0.8, 0.8, 1.0]
+    args = (groups, targets, bonus, shape, cover, cover_gain, tail, reach)
+    assert mmr_many(rel, vecs, k, lams, *args) == [mmr(rel, vecs, k, lam, *args) for lam in lams]
+    assert mmr_many(rel, vecs, k, [], *args) == []
 
 
 class _Vectors:

@@ -25,6 +25,7 @@ only picks that may take the co-saved papers past ``cosave_candidates``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -71,27 +72,53 @@ def mmr(
     ``cover``
     (:meth:`~scix_core.recommend.interests.Neighbourhood.cover`: each candidate's interest per neighbour, each
     interest's weight): + ``cover_gain`` × the weight of the interests a candidate would cover first."""
-    n = len(relevance)
+    return mmr_many(
+        relevance, vectors, k, (lam,), groups, targets, bonus, shape, cover, cover_gain, tail, reach
+    )[0]
+
+
+def mmr_many(
+    relevance: np.ndarray,
+    vectors: np.ndarray,
+    k: int,
+    lams: Sequence[float],
+    groups: np.ndarray | None = None,
+    targets: np.ndarray | None = None,
+    bonus: float = 0.0,
+    shape: str = "step",
+    cover: tuple[np.ndarray, np.ndarray] | None = None,
+    cover_gain: float = 0.0,
+    tail: tuple[int, float, int] | None = None,
+    reach: np.ndarray | None = None,
+) -> list[list[int]]:
+    """:func:`mmr` at each of ``lams`` over the same pool, the picks of every λ made in step: one row per λ
+    in each array, so a sweep costs about one MMR's array operations, not one per λ (the evaluation's λ
+    sweep). Each row's arithmetic is :func:`mmr`'s for that λ alone, to the bit."""
+    n, rows = len(relevance), np.arange(len(lams))
     if n == 0 or k <= 0:
-        return []
+        return [[] for _ in lams]
     rel = np.asarray(relevance, dtype=np.float64)
     held = np.zeros(n, dtype=bool) if reach is None or reach.all() else np.asarray(reach, dtype=bool)
     low, span = rel[~held].min(), np.ptp(rel[~held])
     scaled = (rel - low) / span if span > 0 else np.ones(n)
-    lams = (lam, tail[1] if tail is not None else lam)  # (λ, the reach picks' λ)
-    rels = (lam * scaled, lams[1] * scaled)
-    vecs = np.asarray(
-        vectors, dtype=np.float32
-    )  # only the picked rows of the similarity matrix are ever needed
-    picked: list[int] = []
-    closest = np.full(n, -np.inf)  # max similarity to anything picked so far
-    available = np.ones(n, dtype=bool)
+    lam = np.asarray(lams, dtype=np.float64)[:, None]
+    lam = (lam, np.full_like(lam, tail[1]) if tail is not None else lam)  # (λ, the reach picks' λ) per row
+    rels, keep = (lam[0] * scaled, lam[1] * scaled), (1 - lam[0], 1 - lam[1])
+    vecs = np.asarray(vectors, dtype=np.float32)  # only the picked rows of the similarity matrix are needed
+    similar: dict[int, np.ndarray] = {}  # a picked candidate's similarities, shared by the λs that pick it
+    picked = np.zeros((len(rows), min(k, n)), dtype=np.int64)
+    closest = np.full((len(rows), n), -np.inf)  # max similarity to anything picked so far
+    blocked = np.zeros((len(rows), n))  # −inf where the row's λ has picked the candidate, added to its gain
+    # the candidates held for the reach picks: −inf to the other picks while a row has a free one left
+    shut, any_held = np.where(held, -np.inf, 0.0), bool(held.any())
+    free = np.full(len(rows), n - int(held.sum()))  # per λ: the unpicked candidates not held
     quota = bonus > 0 and groups is not None and targets is not None and len(targets) > 0
     if quota:
-        counts = np.zeros(len(targets), dtype=np.int64)
-        member = groups >= 0
-        of, want = groups[member], targets[groups[member]]
-        under = np.zeros(n)
+        # per λ, each group's picks so far; a last column for the candidates of no group (target 0: no bonus)
+        counts = np.zeros((len(rows), len(targets) + 1), dtype=np.int64)
+        slot = np.where(groups >= 0, groups, len(targets))
+        goal = np.append(np.asarray(targets, dtype=np.int64), 0)
+        share = np.maximum(goal, 1)
     covering = cover is not None and cover_gain > 0
     if covering:
         from scipy import sparse  # imported where used (collab/matrix.py)
@@ -104,29 +131,35 @@ def mmr(
             (weight[assign].ravel(), assign.ravel(), np.arange(0, assign.size + 1, assign.shape[1])),
             shape=(n, len(weight)),
         )
-        live = np.ones(len(weight))
+        live = np.ones((len(rows), len(weight)))  # λs × interests
     for i in range(min(k, n)):
         reaching = is_reach(tail, i)
-        lam, rel = lams[reaching], rels[reaching]
-        gain = rel - (1 - lam) * closest if picked else rel.copy()
+        gain = rels[reaching] - keep[reaching] * closest if i else rels[reaching].copy()
         if quota:
-            missing = np.maximum(want - counts[of], 0)
-            under[member] = missing / np.maximum(want, 1) if shape == "deficit" else missing > 0
-            gain += bonus * under
+            missing = np.maximum(goal - counts, 0)  # per group, then per candidate by its group
+            gain += bonus * (missing / share if shape == "deficit" else missing > 0)[:, slot]
         if covering:
-            gain += cover_gain * (reaches @ live)
-        gain[~available] = -np.inf
-        if not reaching and (available & ~held).any():
-            gain[held] = -np.inf
-        best = int(np.argmax(gain))
-        picked.append(best)
-        available[best] = False
-        if quota and groups[best] >= 0:
-            counts[groups[best]] += 1
-        if covering:
-            live[assign[best]] = 0.0
-        closest = np.maximum(closest, (vecs @ vecs[best]).astype(np.float64))
-    return picked
+            # (one λ: the matrix-vector product, which sums each row in the same order as the matrix one)
+            gain += cover_gain * ((reaches @ live[0])[None, :] if len(rows) == 1 else (reaches @ live.T).T)
+        gain += blocked
+        if not reaching and any_held:
+            if free.all():
+                gain += shut
+            else:
+                gain[free > 0] += shut
+        best = np.argmax(gain, axis=1)
+        picked[:, i] = best
+        for row, b in enumerate(best.tolist()):  # (element updates: cheaper than array ones at a few λs)
+            blocked[row, b] = -np.inf
+            free[row] -= not held[b]
+            if quota:
+                counts[row, slot[b]] += 1
+            if covering:
+                live[row, assign[b]] = 0.0
+            if b not in similar:
+                similar[b] = (vecs @ vecs[b]).astype(np.float64)
+            np.maximum(closest[row], similar[b], out=closest[row])
+    return picked.tolist()
 
 
 def is_reach(tail: tuple[int, float, int] | None, pick: int) -> bool:
@@ -171,27 +204,34 @@ def pick_inputs(state: Tier1State, pool, k: int) -> PickInputs:
 def tier1_picks(
     state: Tier1State, pool, k: int, lam: float, inputs: PickInputs | None = None
 ) -> tuple[list[int], np.ndarray, int | None]:
-    """Stage 9's pick over ``pool`` (what the evaluation's Tier-1 runs and λ sweeps finish with too): MMR at
-    ``lam`` with the clusters' quota bonus and the neighbourhood's cover gain. (Picks, each cluster's
-    slot target, how many users who saved the same papers were read — None when the gain is off.)
-    ``inputs``: :func:`pick_inputs` of the same state, pool and ``k`` when already read."""
-    cfg = state.side.config
+    """Stage 9's pick over ``pool`` (what the evaluation's Tier-1 runs finish with too): MMR at ``lam`` with
+    the clusters' quota bonus and the neighbourhood's cover gain. (Picks, each cluster's slot target, how
+    many users who saved the same papers were read — None when the gain is off.) ``inputs``:
+    :func:`pick_inputs` of the same state, pool and ``k`` when already read."""
     got = inputs if inputs is not None else pick_inputs(state, pool, k)
-    picks = mmr(
+    return tier1_sweep(state, pool, k, (lam,), got)[0], got.targets, got.neighbours
+
+
+def tier1_sweep(
+    state: Tier1State, pool, k: int, lams: Sequence[float], inputs: PickInputs
+) -> list[list[int]]:
+    """:func:`tier1_picks`'s picks at each of ``lams`` in one pass (:func:`mmr_many`: the evaluation's λ
+    sweep)."""
+    cfg = state.side.config
+    return mmr_many(
         np.array([c.score for c in pool]),
-        got.vectors,
+        inputs.vectors,
         k,
-        lam,
-        got.groups,
-        got.targets,
+        lams,
+        inputs.groups,
+        inputs.targets,
         cfg.mmr_quota_bonus,
         cfg.mmr_quota_shape,
-        got.cover,
+        inputs.cover,
         cfg.tier1_neighbour_cover,
         tail_of(cfg),
-        got.reach,
+        inputs.reach,
     )
-    return picks, got.targets, got.neighbours
 
 
 class Mmr:
