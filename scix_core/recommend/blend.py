@@ -147,7 +147,7 @@ def blend(
     content = {h.point_id: float(h.score) for h in hits}
     seen = side.rows(p for p in ctx.seen if p in cat.row)
     # the co-saved papers past cosave_candidates (cosave_per_slot × a long list's limit) are the tail's reach
-    found = [int(r) for r in cos.top(cosaved_count(cfg, limit), seen, tiers=True)]
+    found = [int(r) for r in cos.top(cosaved_count(cfg, limit, side.pool is not None), seen, tiers=True)]
     regular = [r for r in found[: cfg.cosave_candidates] if r not in content]
     extra = regular + [r for r in found[cfg.cosave_candidates :] if r not in content]
     reach = np.arange(len(content) + len(extra)) >= len(content) + len(regular)
@@ -160,7 +160,7 @@ def blend(
     order = np.lexsort((np.array(rows), -score))
     facts: dict = {"pool": len(order), "reach": int(reach.sum())}
     lam = cfg.tier2_mmr_lambda if tier == 2 else cfg.tier_mmr_lambda
-    tail = tail_of(cfg, tier)
+    tail = tail_of(cfg, tier, pooled=side.pool is not None)
     if min(lam, tail[1] if tail is not None and limit > tail[0] else 1.0) < 1.0 and len(order) > 1:
         # MMR over the pool, in score order (ties by row)
         vecs = side.vectors.get([rows[i] for i in order])

@@ -101,10 +101,11 @@ def papers_minus(side: IndexSide, hits: list[VectorHit], seen: frozenset[str]) -
     return [(ids[h.point_id], h) for h in hits if ids[h.point_id] not in seen]
 
 
-def cosaved_count(cfg: RecommendConfig, limit: int) -> int:
+def cosaved_count(cfg: RecommendConfig, limit: int, pooled: bool = False) -> int:
     """How many co-saved papers join the candidates of a list of ``limit``: ``cosave_candidates``, or with
-    MMR's tail reach on (``tail_reach``) ``cosave_per_slot`` × ``limit`` when that is more — those past
-    ``cosave_candidates`` the tail's reach (:func:`~scix_core.recommend.stages.mmr.mmr`)."""
-    if not cfg.tail_reach or limit <= cfg.limit:
+    MMR's tail reach on (``tail_reach``; never over a candidate pool: ``pooled``,
+    :func:`~scix_core.recommend.stages.mmr.tail_of`) ``cosave_per_slot`` × ``limit`` when that is more —
+    those past ``cosave_candidates`` the tail's reach (:func:`~scix_core.recommend.stages.mmr.mmr`)."""
+    if not cfg.tail_reach or pooled or limit <= cfg.limit:
         return cfg.cosave_candidates
     return max(cfg.cosave_candidates, math.ceil(cfg.cosave_per_slot * limit))

@@ -22,7 +22,7 @@ from scix_core.recommend.result import RecItem, plain
 from scix_core.recommend.stages.base import Features
 from scix_core.recommend.stages.cluster import cuts, medoid, silhouette, silhouettes, ward_labels
 from scix_core.recommend.stages.match import match_ids
-from scix_core.recommend.stages.mmr import mmr, mmr_many
+from scix_core.recommend.stages.mmr import mmr, mmr_many, tail_of
 from scix_core.recommend.stages.quota import allocate, importance
 from scix_core.recommend.stages.suppress import suppressed_codes
 from scix_core.recommend.state import Event, StoredCluster
@@ -205,6 +205,10 @@ def test_cosaved_count_grows_with_the_list_only_past_the_floor():
     assert [cosaved_count(cfg, n) for n in (10, 20, 21, 100)] == [50, 50, 53, 250]
     assert cosaved_count(RecommendConfig(cosave_per_slot=8.0), 10) == 50  # a head alone
     assert cosaved_count(RecommendConfig(cosave_candidates=50, cosave_per_slot=0.0), 100) == 50  # the floor
+    # over a candidate pool (new papers: no co-saves to reach into) no tail reach, so no reach candidates
+    assert cosaved_count(cfg, 100, pooled=True) == 50
+    assert tail_of(cfg) == (cfg.limit, cfg.mmr_tail_lambda, cfg.mmr_tail_every)
+    assert tail_of(cfg, 3, pooled=True) is None and tail_of(cfg, 2, pooled=True) is None
 
 
 def test_mmr_quota_bonus_gives_an_under_served_cluster_a_slot_softly():

@@ -91,7 +91,7 @@ class CoSaved:
 
     def run(self, state: Tier1State) -> tuple[Tier1State, dict]:
         side, ctx = state.side, state.ctx
-        n = cosaved_count(side.config, state.limit)
+        n = cosaved_count(side.config, state.limit, side.pool is not None)
         if ctx.cosaves is None or n <= 0:
             return state, {
                 "added": 0,

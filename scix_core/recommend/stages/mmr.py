@@ -167,12 +167,15 @@ def is_reach(tail: tuple[int, float, int] | None, pick: int) -> bool:
     return tail is not None and pick >= tail[0] and (pick - tail[0]) % tail[2] == tail[2] - 1
 
 
-def tail_of(cfg: RecommendConfig, tier: int = 1) -> tuple[int, float, int] | None:
+def tail_of(cfg: RecommendConfig, tier: int = 1, pooled: bool = False) -> tuple[int, float, int] | None:
     """MMR's reach picks past the configured list length in ``tier``: (``limit``, ``mmr_tail_lambda``,
     every ``mmr_tail_every`` — ``tier_tail_every`` in Tier 3, ``tier2_tail_every`` in Tier 2), or None
-    without ``tail_reach``."""
+    without ``tail_reach`` or over a candidate pool (``pooled``: a day's listing, the cold-item protocol's
+    new papers). The reach picks take the co-saved papers past ``cosave_candidates``; a paper nobody saved
+    has no co-saves to reach into (its co-save score is the pool's estimate, recommend/pool.py), and there
+    they only spent a long list's slots on the candidates least like the rest (docs/history.md#cold-items)."""
     every = {3: cfg.tier_tail_every, 2: cfg.tier2_tail_every}.get(tier, cfg.mmr_tail_every)
-    return (cfg.limit, cfg.mmr_tail_lambda, every) if cfg.tail_reach else None
+    return (cfg.limit, cfg.mmr_tail_lambda, every) if cfg.tail_reach and not pooled else None
 
 
 @dataclass(frozen=True)
@@ -229,7 +232,7 @@ def tier1_sweep(
         cfg.mmr_quota_shape,
         inputs.cover,
         cfg.tier1_neighbour_cover,
-        tail_of(cfg),
+        tail_of(cfg, pooled=state.side.pool is not None),
         inputs.reach,
     )
 
@@ -240,7 +243,8 @@ class Mmr:
     def run(self, state: Tier1State) -> tuple[Tier1State, dict]:
         pool = state.kept
         cfg = state.side.config
-        lam, bonus, tail = cfg.mmr_lambda, cfg.mmr_quota_bonus, tail_of(cfg)
+        lam, bonus = cfg.mmr_lambda, cfg.mmr_quota_bonus
+        tail = tail_of(cfg, pooled=state.side.pool is not None)
         picks, targets, neighbours = tier1_picks(state, pool, state.limit, lam)
         selected = tuple(pool[i] for i in picks)
         moves = tuple((pool[i].paper_id, i + 1, pos) for pos, i in enumerate(picks, start=1))
