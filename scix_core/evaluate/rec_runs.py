@@ -196,6 +196,10 @@ def forced_tier(rec, run: str) -> Callable:
     return recommend
 
 
+#: the subfolder of the fit cache where the peers keep the fits the community does not make
+PEER_FITS = "peers"
+
+
 class Peers:
     """Baselines fitted once on the training interactions of every user (held-out saves removed).
 
@@ -371,7 +375,11 @@ class Peers:
         process."""
         model = self._build(name, params)
         if self.fit_cache is not None and hasattr(model, "cache_dir"):
-            model = replace(model, cache_dir=self.fit_cache)
+            # a part the community fits shares the community's folder (the two processes make it once);
+            # any other setting keeps its fits in a folder of the peers' own, which keeps its newest few, so
+            # that a tuning's fits never displace a community's (EASE keeps three a folder)
+            own = self.rec.community.makes(model)
+            model = replace(model, cache_dir=self.fit_cache if own else self.fit_cache / PEER_FITS)
         return self.rec.community.fitted_like(model, self.matrix()) or model.fit(self.matrix())
 
     def _updated(self, name: str):

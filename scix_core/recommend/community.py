@@ -693,6 +693,12 @@ class Community:
             keep_newest(folder, "tier-weights-*.json", KEEP_WEIGHTS)
             return weights
 
+    def makes(self, model) -> bool:
+        """Whether ``model`` (unfitted) is one of the parts this community fits — the same kind and
+        parameters: a fit of it on the community's saves is the community's own."""
+        parts = [m for m, _ in self.model.parts] if isinstance(self.model, Ensemble) else [self.model]
+        return any(type(p) is type(model) and _params(p) == _params(model) for p in parts)
+
     def fitted_like(self, model, matrix) -> object | None:
         """The community's fitted part with ``model``'s parameters when it was fitted on the same saves as
         ``matrix`` (the offline evaluation's EASE peer reuses the community's), else None."""

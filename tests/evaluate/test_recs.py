@@ -472,6 +472,7 @@ def test_per_tier_peers_are_refitted_on_the_truncated_saves_with_their_tuned_par
     # fitting each λ on the carved saves
     from scix_core.evaluate import tuning
     from scix_core.recommend import collab
+    from scix_core.recommend.collab import ease
 
     tuned = peers.tune("ease")
     fit, val = tuning.carve(train, peers.validation_users, 0.2, peers.seed)
@@ -490,6 +491,16 @@ def test_per_tier_peers_are_refitted_on_the_truncated_saves_with_their_tuned_par
     ).table
     assert [p for p, _ in tuned.table] == [p for p, _ in refit_table]
     np.testing.assert_allclose([v for _, v in tuned.table], [v for _, v in refit_table], atol=1e-9)
+    # with a fit cache: the community's own λ in the community's folder, every other λ in the peers' own
+    # subfolder, so that a tuning never displaces a community's fits (EASE keeps three a folder)
+    cached = rec_runs.Peers(rec, train, k=2, fit_cache=tmp_path / "fits")
+    assert cached.tune("ease").table == tuned.table
+    lams = {json.loads(f.read_text())["lam"] for f in (tmp_path / "fits").glob("ease-*.json")}
+    assert lams == {rec.config.recommend.collab_ease_lambda}
+    folder = tmp_path / "fits" / rec_runs.PEER_FITS
+    others = {json.loads(f.read_text())["lam"] for f in folder.glob("ease-*.json")}
+    tried = {json.loads(p)["lam"] for p, _ in tuned.table} - lams
+    assert others <= tried and len(others) == min(ease.KEEP, len(tried))
     truncated = {u: p[:1] for u, p in train.items()}
     again = peers.refitted(rec, truncated)
     assert again.tuned == peers.tuned  # no second tuning
