@@ -50,31 +50,10 @@ def slot_targets(state: Tier1State, pool, k: int) -> tuple[np.ndarray, np.ndarra
     )
 
 
-def mmr(
-    relevance: np.ndarray,
-    vectors: np.ndarray,
-    k: int,
-    lam: float,
-    groups: np.ndarray | None = None,
-    targets: np.ndarray | None = None,
-    bonus: float = 0.0,
-    shape: str = "step",
-    cover: tuple[np.ndarray, np.ndarray] | None = None,
-    cover_gain: float = 0.0,
-    tail: tuple[int, float, int] | None = None,
-    reach: np.ndarray | None = None,
-) -> list[int]:
-    """Indices into the pool in pick order; ``tail`` (head, λ', n): after the first ``head`` picks, every
-    n-th at λ' instead of ``lam`` — the only picks that may take a candidate marked in ``reach`` (while
-    others remain), whose scores do not set the relevance scale either; ``bonus`` for a candidate whose
-    group is below its target — all of it (``shape="step"``), or in proportion to the share of the target
-    still missing (``"deficit"``: a group with no pick yet gets all of it, one near its target little).
-    ``cover``
-    (:meth:`~scix_core.recommend.interests.Neighbourhood.cover`: each candidate's interest per neighbour, each
-    interest's weight): + ``cover_gain`` × the weight of the interests a candidate would cover first."""
-    return mmr_many(
-        relevance, vectors, k, (lam,), groups, targets, bonus, shape, cover, cover_gain, tail, reach
-    )[0]
+def mmr(relevance: np.ndarray, vectors: np.ndarray, k: int, lam: float, *args, **kwargs) -> list[int]:
+    """Indices into the pool in pick order at ``lam``: :func:`mmr_many` at that one λ (its other parameters,
+    positional or by name)."""
+    return mmr_many(relevance, vectors, k, (lam,), *args, **kwargs)[0]
 
 
 def mmr_many(
@@ -91,10 +70,19 @@ def mmr_many(
     tail: tuple[int, float, int] | None = None,
     reach: np.ndarray | None = None,
 ) -> list[list[int]]:
-    """:func:`mmr` at each of ``lams`` over the same pool, the picks of every λ made in step: one row per λ
-    in each array, so a sweep costs about one MMR's array operations, not one per λ (the evaluation's λ
-    sweep). Each row's arithmetic is :func:`mmr`'s for that λ alone, to the bit."""
-    n, rows = len(relevance), np.arange(len(lams))
+    """MMR at each of ``lams`` over the same pool: per λ, indices into the pool in pick order. ``tail``
+    (head, λ', n): after the first ``head`` picks, every n-th at λ' instead of the row's λ — the only picks
+    that may take a candidate marked in ``reach`` (while others remain), whose scores do not set the
+    relevance scale either; ``bonus`` for a candidate whose group is below its target — all of it
+    (``shape="step"``), or in proportion to the share of the target still missing (``"deficit"``: a group
+    with no pick yet gets all of it, one near its target little). ``cover``
+    (:meth:`~scix_core.recommend.interests.Neighbourhood.cover`: each candidate's interest per neighbour, each
+    interest's weight): + ``cover_gain`` × the weight of the interests a candidate would cover first.
+
+    The picks of every λ are made in step, one row per λ in each array, so a sweep costs about one MMR's
+    array operations, not one per λ (the evaluation's λ sweep); each row's arithmetic is that λ's alone, to
+    the bit, so a row is what :func:`mmr` at its λ picks."""
+    n, m = len(relevance), len(lams)  # candidates, λs (a row each)
     if n == 0 or k <= 0:
         return [[] for _ in lams]
     rel = np.asarray(relevance, dtype=np.float64)
@@ -106,16 +94,16 @@ def mmr_many(
     rels, keep = (lam[0] * scaled, lam[1] * scaled), (1 - lam[0], 1 - lam[1])
     vecs = np.asarray(vectors, dtype=np.float32)  # only the picked rows of the similarity matrix are needed
     similar: dict[int, np.ndarray] = {}  # a picked candidate's similarities, shared by the λs that pick it
-    picked = np.zeros((len(rows), min(k, n)), dtype=np.int64)
-    closest = np.full((len(rows), n), -np.inf)  # max similarity to anything picked so far
-    blocked = np.zeros((len(rows), n))  # −inf where the row's λ has picked the candidate, added to its gain
+    picked = np.zeros((m, min(k, n)), dtype=np.int64)
+    closest = np.full((m, n), -np.inf)  # max similarity to anything picked so far
+    blocked = np.zeros((m, n))  # −inf where the row's λ has picked the candidate, added to its gain
     # the candidates held for the reach picks: −inf to the other picks while a row has a free one left
     shut, any_held = np.where(held, -np.inf, 0.0), bool(held.any())
-    free = np.full(len(rows), n - int(held.sum()))  # per λ: the unpicked candidates not held
+    free = np.full(m, n - int(held.sum()))  # per λ: the unpicked candidates not held
     quota = bonus > 0 and groups is not None and targets is not None and len(targets) > 0
     if quota:
         # per λ, each group's picks so far; a last column for the candidates of no group (target 0: no bonus)
-        counts = np.zeros((len(rows), len(targets) + 1), dtype=np.int64)
+        counts = np.zeros((m, len(targets) + 1), dtype=np.int64)
         slot = np.where(groups >= 0, groups, len(targets))
         goal = np.append(np.asarray(targets, dtype=np.int64), 0)
         share = np.maximum(goal, 1)
@@ -131,7 +119,7 @@ def mmr_many(
             (weight[assign].ravel(), assign.ravel(), np.arange(0, assign.size + 1, assign.shape[1])),
             shape=(n, len(weight)),
         )
-        live = np.ones((len(rows), len(weight)))  # λs × interests
+        live = np.ones((m, len(weight)))  # λs × interests
     for i in range(min(k, n)):
         reaching = is_reach(tail, i)
         gain = rels[reaching] - keep[reaching] * closest if i else rels[reaching].copy()
@@ -140,7 +128,7 @@ def mmr_many(
             gain += bonus * (missing / share if shape == "deficit" else missing > 0)[:, slot]
         if covering:
             # (one λ: the matrix-vector product, which sums each row in the same order as the matrix one)
-            gain += cover_gain * ((reaches @ live[0])[None, :] if len(rows) == 1 else (reaches @ live.T).T)
+            gain += cover_gain * ((reaches @ live[0])[None, :] if m == 1 else (reaches @ live.T).T)
         gain += blocked
         if not reaching and any_held:
             if free.all():
