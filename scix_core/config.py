@@ -172,6 +172,11 @@ class RecommendConfig:
     tier2_neighbour_cover: float = 3.0  # the same in Tier 2
     tier1_neighbour_cover: float = 1.0  # the same in Tier 1, beside its own clusters' quota bonus
     neighbours: int = 100  # at most this many of those users, the most papers shared first
+    # over a candidate pool (new papers, a feed's window), Tiers 3 and 2 also take pool papers near this many
+    # of those users' heaviest interests (0: none): no co-saved paper leads a pool's list past the user's own
+    # topic (recommend/blend.py)
+    pool_interests: int = 10
+    pool_interest_hits: int = 5  # the pool papers nearest each of those interests taken (0: none)
     community_weight: float = 1.0  # Tier 3: weight_cosine · similarity + this · co-save score
     tier2_community_weight: float = 1.25  # the same weight in Tier 2
     # the co-save score of Tier 1: "rp3beta" (graph walk, collab_alpha/beta), "ease" (EASE^R,

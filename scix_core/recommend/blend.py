@@ -33,6 +33,11 @@ users who saved the same papers (:mod:`scix_core.recommend.interests`) take the 
 MMR adds that weight times the share of those users' interests a candidate reaches first. It spreads the
 list where such libraries actually grow rather than over whatever the pool holds (docs/history.md: at one
 and three saves, more of the user's later interests covered for less recall than the pool bonus took).
+Over a candidate pool (new papers nobody saved, a feed's window) the co-saved papers are gone, and every
+candidate lies near the user's own papers, so the cover has nothing elsewhere to pick. There the
+``pool_interest_hits`` pool papers nearest each of the neighbourhood's ``pool_interests`` heaviest
+interests join the candidates (source ``neighbour-interest``), on the same score (docs/history.md#cold-items:
+at one and three saves, more of the user's later interests covered at the same recall).
 """
 
 from __future__ import annotations
@@ -59,7 +64,7 @@ class Blended:
     score: float
     similarity: float
     cosave: float
-    source: str  # the tier's own source, or "co-saved"
+    source: str  # the tier's own source, "co-saved" or "neighbour-interest"
 
 
 def active(side: IndexSide, ctx: UserContext) -> bool:
@@ -149,7 +154,15 @@ def blend(
     # the co-saved papers past cosave_candidates (cosave_per_slot × a long list's limit) are the tail's reach
     found = [int(r) for r in cos.top(cosaved_count(cfg, limit, side.pool is not None), seen, tiers=True)]
     regular = [r for r in found[: cfg.cosave_candidates] if r not in content]
-    extra = regular + [r for r in found[cfg.cosave_candidates :] if r not in content]
+    gamma = cfg.tier2_neighbour_cover if tier == 2 else cfg.tier3_neighbour_cover
+    hood = None
+    if gamma > 0 and cos.libraries is not None:
+        saved = side.rows(p for p in ctx.saved if p in cat.row)
+        hood = neighbourhood(cos.libraries, saved, side.interests, side.vectors, cfg)
+    interest = interest_rows(side, ctx, hood, {*content, *regular})
+    regular += interest
+    taken = set(regular)
+    extra = regular + [r for r in found[cfg.cosave_candidates :] if r not in content and r not in taken]
     reach = np.arange(len(content) + len(extra)) >= len(content) + len(regular)
     extra_sims = similarity(np.array(extra, dtype=np.int64)) if extra else np.zeros(0)
     rows = [*content, *extra]
@@ -165,11 +178,8 @@ def blend(
         # MMR over the pool, in score order (ties by row)
         vecs = side.vectors.get([rows[i] for i in order])
         bonus = cfg.tier2_quota_bonus if tier == 2 else cfg.tier3_quota_bonus
-        gamma = cfg.tier2_neighbour_cover if tier == 2 else cfg.tier3_neighbour_cover
         cover = None
         if gamma > 0 and cos.libraries is not None and len(order) > limit:
-            saved = side.rows(p for p in ctx.saved if p in cat.row)
-            hood = neighbourhood(cos.libraries, saved, side.interests, side.vectors, cfg)
             cover = hood.cover(vecs, [rows[i] for i in order]) if hood is not None else None
             facts["neighbours"] = hood.users if hood is not None else 0
         core = ~reach[order]  # the pool's own clusters, without the tail's reach
@@ -205,6 +215,9 @@ def blend(
     else:
         order = order[~reach[order]]
     order = order[:limit]
+    if interest:
+        facts["neighbour_interest"] = len(interest)
+    interest = set(interest)
     return [
         Blended(
             rows[i],
@@ -212,7 +225,27 @@ def blend(
             float(score[i]),
             float(sims[i]),
             float(collab[i]),
-            source if rows[i] in content else "co-saved",
+            source if rows[i] in content else "neighbour-interest" if rows[i] in interest else "co-saved",
         )
         for i in order
     ], facts
+
+
+def interest_rows(side: IndexSide, ctx: UserContext, hood, taken: set[int]) -> list[int]:
+    """Over a candidate pool: the pool papers nearest the neighbourhood's ``pool_interests`` heaviest
+    interests (``pool_interest_hits`` each, unseen), heaviest interest first, those not ``taken`` already;
+    [] outside a pool, without neighbours or with either setting 0."""
+    cfg = side.config
+    if side.pool is None or hood is None or min(cfg.pool_interests, cfg.pool_interest_hits) <= 0:
+        return []
+    top = np.argsort(-hood.weight, kind="stable")[: cfg.pool_interests]
+    found = side.store.search_batch(
+        hood.centroids[top], [cfg.pool_interest_hits] * len(top), ctx.exclusion(side), ids=False
+    )
+    out: list[int] = []
+    for hits in found:
+        for h in hits:
+            if h.point_id not in taken:
+                taken.add(h.point_id)
+                out.append(int(h.point_id))
+    return out

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -16,9 +17,11 @@ from scix_core.append import append
 from scix_core.config import load_config
 from scix_core.errors import FilterError, UnknownUserError
 from scix_core.ingest import ingest
-from scix_core.recommend import Recommender
+from scix_core.recommend import Recommender, UserState
+from scix_core.recommend.blend import interest_rows
 from scix_core.recommend.catalog import Catalog
 from scix_core.recommend.feed import arrivals, window
+from scix_core.recommend.interests import Neighbourhood
 from scix_core.recommend.pool import PoolStore, within
 from scix_core.vectors.base import VectorFilter
 from tests.corpus import PAPERS
@@ -27,6 +30,7 @@ from tests.helpers import listing_file
 pytestmark = pytest.mark.model
 
 DAY1, DAY2 = dt.date(2025, 1, 1), dt.date(2025, 1, 2)
+T0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 PAPERS_BY_ID = {p.paper_id: p for p in PAPERS}
 
 
@@ -200,6 +204,54 @@ def test_the_pool_store_answers_as_the_engine_under_exact_search(rec_indexes):
         assert {h.point_id for h in some.search(q, 10)} == {2, 4, 6}
         with pytest.raises(Exception, match="evaluates exclude_points only"):
             some.search(q, 3, VectorFilter(year_min=2000))
+    finally:
+        rec.close()
+
+
+def test_over_a_pool_tiers_3_and_2_also_take_the_papers_nearest_the_neighbours_heaviest_interests(
+    rec_indexes, tmp_path
+):
+    """``interest_rows`` by hand on real vectors: the pool papers nearest each of the neighbourhood's
+    ``pool_interests`` heaviest interests, ``pool_interest_hits`` each, the heaviest first, none taken or seen
+    twice, none outside a pool; and Tier 3 over a pool with neighbours takes them as its candidates."""
+    state = UserState(tmp_path / "s.sqlite")
+    for i in range(3):  # three users saved p01 and p05, far apart in content
+        state.import_library(rec_indexes.edge, f"other-{i}", ["p01", "p05"], T0, [])
+    cfg = rec_indexes.config.replace(**{"recommend.pool_interest_hits": 2})
+    rec = Recommender(rec_indexes.edge, cfg, state=state, build_community=False)
+    try:
+        side, row = rec.side, rec.side.catalog.row
+        rec.create_user("me", [])
+        rec.interact("me", "p01", "save")
+        ctx = rec.context("me")
+        rows = [r for r in range(len(side.catalog)) if r != row["p01"]]
+        pooled = within(side, rows)
+        # two interests by hand: the heavier at p09, the lighter at p05
+        centroids = side.vectors.get([row["p09"], row["p05"]])
+        hood = Neighbourhood(centroids, np.array([0, 1]), np.array([1, 1]), np.array([0.7, 0.3]), 2)
+        sims = side.vectors.get(rows) @ centroids.T
+        nearest = [[rows[i] for i in np.argsort(-sims[:, k], kind="stable")[:2]] for k in (0, 1)]
+        assert nearest[0][0] == row["p09"] and nearest[1][0] == row["p05"]
+        want = list(dict.fromkeys(nearest[0] + nearest[1]))
+        assert interest_rows(pooled, ctx, hood, set()) == want
+        taken = {row["p09"]}
+        assert interest_rows(pooled, ctx, hood, taken) == [r for r in want if r != row["p09"]]
+        assert taken == set(want)  # what it took is taken
+        one = within(replace(side, config=replace(side.config, pool_interests=1)), rows)
+        assert interest_rows(one, ctx, hood, set()) == nearest[0]
+        assert interest_rows(side, ctx, hood, set()) == []  # no pool: the co-saved papers do this
+        assert interest_rows(pooled, ctx, None, set()) == []
+        # Tier 3 over the pool: the others' interest (their libraries of p01 and p05) brings its nearest
+        # pool papers to the few content hits of a short list (and to the one co-saved paper let in: in this
+        # 12-paper fixture the bridge gives every pool paper a co-save estimate)
+        few = cfg.replace(**{"recommend.cosave_candidates": 1, "recommend.pool_interest_hits": 6})
+        rec_pool = Recommender(rec_indexes.edge, few, state=state, build_community=False, pool=rows)
+        result = rec_pool.recommend("me", limit=1, log=False)
+        summary = result.stages[0].summary
+        assert result.tier == 3 and summary["neighbours"] == 3 and summary["neighbour_interest"] >= 1
+        assert summary["pool"] == 3 + 1 + summary["neighbour_interest"]
+        assert {i.source for i in result.items} <= {"vector", "neighbour-interest", "co-saved"}
+        rec_pool.close()
     finally:
         rec.close()
 
