@@ -147,7 +147,7 @@ def run_lists(
         ctx = rec.context(s.user)
         ranked, finished, base = {}, {}, None
         if tier1:
-            base = timed("tier1 candidates (stages 1-6b)", family.candidates, ctx)
+            base = timed("tier1 candidates (stages 1-6c)", family.candidates, ctx)
         if centroids:
             cents[s.user] = timed("interest clusters (coverage)", interest_centroids, rec, ctx, base)
         for run in runs:

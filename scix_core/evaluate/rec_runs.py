@@ -2,7 +2,7 @@
 
 Every run maps one evaluated user (their replayed training saves) to at most
 ``k`` paper ids, never a training save. Tier-1 variants share one candidate
-pass per user (stages 1-6b: vectors → co-saved papers); each scorer variant
+pass per user (stages 1-6c: vectors → co-saved papers); each scorer variant
 scores and suppresses it once, and the runs differ only after that:
 
 * ``tier1`` — MMR at the configured λ (the default pipeline's top ``k``; the
@@ -113,7 +113,7 @@ class Tier1Family:
     def __init__(self, rec, k: int, scorers: Mapping[str, object], runs: Sequence[str] = ()):
         self.rec, self.k, self.scorers = rec, k, dict(scorers)
         self.sweep = tuple(dict.fromkeys(self._lambda(r) for r in runs if r.startswith("mmr_")))
-        self._read: tuple = (None, None)  # (a user's stage 1-6b state, its candidates' features)
+        self._read: tuple = (None, None)  # (a user's stage 1-6c state, its candidates' features)
         self._picks: tuple = (None, None, {})  # (a scored state, its MMR inputs, λ -> its picks)
 
     def _lambda(self, run: str) -> float:

@@ -3,7 +3,8 @@
 The saved papers projected to 2-D (PCA, scikit-learn, fitted on the saved
 papers and the candidates together), coloured by their Hungarian-stable
 cluster id with the medoids marked; the candidates of the per-cluster kNN and
-the supplement, and those the index's other users co-saved; what MMR kept (numbered by pick); the exploration
+the supplement, those the index's other users co-saved (and over a pool those
+near their interests); what MMR kept (numbered by pick); the exploration
 picks; the quotas, suppressed codes, the tier, its reason and the next-tier message.
 Widgets: user picker, λ slider, scorer switch, and a save / dismiss button
 per item that writes a real interaction and re-runs.
@@ -39,13 +40,17 @@ PALETTE = (
 )
 
 
+#: the candidate sources the map marks apart; every other (cluster-knn, supplement) is a plain candidate
+SOURCES = ("co-saved", "neighbour-interest")
+
+
 def projection(result, side):
     """The 2-D map of a Tier-1 result: saved papers by cluster, medoids, candidates, MMR picks,
     exploration."""
     from sklearn.decomposition import PCA
 
     clusters = result.stage("quota").output
-    candidates = result.stage("co-saved").output
+    candidates = result.stage("neighbour-interest").output  # the last candidate stage's: every candidate
     saved = [p for c in clusters for p in c.members]
     rows = side.rows(saved + [c.paper_id for c in candidates])
     vecs = side.vectors.get(rows)
@@ -58,13 +63,16 @@ def projection(result, side):
     colour = {c.cluster_id: PALETTE[i % len(PALETTE)] for i, c in enumerate(clusters)}
     fig = charts._figure(7.5, 6.0)
     ax = fig.subplots()
-    for kind, marker, shade in (("vector", "o", "#cccccc"), ("co-saved", "D", "#9ecae1")):
-        group = [c for c in candidates if (c.source == "co-saved") == (kind == "co-saved")]
+    kinds = (  # source, marker, shade, size, label
+        ("vector", "o", "#cccccc", 8, "candidates"),
+        ("co-saved", "D", "#9ecae1", 14, "co-saved by other users"),
+        ("neighbour-interest", "s", "#fdae6b", 14, "near those users' interests (a pool)"),
+    )
+    for kind, marker, shade, size, label in kinds:
+        group = [c for c in candidates if (c.source if c.source in SOURCES else "vector") == kind]
         pts = np.array([at[c.paper_id] for c in group]) if group else np.zeros((0, 2))
-        label = (
-            f"candidates ({len(group)})" if kind == "vector" else f"co-saved by other users ({len(group)})"
-        )
-        ax.scatter(pts[:, 0], pts[:, 1], s=8 if kind == "vector" else 14, c=shade, marker=marker, label=label)
+        if kind == "vector" or group:
+            ax.scatter(pts[:, 0], pts[:, 1], s=size, c=shade, marker=marker, label=f"{label} ({len(group)})")
     for c in clusters:
         pts = np.array([at[p] for p in c.members])
         ax.scatter(
@@ -89,7 +97,8 @@ def projection(result, side):
             )
             ax.annotate(str(item.mmr_position), (x, y), fontsize=8, ha="center", va="center")
     ax.set_title(
-        "saved (•), medoids (★), candidates (grey; co-saved ◆ blue), MMR picks (numbered ○), exploration (✕)",
+        "saved (•), medoids (★), candidates (grey; co-saved ◆ blue; near neighbours' interests ■ orange), "
+        "MMR picks (numbered ○), exploration (✕)",
         fontsize=9,
     )
     ax.legend(fontsize=7, loc="best")

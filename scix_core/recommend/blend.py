@@ -49,7 +49,7 @@ import numpy as np
 
 from scix_core.config import RecommendConfig
 from scix_core.recommend.context import IndexSide, UserContext, cosaved_count
-from scix_core.recommend.interests import neighbourhood
+from scix_core.recommend.interests import interest_rows, neighbourhood
 from scix_core.recommend.result import RecItem
 from scix_core.recommend.stages.cluster import ward_labels
 from scix_core.recommend.stages.mmr import is_reach, mmr, tail_of
@@ -159,7 +159,7 @@ def blend(
     if gamma > 0 and cos.libraries is not None:
         saved = side.rows(p for p in ctx.saved if p in cat.row)
         hood = neighbourhood(cos.libraries, saved, side.interests, side.vectors, cfg)
-    interest = interest_rows(side, ctx, hood, {*content, *regular})
+    interest = interest_rows(side, ctx, hood, {*content, *regular}, cfg.pool_interests)
     regular += interest
     taken = set(regular)
     extra = regular + [r for r in found[cfg.cosave_candidates :] if r not in content and r not in taken]
@@ -217,7 +217,7 @@ def blend(
     order = order[:limit]
     if interest:
         facts["neighbour_interest"] = len(interest)
-    interest = set(interest)
+    interests = set(interest)
     return [
         Blended(
             rows[i],
@@ -225,27 +225,7 @@ def blend(
             float(score[i]),
             float(sims[i]),
             float(collab[i]),
-            source if rows[i] in content else "neighbour-interest" if rows[i] in interest else "co-saved",
+            source if rows[i] in content else "neighbour-interest" if rows[i] in interests else "co-saved",
         )
         for i in order
     ], facts
-
-
-def interest_rows(side: IndexSide, ctx: UserContext, hood, taken: set[int]) -> list[int]:
-    """Over a candidate pool: the pool papers nearest the neighbourhood's ``pool_interests`` heaviest
-    interests (``pool_interest_hits`` each, unseen), heaviest interest first, those not ``taken`` already;
-    [] outside a pool, without neighbours or with either setting 0."""
-    cfg = side.config
-    if side.pool is None or hood is None or min(cfg.pool_interests, cfg.pool_interest_hits) <= 0:
-        return []
-    top = np.argsort(-hood.weight, kind="stable")[: cfg.pool_interests]
-    found = side.store.search_batch(
-        hood.centroids[top], [cfg.pool_interest_hits] * len(top), ctx.exclusion(side), ids=False
-    )
-    out: list[int] = []
-    for hits in found:
-        for h in hits:
-            if h.point_id not in taken:
-                taken.add(h.point_id)
-                out.append(int(h.point_id))
-    return out

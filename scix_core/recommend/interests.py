@@ -31,6 +31,7 @@ import numpy as np
 
 from scix_core.config import RecommendConfig
 from scix_core.recommend.collab.cache import keep_newest, write_whole
+from scix_core.recommend.context import IndexSide, UserContext
 from scix_core.recommend.stages.cluster import ward_labels
 
 #: interest files kept per workspace (one per index build and clustering setting), the newest first
@@ -234,3 +235,25 @@ def neighbourhood(
         memo.clear()
     memo[key] = hood
     return hood
+
+
+def interest_rows(
+    side: IndexSide, ctx: UserContext, hood: Neighbourhood | None, taken: set[int], n: int
+) -> list[int]:
+    """Over a candidate pool (new papers, a feed's window): the pool papers nearest the neighbourhood's ``n``
+    heaviest interests (``recommend.pool_interest_hits`` each, unseen), the heaviest interest first, those
+    not ``taken`` already (and now taken); [] outside a pool, without neighbours, or with ``n`` or the hits 0.
+    Outside a pool the co-saved papers are those users' own saves, spread over their interests; a pool holds
+    none of them, and its nearest papers to the user's own lie in the user's own topic."""
+    hits = side.config.pool_interest_hits
+    if side.pool is None or hood is None or min(n, hits) <= 0:
+        return []
+    top = np.argsort(-hood.weight, kind="stable")[:n]
+    found = side.store.search_batch(hood.centroids[top], [hits] * len(top), ctx.exclusion(side), ids=False)
+    out: list[int] = []
+    for near in found:
+        for h in near:
+            if h.point_id not in taken:
+                taken.add(h.point_id)
+                out.append(int(h.point_id))
+    return out

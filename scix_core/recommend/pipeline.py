@@ -4,7 +4,8 @@
 silhouette; (3) Hungarian matching to the persisted medoids; (4) quota over
 clusters by importance, total 100, min 3; (5) per-cluster kNN, limit =
 quota × 3, one batch; (6) short-term supplement of 20; (6b) co-saved papers
-of the index's other users; (7) scoring, heuristic or LightGBM; (8)
+of the index's other users; (6c) over a candidate pool, the papers nearest
+the interests of the users who saved the same papers; (7) scoring, heuristic or LightGBM; (8)
 category suppression; (9) MMR down to the limit; (10) exploration,
 + n_explore. Every stage's timing, headline
 facts and output land in the result (:class:`StageRecord`), which is what
@@ -22,7 +23,7 @@ import numpy as np
 from scix_core.recommend.context import IndexSide, UserContext
 from scix_core.recommend.result import RecItem, StageRecord
 from scix_core.recommend.stages.base import Candidate, Stage, Tier1State
-from scix_core.recommend.stages.candidates import ClusterKnn, CoSaved, ShortTermSupplement
+from scix_core.recommend.stages.candidates import ClusterKnn, CoSaved, NeighbourInterest, ShortTermSupplement
 from scix_core.recommend.stages.cluster import SavedVectors, WardClustering, ward_labels
 from scix_core.recommend.stages.explore import Explore
 from scix_core.recommend.stages.match import HungarianMatch, match_ids
@@ -44,7 +45,7 @@ def warm_stages() -> None:
 
 
 def candidate_stages(stored: Sequence[StoredCluster] = (), next_id: int = 0) -> list[Stage]:
-    """Stages 1-6b: from the saved papers to the candidate pool."""
+    """Stages 1-6c: from the saved papers to the candidate pool."""
     return [
         SavedVectors(),
         WardClustering(len(stored)),
@@ -53,6 +54,7 @@ def candidate_stages(stored: Sequence[StoredCluster] = (), next_id: int = 0) -> 
         ClusterKnn(),
         ShortTermSupplement(),
         CoSaved(),
+        NeighbourInterest(),
     ]
 
 

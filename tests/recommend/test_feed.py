@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -18,10 +17,9 @@ from scix_core.config import load_config
 from scix_core.errors import FilterError, UnknownUserError
 from scix_core.ingest import ingest
 from scix_core.recommend import Recommender, UserState
-from scix_core.recommend.blend import interest_rows
 from scix_core.recommend.catalog import Catalog
 from scix_core.recommend.feed import arrivals, window
-from scix_core.recommend.interests import Neighbourhood
+from scix_core.recommend.interests import Neighbourhood, interest_rows
 from scix_core.recommend.pool import PoolStore, within
 from scix_core.vectors.base import VectorFilter
 from tests.corpus import PAPERS
@@ -208,17 +206,19 @@ def test_the_pool_store_answers_as_the_engine_under_exact_search(rec_indexes):
         rec.close()
 
 
-def test_over_a_pool_tiers_3_and_2_also_take_the_papers_nearest_the_neighbours_heaviest_interests(
+def test_over_a_pool_every_tier_also_takes_the_papers_nearest_the_neighbours_heaviest_interests(
     rec_indexes, tmp_path
 ):
-    """``interest_rows`` by hand on real vectors: the pool papers nearest each of the neighbourhood's
-    ``pool_interests`` heaviest interests, ``pool_interest_hits`` each, the heaviest first, none taken or seen
-    twice, none outside a pool; and Tier 3 over a pool with neighbours takes them as its candidates."""
+    """``interest_rows`` by hand on real vectors: the pool papers nearest each of the neighbourhood's ``n``
+    heaviest interests, ``pool_interest_hits`` each, the heaviest first, none taken or seen twice, none
+    outside a pool; and over a pool with neighbours Tier 3 takes them as candidates and Tier 1 as its stage
+    6c, each a candidate in the cluster nearest it."""
     state = UserState(tmp_path / "s.sqlite")
     for i in range(3):  # three users saved p01 and p05, far apart in content
         state.import_library(rec_indexes.edge, f"other-{i}", ["p01", "p05"], T0, [])
     cfg = rec_indexes.config.replace(**{"recommend.pool_interest_hits": 2})
     rec = Recommender(rec_indexes.edge, cfg, state=state, build_community=False)
+    pooled_recs = []
     try:
         side, row = rec.side, rec.side.catalog.row
         rec.create_user("me", [])
@@ -233,27 +233,53 @@ def test_over_a_pool_tiers_3_and_2_also_take_the_papers_nearest_the_neighbours_h
         nearest = [[rows[i] for i in np.argsort(-sims[:, k], kind="stable")[:2]] for k in (0, 1)]
         assert nearest[0][0] == row["p09"] and nearest[1][0] == row["p05"]
         want = list(dict.fromkeys(nearest[0] + nearest[1]))
-        assert interest_rows(pooled, ctx, hood, set()) == want
+        assert interest_rows(pooled, ctx, hood, set(), 2) == want
         taken = {row["p09"]}
-        assert interest_rows(pooled, ctx, hood, taken) == [r for r in want if r != row["p09"]]
+        assert interest_rows(pooled, ctx, hood, taken, 2) == [r for r in want if r != row["p09"]]
         assert taken == set(want)  # what it took is taken
-        one = within(replace(side, config=replace(side.config, pool_interests=1)), rows)
-        assert interest_rows(one, ctx, hood, set()) == nearest[0]
-        assert interest_rows(side, ctx, hood, set()) == []  # no pool: the co-saved papers do this
-        assert interest_rows(pooled, ctx, None, set()) == []
+        assert interest_rows(pooled, ctx, hood, set(), 1) == nearest[0]
+        assert interest_rows(side, ctx, hood, set(), 2) == []  # no pool: the co-saved papers do this
+        assert interest_rows(pooled, ctx, None, set(), 2) == []
         # Tier 3 over the pool: the others' interest (their libraries of p01 and p05) brings its nearest
         # pool papers to the few content hits of a short list (and to the one co-saved paper let in: in this
         # 12-paper fixture the bridge gives every pool paper a co-save estimate)
         few = cfg.replace(**{"recommend.cosave_candidates": 1, "recommend.pool_interest_hits": 6})
-        rec_pool = Recommender(rec_indexes.edge, few, state=state, build_community=False, pool=rows)
-        result = rec_pool.recommend("me", limit=1, log=False)
+        pooled_recs.append(Recommender(rec_indexes.edge, few, state=state, build_community=False, pool=rows))
+        result = pooled_recs[-1].recommend("me", limit=1, log=False)
         summary = result.stages[0].summary
         assert result.tier == 3 and summary["neighbours"] == 3 and summary["neighbour_interest"] >= 1
         assert summary["pool"] == 3 + 1 + summary["neighbour_interest"]
         assert {i.source for i in result.items} <= {"vector", "neighbour-interest", "co-saved"}
-        rec_pool.close()
+        # Tier 1 (five saves) over a pool: stage 6c adds what the earlier stages did not find
+        for paper in ("p07", "p03", "p04", "p06"):
+            rec.interact("me", paper, "save")
+        for other in range(3):
+            state.import_library(rec_indexes.edge, f"more-{other}", ["p07", "p11", "p12"], T0, [])
+        saved = {row[p] for p in ("p01", "p07", "p03", "p04", "p06")}
+        narrow = few.replace(  # a cluster's kNN of one paper, nothing else found: room for stage 6c
+            **{
+                "recommend.total_slots": 2,
+                "recommend.min_slots": 1,
+                "recommend.oversample": 1,
+                "recommend.shortterm_supplement": 0,
+            }
+        )
+        pooled_recs.append(
+            Recommender(rec_indexes.edge, narrow, state=state, build_community=False, pool=rows)
+        )
+        tier1 = pooled_recs[-1].recommend("me", limit=1, log=False)
+        stage = tier1.stage("neighbour-interest")
+        assert tier1.tier == 1 and stage.summary["neighbours"] >= 3 and stage.summary["added"] >= 1
+        before = {c.row for c in tier1.stage("co-saved").output}
+        added = [c for c in stage.output if c.row not in before]
+        assert len(added) == stage.summary["added"] and all(c.source == "neighbour-interest" for c in added)
+        assert not {c.row for c in added} & saved
+        assert {c.cluster_id for c in added} <= {c.cluster_id for c in tier1.stage("quota").output}
+        outside = rec.recommend("me", limit=1, log=False).stage("neighbour-interest")  # not over a pool
+        assert outside.summary["added"] == 0 and "not over a pool" in outside.summary["reason"]
     finally:
-        rec.close()
+        for r in (rec, *pooled_recs):
+            r.close()
 
 
 def test_feed_from_the_command_line_and_the_api(listed, monkeypatch, capsys):

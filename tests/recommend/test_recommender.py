@@ -92,6 +92,7 @@ def test_tier1_pipeline_records_every_stage_and_returns_limit_plus_exploration(r
         "candidates",
         "supplement",
         "co-saved",
+        "neighbour-interest",
         "score",
         "suppress",
         "mmr",

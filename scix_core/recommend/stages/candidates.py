@@ -1,4 +1,5 @@
-"""Stages 5-6: per-cluster kNN (limit = quota × oversample), the short-term supplement, and co-saved papers.
+"""Stages 5-6c: per-cluster kNN (limit = quota × oversample), the short-term supplement, co-saved papers, and
+over a candidate pool the papers nearest the neighbours' interests.
 
 The per-cluster queries go to the vector store as one planned batch
 (qdrant-edge ``query_batch``, qdrant-client ``query_batch_points``): the
@@ -10,6 +11,11 @@ by several clusters keeps its most similar one.
 users most often saved alongside this user's (``scix_core.recommend.community``)
 that the vector queries missed, each in the cluster whose centroid is nearest
 — collaborative candidates that content similarity alone never surfaces.
+
+``NeighbourInterest`` (over a candidate pool only: new papers, a feed's window) adds the pool papers nearest
+the ``recommend.tier1_pool_interests`` heaviest interests of the users who saved the same papers
+(:func:`~scix_core.recommend.interests.interest_rows`), each in the cluster whose centroid is nearest.
+Outside a pool their co-saved papers carry those interests; a pool holds none of them.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from dataclasses import replace
 import numpy as np
 
 from scix_core.recommend.context import cosaved_count, papers_minus
+from scix_core.recommend.interests import interest_rows, neighbourhood
 from scix_core.recommend.profile import unit
 from scix_core.recommend.stages.base import Candidate, Tier1State
 from scix_core.search import knobs
@@ -116,4 +123,29 @@ class CoSaved:
             "reach": sum(c.reach for c in added),
             "model": ctx.cosaves.model,
             "vector_candidates_also_co_saved": also,
+        }
+
+
+class NeighbourInterest:
+    name, writes = "neighbour-interest", "candidates"
+
+    def run(self, state: Tier1State) -> tuple[Tier1State, dict]:
+        side, ctx = state.side, state.ctx
+        cfg, cos = side.config, ctx.cosaves
+        if side.pool is None:
+            return state, {"added": 0, "reason": "not over a pool: the co-saved papers reach those interests"}
+        if cfg.tier1_neighbour_cover <= 0 or cfg.tier1_pool_interests <= 0:
+            return state, {"added": 0, "reason": "disabled"}
+        if cos is None or cos.libraries is None:
+            return state, {"added": 0, "reason": "no other user saved any of these papers"}
+        hood = neighbourhood(cos.libraries, state.saved_rows, side.interests, side.vectors, cfg)
+        rows = interest_rows(side, ctx, hood, {c.row for c in state.candidates}, cfg.tier1_pool_interests)
+        nearest, cosines = nearest_clusters(state, rows)
+        ids = side.catalog.ids
+        added = tuple(
+            Candidate(ids[r], r, "neighbour-interest", k, float(c)) for r, k, c in zip(rows, nearest, cosines)
+        )
+        return replace(state, candidates=state.candidates + added), {
+            "added": len(added),
+            "neighbours": hood.users if hood is not None else 0,
         }
