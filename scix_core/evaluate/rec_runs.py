@@ -2,7 +2,7 @@
 
 Every run maps one evaluated user (their replayed training saves) to at most
 ``k`` paper ids, never a training save. Tier-1 variants share one candidate
-pass per user (stages 1-6c: vectors → co-saved papers); each scorer variant
+pass per user (stages 1-6c: vectors → the candidate pool); each scorer variant
 scores and suppresses it once, and the runs differ only after that:
 
 * ``tier1`` — MMR at the configured λ (the default pipeline's top ``k``; the
@@ -17,7 +17,8 @@ scores and suppresses it once, and the runs differ only after that:
 * ``tier1-cosine`` / ``tier1-profile`` — the default pipeline with the
   heuristic's content part on the cosine to the query that found each
   candidate / on the EWMA profiles (the reference design);
-* ``tier1-content`` — content only: no co-saved candidates, co-save weight 0
+* ``tier1-content`` — content only: none of the community's candidates (co-saved, neighbour-interest),
+  co-save weight 0
   (what Tier 1 is on an index without other users);
 * ``mmr_0.0`` … ``mmr_1.0`` — MMR at each λ;
 * ``tier1-lgbm`` — the default pipeline scored by a LightGBM model trained
@@ -62,6 +63,9 @@ from scix_core.types import Ranking
 LAMBDAS = tuple(round(x, 1) for x in np.linspace(0.0, 1.0, 11))
 TIER1 = ("tier1", "tier1-nommr", "tier1-rrf", "tier1-quota", *(f"mmr_{lam:.1f}" for lam in LAMBDAS))
 LGBM = "tier1-lgbm"
+#: the candidates the community brings (``tier1-content`` leaves them out): its co-saves, and over a pool the
+#: papers nearest its interests
+COMMUNITY = ("co-saved", "neighbour-interest")
 VARIANTS = {"tier1-cosine": "cosine", "tier1-profile": "profile", "tier1-content": "content", LGBM: "lgbm"}
 TIERS = ("tier0", "tier3", "tier2")
 COLLAB = tuple(
@@ -124,7 +128,7 @@ class Tier1Family:
 
     def ranked(self, base, variant: str):
         if variant == "content":
-            base = replace(base, candidates=tuple(c for c in base.candidates if c.source != "co-saved"))
+            base = replace(base, candidates=tuple(c for c in base.candidates if c.source not in COMMUNITY))
             return run_stages(base, ranking_stages(self.scorers[variant], {}))[0]
         if self._read[0] is not base:  # every other variant scores the same pool: its features read once
             self._read = (base, features(base, base.candidates))

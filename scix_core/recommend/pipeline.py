@@ -5,8 +5,8 @@ silhouette; (3) Hungarian matching to the persisted medoids; (4) quota over
 clusters by importance, total 100, min 3; (5) per-cluster kNN, limit =
 quota × 3, one batch; (6) short-term supplement of 20; (6b) co-saved papers
 of the index's other users; (6c) over a candidate pool, the papers nearest
-the interests of the users who saved the same papers; (7) scoring, heuristic or LightGBM; (8)
-category suppression; (9) MMR down to the limit; (10) exploration,
+the interests of the users who saved the same papers; (7) scoring, heuristic
+or LightGBM; (8) category suppression; (9) MMR down to the limit; (10) exploration,
 + n_explore. Every stage's timing, headline
 facts and output land in the result (:class:`StageRecord`), which is what
 ``scix recommend --explain`` and the cluster view show.
