@@ -173,8 +173,8 @@ class RecommendConfig:
     tier1_neighbour_cover: float = 1.0  # the same in Tier 1, beside its own clusters' quota bonus
     neighbours: int = 100  # at most this many of those users, the most papers shared first
     # over a candidate pool (new papers, a feed's window), Tiers 3 and 2 also take pool papers near this many
-    # of those users' heaviest interests (0: none): no co-saved paper leads a pool's list past the user's own
-    # topic (recommend/interests.py)
+    # of the heaviest interests of the users who saved the same papers (0: none): no co-saved paper leads a
+    # pool's list past the user's own topic (recommend/interests.py)
     pool_interests: int = 10
     tier1_pool_interests: int = 20  # the same in Tier 1 (its stage 6c, `neighbour-interest`)
     pool_interest_hits: int = 5  # the pool papers nearest each of those interests taken (0: none)
