@@ -40,8 +40,13 @@ PALETTE = (
 )
 
 
-#: the candidate sources the map marks apart; every other (cluster-knn, supplement) is a plain candidate
-SOURCES = ("co-saved", "neighbour-interest")
+#: how the map marks each candidate source (marker, shade, size, label); any other source (cluster-knn,
+#: supplement) is a plain candidate, the first row
+MARKS = {
+    "": ("o", "#cccccc", 8, "candidates"),
+    "co-saved": ("D", "#9ecae1", 14, "co-saved by other users"),
+    "neighbour-interest": ("s", "#fdae6b", 14, "near those users' interests (a pool)"),
+}
 
 
 def projection(result, side):
@@ -63,15 +68,10 @@ def projection(result, side):
     colour = {c.cluster_id: PALETTE[i % len(PALETTE)] for i, c in enumerate(clusters)}
     fig = charts._figure(7.5, 6.0)
     ax = fig.subplots()
-    kinds = (  # source, marker, shade, size, label
-        ("vector", "o", "#cccccc", 8, "candidates"),
-        ("co-saved", "D", "#9ecae1", 14, "co-saved by other users"),
-        ("neighbour-interest", "s", "#fdae6b", 14, "near those users' interests (a pool)"),
-    )
-    for kind, marker, shade, size, label in kinds:
-        group = [c for c in candidates if (c.source if c.source in SOURCES else "vector") == kind]
+    for kind, (marker, shade, size, label) in MARKS.items():
+        group = [c for c in candidates if (c.source if c.source in MARKS else "") == kind]
         pts = np.array([at[c.paper_id] for c in group]) if group else np.zeros((0, 2))
-        if kind == "vector" or group:
+        if not kind or group:
             ax.scatter(pts[:, 0], pts[:, 1], s=size, c=shade, marker=marker, label=f"{label} ({len(group)})")
     for c in clusters:
         pts = np.array([at[p] for p in c.members])
