@@ -52,6 +52,7 @@ from scix_core.evaluate import tuning
 from scix_core.extras import require
 from scix_core.fusion import rrf
 from scix_core.recommend import collab
+from scix_core.recommend.collab import ease_dual
 from scix_core.recommend.collab.text import load_texts
 from scix_core.recommend.pipeline import candidate_stages, ranking_stages, run_stages
 from scix_core.recommend.scorers import features
@@ -330,14 +331,26 @@ class Peers:
         return self.tuned[name]
 
     def _updated_for(self, name: str, fit: Mapping[str, Sequence[str]]) -> Callable | None:
-        """For a model with an exact low-rank update (EASE), each setting's validation fit as its fit on the
-        whole training matrix updated for the validation users' set-aside saves
-        (:meth:`~scix_core.recommend.collab.ease.Ease.with_rows_changed`): the whole fit is the one the
-        chosen setting keeps (from the fit cache) and, at the community's λ, the community's own — a dense
-        inversion each instead of two. None for any other model."""
+        """For EASE, each setting's validation fit made without a dense inversion of its own: with fewer users
+        than saved items, every λ from one eigendecomposition of the carved saves' users' Gram matrix
+        (:class:`~scix_core.recommend.collab.ease_dual.EaseSpectrum`; only the λ chosen is then fitted on the
+        item side, by :meth:`model`); otherwise its fit on the whole training matrix updated exactly for the
+        validation users' set-aside saves (:meth:`~scix_core.recommend.collab.ease.Ease.with_rows_changed`),
+        the fit the chosen setting then keeps. None for any other model."""
         if not hasattr(collab.MODELS[name], "with_rows_changed"):
             return None
         row = self.rec.side.catalog.row
+        spectrum: list = []  # made at the first setting's ask (a cached choice asks none)
+
+        def dual(params):
+            if not spectrum:
+                spectrum.append(
+                    ease_dual.EaseSpectrum.of(tuning.matrix(fit, row, len(self.rec.side.catalog)))
+                )
+            return spectrum[0].at(params["lam"])
+
+        if ease_dual.worth_it(self.matrix()):
+            return dual
 
         def rows(papers) -> np.ndarray:
             return np.array(sorted({row[p] for p in papers if p in row}), dtype=np.int64)

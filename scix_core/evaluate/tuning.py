@@ -6,9 +6,10 @@ aside (at least one; at least one stays); every model of a peer's grid
 other user's training saves included — and scored by recall@k on the
 set-aside saves of up to ``max_users`` sampled users; the best setting
 (ties: the earlier tried) is then refitted on the whole training matrix by
-the caller (a model with an exact low-rank update — EASE — is instead fitted
-on the whole training matrix and updated for the set-aside saves: the same
-fit, and the one the chosen setting keeps). A best value on the edge of its axis is not taken on trust:
+the caller (EASE's settings are instead scored from the users' side, every
+λ from one eigendecomposition, or, with more users than items, as the whole
+training fit updated exactly for the set-aside saves: the same fits either
+way; ``scix_core.evaluate.rec_runs.Peers``). A best value on the edge of its axis is not taken on trust:
 where the peer names values beyond the grid
 (``scix_core.recommend.collab.BEYOND``), the search steps past that edge,
 one axis at a time from the best setting, while it improves (a grid whose
@@ -195,8 +196,8 @@ def tune(
     """The best setting by validation recall@k (``build(params)`` makes an unfitted model): the grid, then
     steps past its edges while they improve (:func:`steps_beyond`; ``beyond``: axis -> (values below the
     grid, values above it), nearest first). ``fitted(params)``: the model already fitted on ``fit`` another
-    way (EASE: the whole training fit, updated exactly for the set-aside saves — the fit the caller keeps),
-    or None to fit ``build(params)`` here.
+    way (EASE: from the users' side, or the whole training fit updated exactly for the set-aside saves), or
+    None to fit ``build(params)`` here.
 
     A setting the model refuses (a ``ConfigError``: no terms left after ``min_df`` on a tiny corpus, say) is
     recorded with no value and skipped; when every setting is refused the last refusal is raised."""

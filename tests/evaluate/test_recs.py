@@ -457,7 +457,9 @@ def test_tuning_steps_past_the_edge_while_it_improves():
 
 
 @pytest.mark.model
-def test_per_tier_peers_are_refitted_on_the_truncated_saves_with_their_tuned_parameters(home, tmp_path):
+def test_per_tier_peers_are_refitted_on_the_truncated_saves_with_their_tuned_parameters(
+    home, tmp_path, monkeypatch
+):
     from scix_core.cli.main import main
     from scix_core.recommend import Recommender, UserState
     from scix_core.recommend.library import library_saves
@@ -468,15 +470,20 @@ def test_per_tier_peers_are_refitted_on_the_truncated_saves_with_their_tuned_par
     train = {u: tuple(p) for u, p in library_saves(rec.build_dir).items()}
     peers = rec_runs.Peers(rec, train, k=2)
     full = peers.model("rp3beta")
-    # EASE's validation fits are its whole training fit updated for the set-aside saves: the same table as
-    # fitting each λ on the carved saves
+    # EASE's validation fits come from the users' side (fewer users than items here) or, with more users, are
+    # its whole training fit updated for the set-aside saves: either way the same table as fitting each λ on
+    # the carved saves
     from scix_core.evaluate import tuning
     from scix_core.recommend import collab
-    from scix_core.recommend.collab import ease
+    from scix_core.recommend.collab import ease, ease_dual
 
     tuned = peers.tune("ease")
     fit, val = tuning.carve(train, peers.validation_users, 0.2, peers.seed)
-    assert peers._updated_for("ease", fit)(tuned.params)._w is not None  # an update, not a refit
+    assert isinstance(peers._updated_for("ease", fit)(tuned.params), ease_dual.EaseDual)
+    monkeypatch.setattr(ease_dual, "worth_it", lambda matrix: False)
+    updated = rec_runs.Peers(rec, train, k=2)
+    assert updated._updated_for("ease", fit)(tuned.params)._w is not None  # an update, not a refit
+    assert updated.tune("ease").table == tuned.table
     cat = rec.side.catalog
     refit_table = tuning.tune(
         "ease",
@@ -491,8 +498,9 @@ def test_per_tier_peers_are_refitted_on_the_truncated_saves_with_their_tuned_par
     ).table
     assert [p for p, _ in tuned.table] == [p for p, _ in refit_table]
     np.testing.assert_allclose([v for _, v in tuned.table], [v for _, v in refit_table], atol=1e-9)
-    # with a fit cache: the community's own λ in the community's folder, every other λ in the peers' own
-    # subfolder, so that a tuning never displaces a community's fits (EASE keeps three a folder)
+    # with a fit cache, the update's whole fits: the community's own λ in the community's folder, every other
+    # λ in the peers' own subfolder, so that a tuning never displaces a community's fits (EASE keeps three a
+    # folder)
     cached = rec_runs.Peers(rec, train, k=2, fit_cache=tmp_path / "fits")
     assert cached.tune("ease").table == tuned.table
     lams = {json.loads(f.read_text())["lam"] for f in (tmp_path / "fits").glob("ease-*.json")}
@@ -501,6 +509,14 @@ def test_per_tier_peers_are_refitted_on_the_truncated_saves_with_their_tuned_par
     others = {json.loads(f.read_text())["lam"] for f in folder.glob("ease-*.json")}
     tried = {json.loads(p)["lam"] for p, _ in tuned.table} - lams
     assert others <= tried and len(others) == min(ease.KEEP, len(tried))
+    monkeypatch.undo()
+    # from the users' side the tuning fits nothing on the item side; the chosen λ alone is fitted there
+    dual = rec_runs.Peers(rec, train, k=2, fit_cache=tmp_path / "dual")
+    assert dual.tune("ease").table == tuned.table and not list((tmp_path / "dual").rglob("ease-*.json"))
+    dual.model("ease")
+    assert [json.loads(f.read_text())["lam"] for f in (tmp_path / "dual").rglob("ease-*.json")] == [
+        tuned.params["lam"]
+    ]
     truncated = {u: p[:1] for u, p in train.items()}
     again = peers.refitted(rec, truncated)
     assert again.tuned == peers.tuned  # no second tuning

@@ -8,6 +8,7 @@ from scipy.sparse import csr_matrix, vstack
 
 from scix_core.errors import ConfigError, UnknownNameError
 from scix_core.recommend import collab
+from scix_core.recommend.collab import ease_dual
 from scix_core.recommend.collab.ease import Ease, check_fits
 from scix_core.recommend.collab.ials import Ials
 from scix_core.recommend.collab.knn import ItemKnn, top_per_row
@@ -93,6 +94,48 @@ def test_ease_spans_only_saved_items():
         rtol=1e-5,
         atol=1e-6,
     )
+
+
+def test_ease_from_the_users_side_equals_the_closed_form_at_every_lambda():
+    # 5 users with a save (and one without) over 8 items, one of them nobody's: the users' side is cheaper
+    libs = [[0, 1, 5], [0, 1, 2], [1, 2], [3, 4], [3, 4, 6], []]
+    wide = csr_matrix(
+        (
+            np.ones(13, np.float32),
+            ([u for u, ln in enumerate(libs) for _ in ln], [i for ln in libs for i in ln]),
+        ),
+        shape=(6, 8),
+    )
+    assert ease_dual.worth_it(wide) and not ease_dual.worth_it(X)  # 5 users, 5 items: the item side
+    spectrum = ease_dual.EaseSpectrum.of(wide)
+    assert spectrum.t.shape == (7, 5) and list(spectrum.items) == [0, 1, 2, 3, 4, 5, 6]
+    for lam in (0.5, 2.0, 50.0):
+        g = (wide.T @ wide).toarray().astype(np.float64)[:7, :7] + lam * np.eye(7)
+        p = np.linalg.inv(g)
+        b = -p / np.diag(p)[None, :]
+        np.fill_diagonal(b, 0.0)
+        fit = spectrum.at(lam)
+        fit.prime([np.array([0, 3]), np.array([2])])
+        for rows in ([0, 3], [2], [1, 5, 7]):  # item 7: nobody's, scores nothing and gets nothing
+            got = fit.scores(np.array(rows))
+            want = np.append(b[[r for r in rows if r < 7]].sum(axis=0), 0.0)
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(
+            fit.scores(np.array([2])), Ease(lam=lam).fit(wide).scores(np.array([2])), atol=1e-5
+        )
+        assert len(fit._primed) == 2 and not fit.scores(np.array([7])).any()
+    # two communities with no user in common, users and items interleaved: from an item of one, every item of
+    # the other scores exactly 0 (rounding left ~1e-16 there: half the catalogue ranked on noise)
+    from scipy.sparse import block_diag
+    from scipy.sparse import random as sparse_random
+
+    parts = [sparse_random(20, 40, density=0.15, random_state=seed, format="csr") for seed in (1, 2)]
+    two = block_diag(parts).tocsr()
+    two.data[:] = 1.0
+    rng = np.random.default_rng(0)
+    users, items = rng.permutation(40), rng.permutation(80)
+    got = ease_dual.EaseSpectrum.of(two[users][:, items]).at(2.0).scores(np.array([int(np.argmin(items))]))
+    assert np.count_nonzero(got[items >= 40]) == 0 and np.count_nonzero(got[items < 40]) > 20
 
 
 def test_ease_fits_are_cached_on_disk_and_memory_mapped_back(tmp_path, monkeypatch):

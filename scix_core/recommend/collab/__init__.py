@@ -78,9 +78,9 @@ NEEDS_SAVES = tuple(m for m in MODELS if m not in COLD)
 GRIDS: dict[str, list[dict]] = {
     "rp3beta": [{"alpha": a, "beta": b} for a in (0.6, 0.8, 1.0) for b in (0.0, 0.2, 0.4)],
     "item-knn": [{"shrink": s, "neighbours": n} for s in (0.0, 10.0, 50.0) for n in (200, 500, 1000)],
-    # centred where CiteULike-a's validation splits chose (12.5 and 25): each λ is a dense inversion over
-    # every saved item (the validation fit an update of it: evaluate/rec_runs.py), so a small grid; the
-    # steps past either edge go as far as before (BEYOND)
+    # centred where CiteULike-a's validation splits chose (12.5 and 25); with more users than saved items each
+    # λ is a dense inversion over every saved item (with fewer, every λ comes from one eigendecomposition:
+    # collab/ease_dual.py), so a small grid; the steps past either edge go as far as before (BEYOND)
     "ease": [{"lam": lam} for lam in (12.5, 25.0, 50.0)],
     "ials": [
         {"factors": f, "alpha": a, "regularization": r}
