@@ -5,6 +5,9 @@
 # recommender on them (scix eval-recs), and the standard reports; ends with what it wrote.
 # Idempotent: an unchanged corpus is not rebuilt, embeddings come from the cache, a sweep whose index
 # build, gold set, settings and (clean) commit are unchanged is reused.
+# Two lanes once the search corpus is encoded: the recommendation step (its ingest and `scix eval-recs`, two
+# processes) runs in the background beside the search side's PostgreSQL mirror, sweeps and evidence studies,
+# which keep one core busy; its output is printed when it ends (reports/logs/), the reports follow both.
 # A corpus missing from the data directory (SCIX_DATA_DIR, else data/) is fetched first (`scix data fetch`).
 # Knobs (environment): DATASET / INDEX the search corpus and its index (scifact); SPLIT the gold split the
 # sweeps and reports use (train); LIBRARIES the user-library corpus of the recommendation step (citeulike-a);
@@ -25,13 +28,15 @@ export SCIX_REPORTS_DIR=$reports
 t0=$(date +%s)
 beat=""
 dsn=""
+lane=""  # the recommendation step's background lane
 quiet_beat() {  # the heartbeat loop and its sleep, which would otherwise hold the output open
   [ -z "$beat" ] && return 0
   local children; children=$(pgrep -P "$beat" || true)
   kill "$beat" $children 2>/dev/null || true
   beat=""
 }
-cleanup() { quiet_beat; [ -n "$dsn" ] && scripts/postgres.sh stop; return 0; }
+kill_tree() { local c; for c in $(pgrep -P "$1" || true); do kill_tree "$c"; done; kill "$1" 2>/dev/null || true; }
+cleanup() { quiet_beat; [ -n "$lane" ] && kill_tree "$lane"; [ -n "$dsn" ] && scripts/postgres.sh stop; return 0; }
 trap cleanup EXIT
 # one line per step, then a heartbeat line every HEARTBEAT seconds while it runs (the long steps run --quiet)
 step() {
@@ -60,6 +65,16 @@ need "$libraries"
 step "ingest $dataset -> index $index (FTS5, vectors, sparse)"
 "$bin/scix" ingest --dataset "$dataset" --index "$index" --sparse --quiet
 
+# the recommendation step in the background: CPU-bound in two processes, beside the search side's one
+mkdir -p "$reports/logs"
+lane_log="$reports/logs/main-job-$libraries.log"
+printf '\n== ingest %s -> index %s (user libraries), recommendation evaluation: in the background (%ss)\n' \
+  "$libraries" "$libraries" $(( $(date +%s) - t0 ))
+( "$bin/scix" ingest --dataset "$libraries" --index "$libraries" --quiet
+  "$bin/scix" eval-recs --index "$libraries" --users "$rec_users" --json "$reports/eval-recs-$libraries.json" \
+    --quiet ) > "$lane_log" 2>&1 &
+lane=$!
+
 step "PostgreSQL mirror"
 dsn=$(scripts/postgres.sh start)
 SCIX_PG_DSN=$dsn "$bin/scix" ingest --dataset "$dataset" --index "$index" --sparse --backend postgres --quiet
@@ -78,9 +93,15 @@ for mode in and or; do
 done
 ls "$reports"/evidence-*-"$index"*.md
 
-step "ingest $libraries -> index $libraries (user libraries), recommendation evaluation"
-"$bin/scix" ingest --dataset "$libraries" --index "$libraries" --quiet
-"$bin/scix" eval-recs --index "$libraries" --users "$rec_users" --json "$reports/eval-recs-$libraries.json" --quiet
+step "waiting for the recommendation step ($lane_log)"
+status=0
+wait "$lane" || status=$?
+lane=""
+cat "$lane_log"
+if [ "$status" -ne 0 ]; then
+  echo "main job: the recommendation step failed (exit $status; its output is above, and in $lane_log)" >&2
+  exit "$status"
+fi
 
 step "reports"
 "$bin/scix" report all -p index "$index" -p lexical_mode auto -p gold "$split"
