@@ -6,8 +6,8 @@
 # Idempotent: an unchanged corpus is not rebuilt, embeddings come from the cache, a sweep whose index
 # build, gold set, settings and (clean) commit are unchanged is reused.
 # Two lanes once the search corpus is encoded: the recommendation step (its ingest and `scix eval-recs`, two
-# processes) runs in the background beside the search side's PostgreSQL mirror, sweeps and evidence studies,
-# which keep one core busy; its output is printed when it ends (reports/logs/), the reports follow both.
+# processes) runs in the background beside the search side's PostgreSQL mirror, sweeps, evidence studies and
+# reports, which keep one core busy; its output is printed when it ends (reports/logs/), then its report.
 # A corpus missing from the data directory (SCIX_DATA_DIR, else data/) is fetched first (`scix data fetch`).
 # Knobs (environment): DATASET / INDEX the search corpus and its index (scifact); SPLIT the gold split the
 # sweeps and reports use (train); LIBRARIES the user-library corpus of the recommendation step (citeulike-a);
@@ -93,6 +93,9 @@ for mode in and or; do
 done
 ls "$reports"/evidence-*-"$index"*.md
 
+step "reports of the search side (all but recommendation-eval)"
+"$bin/scix" report all --skip recommendation-eval -p index "$index" -p lexical_mode auto -p gold "$split"
+
 step "waiting for the recommendation step ($lane_log)"
 status=0
 wait "$lane" || status=$?
@@ -103,8 +106,8 @@ if [ "$status" -ne 0 ]; then
   exit "$status"
 fi
 
-step "reports"
-"$bin/scix" report all -p index "$index" -p lexical_mode auto -p gold "$split"
+step "report recommendation-eval"
+"$bin/scix" report recommendation-eval -p report "$reports/eval-recs-$libraries.json"
 
 step "done"
 echo "main job finished in $(( $(date +%s) - t0 )) s; open these:"

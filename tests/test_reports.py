@@ -115,6 +115,24 @@ def test_report_cli(kernel_env, capsys):
     assert "lane-attribution.html" in capsys.readouterr().out
     assert "scix-per-query" in (kernel_env / "lane-attribution" / "lane-attribution.html").read_text()
     assert main(["report", "nonsense"]) == 2
+    # a set: each report gets only the parameters it has (`query` is the inspector's, and refused alone), and
+    # --skip leaves some out; a misspelt name anywhere is refused before any report runs
+    assert main(["report", "lane-attribution", "-p", "index", "fixture", "-p", "query", "x"]) != 0
+    capsys.readouterr()
+    argv = [
+        "report",
+        "query-inspector,lane-attribution",
+        "--skip",
+        "query-inspector",
+        "-p",
+        "index",
+        "fixture",
+    ]
+    assert main([*argv, "-p", "sample", "0", "-p", "query", "dark matter"]) == 0
+    out = capsys.readouterr().out
+    assert "lane-attribution.html" in out and "query-inspector" not in out
+    assert main(["report", "lane-attribution,nonsense"]) == 2 and main(["report", "all", "--skip", "x"]) == 2
+    assert "running" not in capsys.readouterr().out
 
 
 def test_the_report_commands_help_names_every_report(capsys):

@@ -225,8 +225,11 @@ def _report_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "name",
         help="query-inspector, lane-attribution, fusion-sweep, evidence, cluster-view, recommendation-eval, "
-        "digest, tune; all: the standard set; list: the reports and their parameters",
+        "digest, tune, or several joined by commas; all: the standard set; list: the reports and their "
+        "parameters. A set (all, or two or more) reads what the main job saved (its sweeps, its eval-recs "
+        "JSON) and gives each report only the -p parameters it has",
     )
+    p.add_argument("--skip", default="", metavar="NAMES", help="reports of the set to leave out (commas)")
     p.add_argument(
         "-p",
         "--parameter",
@@ -254,10 +257,14 @@ def report_cmd(args: argparse.Namespace) -> int:
                 console.print(f"    {key} = {value!r}", highlight=False, markup=False)
         return 0
     overrides = {key: reports.parse_value(value) for key, value in args.parameter}
-    names = reports.STANDARD if args.name == "all" else (args.name,)
-    for name in names:
+    names = reports.STANDARD if args.name == "all" else tuple(filter(None, args.name.split(",")))
+    skip = set(filter(None, args.skip.split(",")))
+    for name in (*names, *sorted(skip)):  # every name checked before anything runs
+        reports.notebook_path(name)
+    as_set = args.name == "all" or len(names) > 1
+    for name in (n for n in names if n not in skip):
         chosen = overrides
-        if args.name == "all":  # a parameter applies to every report that has it
+        if as_set:  # a parameter applies to every report that has it
             known = reports.parameters(name)
             chosen = {
                 **reports.standard_overrides(name, overrides.get("index", "scifact")),
