@@ -101,6 +101,17 @@ def _mapped(path: Path) -> np.ndarray:
     return p
 
 
+def positions(items: np.ndarray, rows) -> tuple[np.ndarray, bool]:
+    """Positions in the sorted fitted ``items`` of the catalogue ``rows`` among them (the saved ones), and
+    whether every row was one of them."""
+    rows = np.unique(np.asarray(rows, dtype=np.int64))
+    if not len(items):
+        return np.zeros(0, np.int64), not len(rows)
+    at = np.minimum(np.searchsorted(items, rows), len(items) - 1)
+    hit = items[at] == rows
+    return at[hit], bool(hit.all())
+
+
 def _gram(x):
     """XᵀX of a binary users × items matrix, sparse."""
     return (x.T @ x).tocsr()
@@ -240,14 +251,7 @@ class Ease:
         return p
 
     def _located(self, rows) -> tuple[np.ndarray, bool]:
-        """Positions in the fitted item set of the catalogue ``rows`` somebody saved, and whether every row
-        was one of them."""
-        rows = np.unique(np.asarray(rows, dtype=np.int64))
-        if not len(self._items):
-            return np.zeros(0, np.int64), not len(rows)
-        at = np.minimum(np.searchsorted(self._items, rows), len(self._items) - 1)
-        hit = self._items[at] == rows
-        return at[hit], bool(hit.all())
+        return positions(self._items, rows)
 
     def with_rows_changed(self, changes) -> Ease:
         """This fit as if each ``(old, new)`` user's saved catalogue rows had been ``new`` instead of

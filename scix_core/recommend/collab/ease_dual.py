@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from scix_core.recommend.collab.ease import positions
 from scix_core.recommend.collab.matrix import binary
 
 RESIDUE = 1e-4  # a numerator below this share of its terms' size is float32 rounding of a 0 (Ease._corrected)
@@ -40,11 +41,10 @@ class EaseSpectrum:
     """X Xᵀ's eigenvalues ``s`` and T = Xᵀ U over the items somebody saved (``items``, catalogue rows of
     ``n``); :meth:`at` is the fit at one λ."""
 
-    t: np.ndarray  # saved items × users with a save, float64
+    t: np.ndarray  # saved items × users with a save, float32 (computed in float64)
     s: np.ndarray
     items: np.ndarray
     n: int
-    t32: np.ndarray = field(repr=False)  # T in float32, for the queries' products
     t_norm: np.ndarray = field(repr=False)  # ‖T_i‖: each score's terms' size (the residue's bound)
 
     @classmethod
@@ -59,16 +59,18 @@ class EaseSpectrum:
         gram = (x @ x.T).toarray()
         with threadpoolctl.threadpool_limits(None):  # as the item side's inversion: every core for this
             s, u = scipy.linalg.eigh(gram, driver="evd", overwrite_a=True, check_finite=False)
-            t = np.ascontiguousarray(x.T @ u)
+            t = np.asarray(x.T @ u)
         s = np.maximum(s, 0.0)  # X Xᵀ is positive semi-definite: a negative eigenvalue is rounding
-        return cls(t, s, items, matrix.shape[1], t.astype(np.float32), np.linalg.norm(t, axis=1))
+        return cls(
+            np.ascontiguousarray(t, dtype=np.float32), s, items, matrix.shape[1], np.linalg.norm(t, axis=1)
+        )
 
     def at(self, lam: float) -> EaseDual:
         d = 1.0 / (self.s + lam)
         diag = np.empty(len(self.items))
-        for lo in range(0, len(diag), 4096):  # (T ∘ T) d a block at a time: no second T-sized array
-            diag[lo : lo + 4096] = 1.0 - np.square(self.t[lo : lo + 4096]) @ d
-        return EaseDual(self, float(lam), d.astype(np.float32), diag)
+        for lo in range(0, len(diag), 4096):  # (T ∘ T) d a block at a time, summed in float64
+            diag[lo : lo + 4096] = 1.0 - np.square(self.t[lo : lo + 4096]).astype(np.float64) @ d
+        return EaseDual(self, float(lam), d.astype(np.float32), diag.astype(np.float32))
 
 
 @dataclass(eq=False)
@@ -83,12 +85,7 @@ class EaseDual:
     _primed: dict = field(default_factory=dict, repr=False)
 
     def _located(self, rows) -> np.ndarray:
-        items = self.spectrum.items
-        rows = np.unique(np.asarray(rows, dtype=np.int64))
-        if not len(items):
-            return np.zeros(0, np.int64)
-        at = np.minimum(np.searchsorted(items, rows), len(items) - 1)
-        return at[items[at] == rows]
+        return positions(self.spectrum.items, rows)[0]
 
     def prime(self, queries: list) -> None:
         """Score ``queries`` in batches of ``CHUNK`` and keep them for :meth:`scores` (this batch's only)."""
@@ -109,10 +106,10 @@ class EaseDual:
             ones = np.zeros((len(chunk), len(sp.items)), np.float32)
             for i, at in enumerate(chunk):
                 ones[i, at] = 1.0
-            y = np.stack([sp.t32[at].sum(axis=0) for at in chunk]) * self.d  # d ∘ Tᵀ 1_S, a row each
-            num = ones - y @ sp.t32.T  # λ P 1_S
+            y = np.stack([sp.t[at].sum(axis=0) for at in chunk]) * self.d  # d ∘ Tᵀ 1_S, a row each
+            num = ones - y @ sp.t.T  # λ P 1_S
             num[np.abs(num) <= RESIDUE * (ones + np.outer(np.linalg.norm(y, axis=1), sp.t_norm))] = 0.0
-            part = ones - num / self.diag.astype(np.float32)
+            part = ones - num / self.diag
             for row in part:
                 full = np.zeros(sp.n, np.float32)
                 full[sp.items] = row
