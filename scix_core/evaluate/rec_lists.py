@@ -240,7 +240,9 @@ def run_job(job: PeerJob, rec=None) -> PeerLists:
 
 def _peers(rec, job: PeerJob, names: Sequence[str], seconds: dict[str, float]) -> rec_runs.Peers:
     """The job's peers with ``names`` tuned on the training saves and fitted (from the tuning and fit caches
-    where they hold them), each one's seconds in ``seconds``."""
+    where they hold them), each one's seconds in ``seconds``: every tuning first — none needs the community,
+    which the first process is fitting meanwhile — then the fits, the first of which waits for that fit
+    (each peer that is one of its parts is the community's own)."""
     peers = rec_runs.Peers(
         rec,
         job.train,
@@ -253,8 +255,12 @@ def _peers(rec, job: PeerJob, names: Sequence[str], seconds: dict[str, float]) -
     )
     for name in names:
         t = time.perf_counter()
+        peers.tune(name)
+        seconds[f"{name} tuning"] = time.perf_counter() - t
+    for name in names:
+        t = time.perf_counter()
         peers.model(name)
-        seconds[f"{name} tuning + fit"] = time.perf_counter() - t
+        seconds[f"{name} fit"] = time.perf_counter() - t
     return peers
 
 
