@@ -333,8 +333,8 @@ class Peers:
     def _updated_for(self, name: str, fit: Mapping[str, Sequence[str]]) -> Callable | None:
         """For EASE, each setting's validation fit made without a dense inversion of its own: with fewer users
         than saved items, every λ from one eigendecomposition of the carved saves' users' Gram matrix
-        (:class:`~scix_core.recommend.collab.ease_dual.EaseSpectrum`; only the λ chosen is then fitted on the
-        item side, by :meth:`model`); otherwise its fit on the whole training matrix updated exactly for the
+        (:class:`~scix_core.recommend.collab.ease_dual.EaseSpectrum`; only the λ chosen is then fitted as P,
+        by :meth:`model`); otherwise its fit on the whole training matrix updated exactly for the
         validation users' set-aside saves (:meth:`~scix_core.recommend.collab.ease.Ease.with_rows_changed`),
         the fit the chosen setting then keeps. None for any other model."""
         if not hasattr(collab.MODELS[name], "with_rows_changed"):

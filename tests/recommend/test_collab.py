@@ -138,6 +138,33 @@ def test_ease_from_the_users_side_equals_the_closed_form_at_every_lambda():
     assert np.count_nonzero(got[items >= 40]) == 0 and np.count_nonzero(got[items < 40]) > 20
 
 
+def test_ease_fits_p_from_the_users_side_when_they_are_fewer():
+    # 3 users over 6 saved items: P itself (not only the scale-free scores: a Woodbury update uses it) is
+    # (XᵀX + λI)⁻¹, however many items; the item side (5 users, 5 items) gives the same numbers
+    libs = [[0, 1, 5], [1, 2, 4], [3, 4]]
+    users = [u for u, ln in enumerate(libs) for _ in ln]
+    few = csr_matrix((np.ones(8, np.float32), (users, [i for ln in libs for i in ln])), shape=(3, 6))
+    for matrix in (few, X):
+        for lam in (0.5, 25.0):
+            gram = (matrix.T @ matrix).toarray().astype(np.float64)
+            want = np.linalg.inv(gram + lam * np.eye(matrix.shape[1]))
+            got = Ease(lam=lam).fit(matrix)._p
+            assert got.flags.f_contiguous and got.dtype == np.float32
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    # two communities with no user in common, users and items interleaved: P is exactly 0 between them
+    from scipy.sparse import block_diag
+    from scipy.sparse import random as sparse_random
+
+    parts = [sparse_random(20, 40, density=0.15, random_state=seed, format="csr") for seed in (1, 2)]
+    two = block_diag(parts).tocsr()
+    two.data[:] = 1.0
+    rng = np.random.default_rng(0)
+    order = rng.permutation(80)
+    fit = Ease(lam=2.0).fit(two[rng.permutation(40)][:, order])
+    side = order[fit._items] < 40
+    assert not np.asarray(fit._p)[np.ix_(side, ~side)].any() and np.asarray(fit._p)[np.ix_(side, side)].all()
+
+
 def test_ease_fits_are_cached_on_disk_and_memory_mapped_back(tmp_path, monkeypatch):
     from scix_core.recommend.collab import ease
 

@@ -3,18 +3,25 @@
 B is never formed: P is symmetric, so a user's scores are 1_S − (P 1_S) / diag P
 — a sum of |S| contiguous columns of the column-major P, one pass.
 
-A dense item × item model: P is one float32 n × n array, factorised and
-inverted in place by LAPACK's Cholesky (``spotrf`` + ``spotri``; XᵀX + λI
-is symmetric positive definite), so the peak is about one n² float32 array
-(1.2 GB at CiteULike-a's 16,980 items, 17 s on 2 cores) — not the several
-float64 copies of ``np.linalg.inv``, which crashed inside OpenBLAS at 26k
-items. n counts only the items somebody saved: an item nobody saved has a
-zero row and column in XᵀX, so its B row and column are exactly zero and the
-model is the same without it (a sample of users, or a big catalogue with a
-small community, costs only what its saves span). :func:`check_fits`
-refuses, with a typed error before allocating, an item set whose array
-would not fit in ``memory_share`` of the memory available now or exceeds
-``max_items``; rp3beta and item-knn are the
+A dense item × item model: P is one float32 n × n array. With at least as many
+users as saved items it is factorised and inverted in place by LAPACK's
+Cholesky (``spotrf`` + ``spotri``; XᵀX + λI is symmetric positive definite),
+so the peak is about one n² float32 array (1.2 GB at 17k items) — not the
+several float64 copies of ``np.linalg.inv``, which crashed inside OpenBLAS at
+26k items. With fewer users r than saved items n (CiteULike-a: 5,551 and
+16,980) it comes from the users' side, by the push-through identity λP = I −
+Xᵀ (X Xᵀ + λI)⁻¹ X: an r × r Cholesky inversion in float64 and two sparse
+products (about r³ + nnz · (r + n) flops against n³), written into the same n²
+float32 array a block of rows at a time. Both factorisations keep the exact
+zeros of a block structure (two communities with no save in common have P = 0
+between their items), which an eigendecomposition would not
+(:mod:`~scix_core.recommend.collab.ease_dual`). n counts only the items
+somebody saved: an item nobody saved has a zero row and column in XᵀX, so its
+B row and column are exactly zero and the model is the same without it (a
+sample of users, or a big catalogue with a small community, costs only what
+its saves span). :func:`check_fits` refuses, with a typed error before
+allocating, an item set whose array would not fit in ``memory_share`` of the
+memory available now or exceeds ``max_items``; rp3beta and item-knn are the
 sparse item–item models for larger catalogues.
 
 With ``cache_dir`` a fit is kept on disk under a hash of λ and XᵀX (all B
@@ -154,7 +161,7 @@ class Ease:
             return self
         path = self._cached(x)
         if path is None:
-            self._p, self.fitted_at = self._solve(_gram(x), n), time.time()
+            self._p, self.fitted_at = self._solve(x, n), time.time()
         elif not path.exists() and self.stale_share is not None:
             least = self.stale_share * x.nnz
             if not self._load_stale(path.parent, least):
@@ -182,7 +189,7 @@ class Ease:
 
     def _solve_and_save(self, path: Path, x, n: int) -> None:
         t = time.perf_counter()
-        self._p = self._solve(_gram(x), n)
+        self._p = self._solve(x, n)
         self.fit_seconds, self.fitted_at, self.cache_file = time.perf_counter() - t, time.time(), path.name
         _save(path, self._p, {"saves": int(x.nnz), "seconds": self.fit_seconds, "at": self.fitted_at}, self)
 
@@ -226,7 +233,15 @@ class Ease:
             digest.update(library)
         return Path(self.cache_dir) / f"ease-{digest.hexdigest()[:24]}.npy"
 
-    def _solve(self, gram, n: int) -> np.ndarray:
+    def _solve(self, x, n: int) -> np.ndarray:
+        """P, column-major float32, of the users × saved items ``x``: from whichever side is smaller."""
+        x = x.tocsr()
+        users = x[np.flatnonzero(np.diff(x.indptr))]  # a user with no save adds nothing to XᵀX
+        if users.shape[0] < n:
+            return _from_users(users, n, self.lam)
+        return self._inverted(_gram(x), n)
+
+    def _inverted(self, gram, n: int) -> np.ndarray:
         import scipy.linalg.lapack as lapack
         import threadpoolctl
 
@@ -355,6 +370,37 @@ class Ease:
             part[at] += 1.0  # B's zero diagonal: a saved item's own column does not count for it
             out[self._items] = part
         return out
+
+
+def _from_users(x, n: int, lam: float) -> np.ndarray:
+    """P = (I − Xᵀ M X) / λ with M = (X Xᵀ + λI)⁻¹, column-major float32, for users × saved items ``x``
+    with fewer rows than columns. M is inverted in float64 (λP's diagonal is 1 minus a term near 1 for an
+    item most users saved); the product Xᵀ (M X) is sparse × dense in float32, a block of P's rows at a
+    time, and P is symmetric, so its C-ordered rows transposed are the columns LAPACK's side gives."""
+    import scipy.linalg.lapack as lapack
+    import threadpoolctl
+
+    x = x.astype(np.float64)
+    m = (x @ x.T).toarray()
+    m[np.diag_indices_from(m)] += lam
+    with threadpoolctl.threadpool_limits(None):
+        m, info = lapack.dpotrf(m, lower=1, overwrite_a=1, clean=0)
+        if info == 0:
+            m, info = lapack.dpotri(m, lower=1, overwrite_c=1)
+    if info != 0:
+        raise ConfigError(f"ease: the users' Gram matrix + {lam} I is not invertible (LAPACK info {info})")
+    m = np.tril(m) + np.tril(m, -1).T
+    mx = np.ascontiguousarray(np.asarray(x.T @ m).T, dtype=np.float32)  # M X, users × items
+    del m
+    xt = x.T.tocsr().astype(np.float32)
+    p = np.empty((n, n), np.float32)
+    for lo in range(0, n, 1024):
+        hi = min(n, lo + 1024)
+        rows = np.asarray(xt[lo:hi] @ mx)
+        rows *= -1.0 / lam
+        rows[np.arange(hi - lo), np.arange(lo, hi)] += 1.0 / lam
+        p[lo:hi] = rows
+    return p.T
 
 
 def _note(path: Path) -> dict:

@@ -6,14 +6,15 @@ that is I − T diag(d) Tᵀ with T = Xᵀ U (items × users) and d = 1 / (s + �
 EASE's scores, 1_S − (P 1_S) / diag P, do not depend on P's scale, so for any
 λ they are 1_S − (1_S − T (d ∘ Tᵀ 1_S)) / (1 − (T ∘ T) d).
 
-The item side (:class:`~scix_core.recommend.collab.ease.Ease`) inverts an
-n × n matrix for each λ (n³ flops); this side decomposes the users' r × r
+A fit of P (:class:`~scix_core.recommend.collab.ease.Ease`) inverts an
+n × n or r × r matrix for each λ; this side decomposes the users' r × r
 Gram matrix once (about 4 r³) and then costs two products a query. With
 fewer users than saved items — CiteULike-a's 5,551 users save 16,980 items
 — a peer's λ search (:mod:`scix_core.evaluate.tuning`) scores its validation
 users on every λ this way, the steps past the grid's edge included, and only
-the λ chosen is fitted on the item side, whose query is one pass over |S| of
-P's columns.
+the λ chosen is fitted as :class:`Ease`'s P (from the users' side as well, by
+a Cholesky inversion of theirs), whose query is one pass over |S| of P's
+columns.
 """
 
 from __future__ import annotations
