@@ -56,8 +56,13 @@ class PoolStore:
         k = min(int(k), len(idx))
         if k <= 0:
             return []
-        s = scores[idx]
-        best = idx[np.lexsort((self.rows[idx], -s))[:k]]  # ties by row, as an exact engine's
+        s = -scores[idx]
+        if k < len(idx) // 4:  # the k best and every tie of the k-th, then sorted: the same k, fewer sorted
+            kth = np.partition(s, k - 1)[k - 1]
+            if not np.isnan(kth):
+                near = np.flatnonzero(s <= kth)
+                idx, s = idx[near], s[near]
+        best = idx[np.lexsort((self.rows[idx], s))[:k]]  # ties by row, as an exact engine's
         return [
             VectorHit(int(self.rows[i]), self.ids[int(self.rows[i])] if ids else None, float(scores[i]))
             for i in best
