@@ -242,28 +242,11 @@ class Ease:
         return self._inverted(_gram(x), n)
 
     def _inverted(self, gram, n: int) -> np.ndarray:
-        import scipy.linalg.lapack as lapack
-        import threadpoolctl
-
         # XᵀX is symmetric, so its C-ordered dense array transposed is the column-major P with no copy (a
         # C → F conversion of 1.2 GB took 9 s, two thirds of LAPACK's factorisation and inversion)
         p = np.asarray(gram.toarray(), dtype=np.float32).T
         p[np.diag_indices(n)] += self.lam
-        with threadpoolctl.threadpool_limits(None):
-            p, info = lapack.spotrf(p, lower=1, overwrite_a=1, clean=0)
-            if info != 0:
-                raise ConfigError(
-                    f"ease: the Gram matrix + {self.lam} I is not positive definite (LAPACK info {info})"
-                )
-            p, info = lapack.spotri(p, lower=1, overwrite_c=1)
-        if info != 0:
-            raise ConfigError(f"ease: inversion failed (LAPACK info {info})")
-        for lo in range(0, n, 2048):  # mirror the lower triangle into the upper, a block at a time
-            hi = min(n, lo + 2048)
-            block = p[lo:hi, lo:hi]
-            p[lo:hi, lo:hi] = np.tril(block) + np.tril(block, -1).T
-            p[lo:hi, hi:] = p[hi:, lo:hi].T
-        return p
+        return _spd_inverse(p, f"the Gram matrix + {self.lam} I")
 
     def _located(self, rows) -> tuple[np.ndarray, bool]:
         return positions(self._items, rows)
@@ -372,24 +355,39 @@ class Ease:
         return out
 
 
+def _spd_inverse(a: np.ndarray, what: str) -> np.ndarray:
+    """The inverse of the symmetric positive definite column-major ``a`` (``what`` it is, for the error), in
+    place by LAPACK's Cholesky in ``a``'s precision on every core, the lower triangle mirrored into the
+    upper a block at a time (no second n × n array)."""
+    import scipy.linalg.lapack as lapack
+    import threadpoolctl
+
+    potrf, potri = lapack.get_lapack_funcs(("potrf", "potri"), (a,))
+    with threadpoolctl.threadpool_limits(None):
+        a, info = potrf(a, lower=1, overwrite_a=1, clean=0)
+        if info != 0:
+            raise ConfigError(f"ease: {what} is not positive definite (LAPACK info {info})")
+        a, info = potri(a, lower=1, overwrite_c=1)
+    if info != 0:
+        raise ConfigError(f"ease: inverting {what} failed (LAPACK info {info})")
+    n = len(a)
+    for lo in range(0, n, 2048):
+        hi = min(n, lo + 2048)
+        block = a[lo:hi, lo:hi]
+        a[lo:hi, lo:hi] = np.tril(block) + np.tril(block, -1).T
+        a[lo:hi, hi:] = a[hi:, lo:hi].T
+    return a
+
+
 def _from_users(x, n: int, lam: float) -> np.ndarray:
     """P = (I − Xᵀ M X) / λ with M = (X Xᵀ + λI)⁻¹, column-major float32, for users × saved items ``x``
     with fewer rows than columns. M is inverted in float64 (λP's diagonal is 1 minus a term near 1 for an
     item most users saved); the product Xᵀ (M X) is sparse × dense in float32, a block of P's rows at a
     time, and P is symmetric, so its C-ordered rows transposed are the columns LAPACK's side gives."""
-    import scipy.linalg.lapack as lapack
-    import threadpoolctl
-
     x = x.astype(np.float64)
-    m = (x @ x.T).toarray()
+    m = (x @ x.T).toarray().T  # symmetric: the transposed view is column-major, no copy
     m[np.diag_indices_from(m)] += lam
-    with threadpoolctl.threadpool_limits(None):
-        m, info = lapack.dpotrf(m, lower=1, overwrite_a=1, clean=0)
-        if info == 0:
-            m, info = lapack.dpotri(m, lower=1, overwrite_c=1)
-    if info != 0:
-        raise ConfigError(f"ease: the users' Gram matrix + {lam} I is not invertible (LAPACK info {info})")
-    m = np.tril(m) + np.tril(m, -1).T
+    m = _spd_inverse(m, f"the users' Gram matrix + {lam} I")
     mx = np.ascontiguousarray(np.asarray(x.T @ m).T, dtype=np.float32)  # M X, users × items
     del m
     xt = x.T.tocsr().astype(np.float32)
