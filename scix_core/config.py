@@ -180,6 +180,10 @@ class RecommendConfig:
     pool_interest_hits: int = 5  # the pool papers nearest each of those interests taken (0: none)
     community_weight: float = 1.0  # Tier 3: weight_cosine · similarity + this · co-save score
     tier2_community_weight: float = 1.25  # the same weight in Tier 2
+    # Tier 3's weight over a candidate pool (a day's new papers, a feed's window), where a paper's co-save
+    # score is its text's estimate (recommend/pool.py): beside one save it knows more than the similarity does
+    pool_community_weight: float = 2.0
+    tier2_pool_community_weight: float = 4.0  # the same in Tier 2, beside three saves
     # the co-save score of Tier 1: "rp3beta" (graph walk, collab_alpha/beta), "ease" (EASE^R,
     # collab_ease_lambda), "ials", "cosine" (item-kNN), or parts joined by "+" (each normalised per user)
     collab: str = "rp3beta+ease"

@@ -11,7 +11,10 @@ papers form one pool, scored
 
     weight_cosine · similarity + community_weight · cosave
 
-(``tier2_community_weight`` in place of ``community_weight`` in Tier 2;
+(``tier2_community_weight`` in place of ``community_weight`` in Tier 2; over a candidate pool
+``pool_community_weight`` and ``tier2_pool_community_weight``, 2.0 and 4.0: there a paper's co-save score is
+its text's estimate, and beside one or three saves it knew more than their similarity did,
+docs/history.md#cold-items;
 the similarity is the tier's own: best cosine to a saved paper for Tier
 3, cosine to the long-term profile for Tier 2, computed locally for the
 co-saved papers too; cosave in [0, 1], by ``recommend.tier_collab``:
@@ -137,6 +140,12 @@ def pool_targets(
     return groups, np.array(allocate(mass, limit, 1), dtype=np.int64)
 
 
+def _community_weight(cfg: RecommendConfig, tier: int, pooled: bool) -> float:
+    if pooled:
+        return cfg.tier2_pool_community_weight if tier == 2 else cfg.pool_community_weight
+    return cfg.tier2_community_weight if tier == 2 else cfg.community_weight
+
+
 def blend(
     side: IndexSide,
     ctx: UserContext,
@@ -168,7 +177,7 @@ def blend(
     rows = [*content, *extra]
     sims = np.array([*content.values(), *extra_sims.tolist()], dtype=np.float64)
     collab = cos.for_tiers[np.array(rows, dtype=np.int64)].astype(np.float64) if rows else np.zeros(0)
-    weight = cfg.tier2_community_weight if tier == 2 else cfg.community_weight
+    weight = _community_weight(cfg, tier, side.pool is not None)
     score = cfg.weight_cosine * sims + weight * collab
     order = np.lexsort((np.array(rows), -score))
     facts: dict = {"pool": len(order), "reach": int(reach.sum())}

@@ -77,11 +77,13 @@ def _check_config(cfg) -> None:
         raise ConfigError("recommend half-lives must be positive")
     weights = (r.collab_alpha, r.collab_beta, r.mmr_quota_bonus, r.tier3_quota_bonus, r.tier2_quota_bonus)
     covers = (r.tier3_neighbour_cover, r.tier2_neighbour_cover, r.tier1_neighbour_cover, r.neighbours)
-    if min(*weights, *covers, r.weight_cosave, r.community_weight, r.tier2_community_weight) < 0:
+    communities = (r.community_weight, r.tier2_community_weight, r.pool_community_weight)
+    if min(*weights, *covers, r.weight_cosave, *communities, r.tier2_pool_community_weight) < 0:
         raise ConfigError(
             "recommend.collab_alpha, collab_beta, mmr_quota_bonus, tier3_quota_bonus, tier2_quota_bonus, "
             "tier3_neighbour_cover, tier2_neighbour_cover, tier1_neighbour_cover, neighbours, weight_cosave, "
-            "community_weight and tier2_community_weight must be >= 0"
+            "community_weight, tier2_community_weight, pool_community_weight and tier2_pool_community_weight "
+            "must be >= 0"
         )
     if r.collab_ease_lambda <= 0:
         raise ConfigError(f"recommend.collab_ease_lambda must be positive, not {r.collab_ease_lambda}")

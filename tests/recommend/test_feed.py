@@ -282,6 +282,43 @@ def test_over_a_pool_every_tier_also_takes_the_papers_nearest_the_neighbours_hea
             r.close()
 
 
+def test_over_a_pool_tiers_3_and_2_weigh_the_co_save_estimate_by_their_pool_weights(rec_indexes, tmp_path):
+    """Over a pool a tier scores weight_cosine · similarity + pool_community_weight (Tier 3;
+    tier2_pool_community_weight in Tier 2) · the co-save score (a pool paper nobody saved: its text's
+    estimate); outside a pool community_weight and tier2_community_weight, as before."""
+    state = UserState(tmp_path / "s.sqlite")
+    for i in range(3):
+        state.import_library(rec_indexes.edge, f"other-{i}", ["p01", "p07", "p03", "p05"], T0, [])
+    cfg = rec_indexes.config.replace(
+        **{"recommend.pool_community_weight": 3.0, "recommend.tier2_pool_community_weight": 5.0}
+    )
+    rec = Recommender(rec_indexes.edge, cfg, state=state, build_community=False)
+    recs = [rec]
+    try:
+        row = rec.side.catalog.row
+        saved = {row[p] for p in ("p01", "p07", "p03")}
+        rows = [r for r in range(len(rec.side.catalog)) if r not in saved]
+        pooled = Recommender(rec_indexes.edge, cfg, state=state, build_community=False, pool=rows)
+        recs.append(pooled)
+        rec.create_user("me", [])
+        r = cfg.recommend
+        for saves, tier, in_pool, outside in ((["p01"], 3, 3.0, 1.0), (["p07", "p03"], 2, 5.0, 1.25)):
+            for paper in saves:
+                rec.interact("me", paper, "save")
+            assert (getattr(r, "community_weight" if tier == 3 else "tier2_community_weight")) == outside
+            for recommender, weight in ((pooled, in_pool), (rec, outside)):
+                result = recommender.recommend("me", limit=4, log=False)
+                assert result.tier == tier
+                assert any(dict(i.scores)["cosave"] > 0 for i in result.items)
+                for item in result.items:
+                    scores = dict(item.scores)
+                    sim = scores.get("best_score", scores.get("longterm_sim"))
+                    assert item.score == pytest.approx(r.weight_cosine * sim + weight * scores["cosave"])
+    finally:
+        for each in recs:
+            each.close()
+
+
 def test_feed_from_the_command_line_and_the_api(listed, monkeypatch, capsys):
     from fastapi.testclient import TestClient
 

@@ -269,7 +269,12 @@ def test_thresholds_are_configuration(rec_indexes, user):
     assert rec.recommend(user).tier == 1
     with pytest.raises(ConfigError, match="thresholds"):
         Recommender(rec_indexes.edge, rec_indexes.config.replace(**{"recommend.tier3_min_saves": 9}))
-    for weight in ("community_weight", "tier2_community_weight"):
+    for weight in (
+        "community_weight",
+        "tier2_community_weight",
+        "pool_community_weight",
+        "tier2_pool_community_weight",
+    ):
         with pytest.raises(ConfigError, match=f"{weight} must be >= 0"):
             Recommender(rec_indexes.edge, rec_indexes.config.replace(**{f"recommend.{weight}": -0.5}))
     for bad, match in (
