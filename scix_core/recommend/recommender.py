@@ -52,6 +52,25 @@ TIER_WEIGHTS = ("validated", "equal")  # recommend.tier_weights
 MAX_LIMIT = 1000
 
 
+#: weights, bonuses and counts a negative value would turn around
+NON_NEGATIVE = (
+    "collab_alpha",
+    "collab_beta",
+    "mmr_quota_bonus",
+    "tier3_quota_bonus",
+    "tier2_quota_bonus",
+    "tier3_neighbour_cover",
+    "tier2_neighbour_cover",
+    "tier1_neighbour_cover",
+    "neighbours",
+    "weight_cosave",
+    "community_weight",
+    "tier2_community_weight",
+    "pool_community_weight",
+    "tier2_pool_community_weight",
+)
+
+
 def _check_config(cfg) -> None:
     r = cfg.recommend
     if not (r.tier1_min_saves >= r.tier2_min_saves >= r.tier3_min_saves >= 1):
@@ -75,16 +94,10 @@ def _check_config(cfg) -> None:
         raise ConfigError("recommend.total_slots and oversample must be positive, min_slots non-negative")
     if min(r.longterm_half_life, r.shortterm_half_life, r.recency_half_life_saves) <= 0:
         raise ConfigError("recommend half-lives must be positive")
-    weights = (r.collab_alpha, r.collab_beta, r.mmr_quota_bonus, r.tier3_quota_bonus, r.tier2_quota_bonus)
-    covers = (r.tier3_neighbour_cover, r.tier2_neighbour_cover, r.tier1_neighbour_cover, r.neighbours)
-    communities = (r.community_weight, r.tier2_community_weight, r.pool_community_weight)
-    if min(*weights, *covers, r.weight_cosave, *communities, r.tier2_pool_community_weight) < 0:
-        raise ConfigError(
-            "recommend.collab_alpha, collab_beta, mmr_quota_bonus, tier3_quota_bonus, tier2_quota_bonus, "
-            "tier3_neighbour_cover, tier2_neighbour_cover, tier1_neighbour_cover, neighbours, weight_cosave, "
-            "community_weight, tier2_community_weight, pool_community_weight and tier2_pool_community_weight "
-            "must be >= 0"
-        )
+    negative = [name for name in NON_NEGATIVE if getattr(r, name) < 0]
+    if negative:
+        values = ", ".join(str(getattr(r, n)) for n in negative)
+        raise ConfigError(f"recommend.{', '.join(negative)} must be >= 0, not {values}")
     if r.collab_ease_lambda <= 0:
         raise ConfigError(f"recommend.collab_ease_lambda must be positive, not {r.collab_ease_lambda}")
     collab_model(r.collab)  # an unknown name lists the valid ones

@@ -17,6 +17,7 @@ from scix_core.errors import (
 )
 from scix_core.recommend import Recommender
 from scix_core.recommend.profile import ewma, profile_tag
+from scix_core.recommend.recommender import NON_NEGATIVE
 from scix_core.recommend.reuse import REUSED
 from scix_core.recommend.state import utc_text
 from tests.corpus import BY_ID
@@ -269,14 +270,9 @@ def test_thresholds_are_configuration(rec_indexes, user):
     assert rec.recommend(user).tier == 1
     with pytest.raises(ConfigError, match="thresholds"):
         Recommender(rec_indexes.edge, rec_indexes.config.replace(**{"recommend.tier3_min_saves": 9}))
-    for weight in (
-        "community_weight",
-        "tier2_community_weight",
-        "pool_community_weight",
-        "tier2_pool_community_weight",
-    ):
-        with pytest.raises(ConfigError, match=f"{weight} must be >= 0"):
-            Recommender(rec_indexes.edge, rec_indexes.config.replace(**{f"recommend.{weight}": -0.5}))
+    for name in NON_NEGATIVE:  # each named alone when it is the one below zero
+        with pytest.raises(ConfigError, match=rf"^recommend\.{name} must be >= 0, not -1"):
+            Recommender(rec_indexes.edge, rec_indexes.config.replace(**{f"recommend.{name}": -1}))
     for bad, match in (
         ({"recommend.mmr_tail_lambda": 1.5}, "mmr_tail_lambda"),
         ({"recommend.tier2_tail_every": 0}, "tier2_tail_every"),
