@@ -130,6 +130,11 @@ def diversity(vectors: np.ndarray) -> float:
     return float(1.0 - (sims.sum() - np.trace(sims)) / (n * (n - 1)))
 
 
+def tested_per_tier(cutoffs: Sequence[int]) -> tuple[str, ...]:
+    """What a per-tier table tests the cascade against each peer on: recall at every cutoff, and coverage."""
+    return (*(f"recall@{k}" for k in cutoffs), "cluster_coverage")
+
+
 def cluster_coverage(rec_vectors: np.ndarray, centroids: np.ndarray) -> float:
     if not len(rec_vectors) or not len(centroids):
         return 0.0
@@ -223,7 +228,7 @@ class RecEvalReport:
                 )
         for trunc, block in self.per_tier.items():
             tests = {(c["baseline"], c["metric"]): c for c in block.get("comparisons", [])}
-            tested = (primary, "cluster_coverage")
+            tested = tested_per_tier(self.setup.get("cutoffs", CUTOFFS))
             t = Table(
                 "run",
                 *metrics,
@@ -559,9 +564,9 @@ def _per_tier_tables(
     permutations: int = PERMUTATIONS,
 ) -> dict:
     """Each truncation's lists (:func:`~scix_core.evaluate.rec_lists.per_tier_lists`) scored, and the cascade
-    tested against each peer on the first cutoff's recall and on coverage, Holm over each table."""
+    tested against each peer on recall at every cutoff and on coverage, Holm over each table."""
     out = {}
-    tested = (f"recall@{cutoffs[0]}", "cluster_coverage")
+    tested = tested_per_tier(cutoffs)
     for name, (made, ran) in lists.items():
         values = {run: _score(rec, ids, splits, centroids, cutoffs) for run, ids in made.items()}
         out[name] = {

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from scix_core.config import Config, load_config
 from scix_core.evaluate import rec_runs
-from scix_core.evaluate.recs import evaluate_recs, in_parts
+from scix_core.evaluate.recs import evaluate_recs, in_parts, tested_per_tier
 from scix_core.notebook import charts
 from scix_core.notebook.frontend import Rendered, View, banner, heading, table
 from scix_core.train.scorer import in_run_scorer
@@ -138,7 +138,8 @@ def render_rec_eval(report: dict) -> Rendered:
         rows = []
         for r, m in block["runs"].items():
             row = {"run": r, **m}
-            for metric, label in ((primary, "recall"), ("cluster_coverage", "coverage")):
+            for metric in tested_per_tier(setup.get("cutoffs", [k])):
+                label = "coverage" if metric == "cluster_coverage" else metric
                 c = tests.get((r, metric))  # the cascade against this peer, Holm over the table
                 row[f"cascade Δ {label}"] = c["delta"] if c else None
                 row[f"p_adj {label}"] = c["p_adj"] if c else None

@@ -192,6 +192,7 @@ def test_the_cold_item_protocol_on_real_libraries(citeulike_home):
         permutations=200,
         progress=False,
         per_tier_users=10,
+        cutoffs=(10, 50),
     )
     setup = report.setup
     assert setup["protocol"] == "cold-item" and setup["new_papers"] == round(0.2 * 6000)
@@ -207,6 +208,12 @@ def test_the_cold_item_protocol_on_real_libraries(citeulike_home):
         block["runs"].keys() == {"cascade", "content-knn", "svm", "cf-from-text"}
         for block in report.per_tier.values()
     )
+    for block in report.per_tier.values():  # the cascade against each peer at every cutoff and on coverage
+        assert {(c["baseline"], c["metric"]) for c in block["comparisons"]} == {
+            (p, m)
+            for p in ("content-knn", "svm", "cf-from-text")
+            for m in ("recall@10", "recall@50", "cluster_coverage")
+        }
 
 
 @pytest.mark.model
