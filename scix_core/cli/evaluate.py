@@ -393,6 +393,15 @@ def _tune_args(p: argparse.ArgumentParser) -> None:
         "full-fine-tuning (both towers of the encoder too: hours)",
     )
     p.add_argument(
+        "--reranker",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="try a cross-encoder over the chosen pipeline's fused top window (repeatable): a workspace "
+        "reranker's name or a path (the queries it was trained on are left out), or fine-tuned (one "
+        "trained per fold: hours); added to the space's rerankers",
+    )
+    p.add_argument(
         "--group-folds",
         action="store_true",
         help="keep queries that share a relevant paper in one fold (where no group outgrows a fold): the "
@@ -421,15 +430,20 @@ def _tune_args(p: argparse.ArgumentParser) -> None:
     _tune_args,
 )
 def tune_cmd(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from scix_core.tune import load_space, parse_budget, tune  # lazy: the training stack, only here
 
     cfg = _config(args)
+    space = load_space(args.space)
+    if args.reranker:
+        space = replace(space, rerankers=tuple(dict.fromkeys([*space.rerankers, *args.reranker])))
     report = tune(
         args.index,
         _gold(args, cfg) if (args.queries or args.gold) else None,
         args.split,
         cfg,
-        load_space(args.space),
+        space,
         args.folds,
         args.seed,
         parse_budget(args.budget),

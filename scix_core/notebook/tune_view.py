@@ -105,7 +105,8 @@ def render_tune(report: Mapping, top: int = 25) -> Rendered:
     parts.append(
         banner(
             f"pieces built {covered.get('pieces_built')} of {covered.get('pieces_planned')}; encoder epochs "
-            f"covered {covered.get('encoder_epochs')}, query side {covered.get('query_epochs')}; folds "
+            f"covered {covered.get('encoder_epochs')}, query side {covered.get('query_epochs')}; rerankers "
+            f"tried {covered.get('rerankers', [])}; folds "
             f"{'grouped by relevant paper' if covered.get('folds_grouped') else 'at random'}; space "
             f"{report.get('setup', {}).get('space')}",
             "note",

@@ -22,14 +22,12 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from scix_core.config import Config, load_config
 from scix_core.embeddings import query_embedding, shared_encoder
 from scix_core.errors import (
     BackendUnavailableError,
-    ConfigError,
     QueryError,
     ScixError,
     UnknownNameError,
@@ -50,7 +48,7 @@ from scix_core.search.result import Hit, LaneScore, SearchResult
 from scix_core.search.rewrite import alias_table, get_rewriter, skip_reason
 from scix_core.search.stages.base import StageBypassed, StageContext
 from scix_core.search.stages.boosts import BoostStage
-from scix_core.search.stages.rerank import CrossEncoderReranker
+from scix_core.search.stages.rerank import CrossEncoderReranker, reranker_path
 from scix_core.stores.papers import PaperStore, connect
 from scix_core.types import Ranking
 from scix_core.vectors import open_reader, release_reader
@@ -494,12 +492,7 @@ class Searcher:
         if not reranks(spec):
             return None
 
-        path = Path(spec).expanduser()
-        if not path.exists():  # not a path: a reranker trained into the workspace, by name
-            try:
-                path = Workspace(self.config.home).model_dir("rerankers", spec)
-            except ConfigError:
-                pass  # not a valid name either: the reranker reports the path as missing
+        path = reranker_path(spec, self.config.home)
         s = self.config.search
         key = (
             str(path),

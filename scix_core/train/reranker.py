@@ -231,11 +231,14 @@ def train_reranker(
     max_queries: int | None = None,
     base_model: str | None = None,
     progress: bool = True,
+    gold: Gold | None = None,
 ) -> TrainReport:
+    """A cross-encoder trained on the judged queries of ``split`` (or of ``gold``, any gold set over the
+    index), saved into the workspace as ``name``."""
     cfg = config or load_config()
     t = time.perf_counter()
     searcher = Searcher(index, cfg)
-    gold = _gold(searcher, split)
+    gold = gold or _gold(searcher, split)
     query_ids = random.Random(recipe.seed).sample(gold.judged, len(gold.judged))[: max_queries or None]
     ranked, texts = _rank(searcher, gold, query_ids, recipe)
     data = groups(gold, query_ids, {q: ranked[q].ids for q in query_ids}, texts, recipe)

@@ -32,16 +32,18 @@ from pathlib import Path
 
 from scix_core.config import Config, load_config
 from scix_core.embeddings.encoder import Encoder, query_embedding
-from scix_core.errors import ConfigError
+from scix_core.errors import ConfigError, ModelUnavailableError
 from scix_core.evaluate import encoder_training_queries, sample_queries, uncapped_pool
-from scix_core.evaluate.gold import Gold, from_index
+from scix_core.evaluate.gold import Gold, from_index, training_queries
 from scix_core.evaluate.metrics import METRICS
 from scix_core.evaluate.runs import DEPTH
 from scix_core.evaluate.significance import GateDecision, compare, gate, holm
 from scix_core.ingest import ingest
 from scix_core.search import Searcher
+from scix_core.search.stages.rerank import reranker_path
 from scix_core.train.encoder import Recipe, hybrid_rankings, train_encoder, triples
 from scix_core.train.query_side import QueryRecipe, Targets, index_encoders, positives, train_query_encoder
+from scix_core.train.reranker import RerankRecipe, train_reranker
 from scix_core.tune import preset
 from scix_core.tune.pieces import (
     Folds,
@@ -54,8 +56,10 @@ from scix_core.tune.pieces import (
     run_key,
 )
 from scix_core.tune.report import TuneReport
+from scix_core.tune.rerank import FINE_TUNED, RerankStage, excluded_of
 from scix_core.tune.select import DEFAULTS, TUNED, best, cv_table, fused, nested, values_of, worth
 from scix_core.tune.space import Candidate, Fusion, Space, load_space
+from scix_core.types import Ranking
 from scix_core.workspace import Workspace
 
 FOLDS = 5
@@ -122,6 +126,7 @@ def tune(
     recipe=None,
     query_recipe=None,
     group_folds: bool = False,
+    rerank_recipe=None,
 ) -> TuneReport:
     """Tune the search pipeline of ``index`` on ``gold`` (default: the index's own qrels of ``split``: its
     only split, else train)."""
@@ -130,6 +135,7 @@ def tune(
     space = space or Space()
     recipe = recipe or Recipe(seed=seed)
     query_recipe = query_recipe or QueryRecipe(seed=seed)
+    rerank_recipe = rerank_recipe or RerankRecipe(seed=seed)
     if folds < 2:
         raise ConfigError(f"--folds must be at least 2, got {folds}")
     cfg = (config or load_config()).replace(**{"search.depth": DEPTH})
@@ -140,9 +146,23 @@ def tune(
         manifest = dict(searcher.manifest)
         gold = gold or from_index(searcher.store, split)
         trained = encoder_training_queries(searcher, gold)
-        gold = sample_queries(gold, None, seed, trained)
         if trained:
             notes.append(f"{len(trained)} queries the index's encoder was trained on are left out")
+        rerankers = {m: reranker_path(m, cfg.home) for m in space.rerankers if m != FINE_TUNED}
+        for model, path in rerankers.items():
+            if not path.exists():
+                raise ModelUnavailableError(
+                    f"space.rerankers: no cross-encoder {model!r} (a path, or a reranker trained into the "
+                    "workspace by `scix train-reranker`)"
+                )
+            seen = training_queries(path, index, manifest.get("corpus_hash"))
+            seen = set() if seen is None else set(gold.judged) if "*" in seen else seen & set(gold.judged)
+            if seen - trained:
+                notes.append(
+                    f"{len(seen - trained)} queries the reranker {model!r} was trained on are left out"
+                )
+            trained |= seen
+        gold = sample_queries(gold, None, seed, trained)
         ids = list(gold.judged)
         if len(ids) < 2 * folds:
             raise ConfigError(f"{len(ids)} judged queries cannot make {folds} folds of at least two queries")
@@ -155,14 +175,15 @@ def tune(
         defaults = defaults_of(cfg, manifest)
         epochs = [e for e in space.epochs if e > 0]
         qepochs = list(space.query_epochs)
+        fine_tuned_reranker = FINE_TUNED in space.rerankers
         smallest = min(len(dealt.training(f, g)) for f in range(folds) for g in range(folds) if f != g)
-        if (epochs or qepochs) and smallest < space.min_train_queries:
+        if (epochs or qepochs or fine_tuned_reranker) and smallest < space.min_train_queries:
             notes.append(
                 f"folds too small to fine-tune: the inner training sets hold {smallest} queries, fewer than "
                 f"space.min_train_queries = {space.min_train_queries}; the encoder stays as shipped and the "
                 "other choices are tuned"
             )
-            epochs, qepochs = [], []
+            epochs, qepochs, fine_tuned_reranker = [], [], False
         queries = {q: gold.queries[q] for q in ids}
         # the pieces hold the MaxP lane too: the fine-tuned ones when the space reads passages, the index's
         # encoder's also when the defaults do (an index with passage vectors)
@@ -174,10 +195,12 @@ def tune(
             "base": cfg.embedding.model,
             "passages": [passages, shipped_passages],
         }
+        if space.rerankers:  # (only then: the keys of runs without a reranker stay as they were)
+            extra["rerank_recipe"] = rerank_recipe.__dict__
         key = run_key(manifest, gold, dealt, seed, extra)
         store = PieceStore(Workspace(cfg.home).home / "tune" / index / key, key, resume)
         plan = [f"lexical-{m}" for m in space.lexical] + ["dense-shipped"]
-        if epochs:
+        if epochs or fine_tuned_reranker:
             plan.append("hybrid")
             plan += [f"dense-ft{e}-x{'-'.join(map(str, x))}" for e in epochs for x in models_needed(dealt)]
         plan += [f"dense-q{e}-x{'-'.join(map(str, x))}" for e in qepochs for x in models_needed(dealt)]
@@ -211,7 +234,8 @@ def tune(
                 built[name] = dense_lanes(corpus, encode, papers, queries, DEPTH, shipped_passages, manifest)
                 store.save(name, built[name])
             elif name == "hybrid":
-                ranked = hybrid_rankings(searcher, queries, recipe.depth, progress)
+                depth = max(recipe.depth, rerank_recipe.depth) if fine_tuned_reranker else recipe.depth
+                ranked = hybrid_rankings(searcher, queries, depth, progress)
                 built[name] = {q: {"hybrid": r.ranking()} for q, r in ranked.items()}
                 store.save(name, built[name])
             elif name.startswith("dense-q"):
@@ -276,9 +300,43 @@ def tune(
     if defaults not in candidates:
         candidates.insert(0, defaults)
     plain, inner = _values(candidates, built, dealt, gold, metrics, primary, progress)
+
+    def cv_mean(c: Candidate) -> float:
+        return statistics.fmean(plain[c][primary].values())
+
+    winner = best(candidates, cv_mean, defaults)
+    models = [*rerankers, *([FINE_TUNED] if fine_tuned_reranker else [])]
+    then = None
+    if models:  # the reranker stage, on the first-stage pipelines chosen without it
+        _, chosen = nested(candidates, plain, inner, dealt, primary, defaults)
+        stage = RerankStage(space.rerank_window, store, clock, dealt, gold, queries, papers, cfg, progress)
+        bases = list(dict.fromkeys([defaults, winner, *chosen]))
+        prepared: dict = {}
+        stages = {b: _stage_one(b, built, dealt, prepared) for b in bases}
+        covered_models = stage.build(models, stages, built, rerankers, rerank_recipe)
+        for b in bases:
+            for model in covered_models:
+                c = b.reranked(model, space.rerank_window)
+                plain[c], inner[c] = _values_of(
+                    c, stage.stages[b], dealt, gold, metrics, primary, stage.reranker(model)
+                )
+                candidates.append(c)
+        left += stage.left
+        plan += stage.planned
+        if set(models) - set(covered_models):
+            notes.append(
+                f"the budget stopped the reranker stage: {sorted(set(models) - set(covered_models))} not "
+                "tried (--resume continues)"
+            )
+
+        def then(c: Candidate) -> list[Candidate]:
+            return [c.reranked(m, space.rerank_window) for m in covered_models]
+
+        winner = best([winner, *then(winner)], cv_mean, defaults)
     table = cv_table(plain, primary)
-    winner = best(candidates, lambda c: statistics.fmean(plain[c][primary].values()), defaults)
-    tuned_values, chosen = nested(candidates, plain, inner, dealt, primary, defaults)
+    tuned_values, chosen = nested(
+        [c for c in candidates if not c.rerank], plain, inner, dealt, primary, defaults, then
+    )
     alone = worth(candidates, plain, primary, defaults)
     values = {DEFAULTS: plain[defaults], TUNED: tuned_values}
     roles: dict[Candidate, list[str]] = {winner: ["winner"]} if winner != defaults else {}
@@ -302,7 +360,7 @@ def tune(
             "models": {
                 n: sorted(dealt.training(*_model(n)[2]))
                 for n in built
-                if n.startswith(("dense-ft", "dense-q")) and f in _model(n)[2]
+                if n.startswith(("dense-ft", "dense-q", "rerank-ft")) and f in _model(n)[2]
             },
         }
         for f in range(folds)
@@ -330,6 +388,7 @@ def tune(
             "encoder_epochs": covered_epochs,
             "query_epochs": covered_q,
             "folds_grouped": dealt.grouped,
+            "rerankers": [c for c in models if any(x.rerank == c for x in candidates)],
         },
         notes=tuple(notes),
         seconds=time.perf_counter() - clock.start,
@@ -344,12 +403,17 @@ def tune(
             "pieces": str(store.folder),
             "recipe": recipe.__dict__,
             "query_recipe": query_recipe.__dict__,
+            "rerank_recipe": rerank_recipe.__dict__ if fine_tuned_reranker else None,
             "base_model": cfg.embedding.model,
             "corpus_hash": manifest.get("corpus_hash"),
         },
     )
     if decision.ship and write:
-        recipes = (recipe, replace(query_recipe, epochs=report.winner.query_epochs or query_recipe.epochs))
+        recipes = (
+            recipe,
+            replace(query_recipe, epochs=report.winner.query_epochs or query_recipe.epochs),
+            rerank_recipe,
+        )
         report = replace(
             report, preset=str(_ship(report, cfg, index, manifest, gold, recipes, passages, progress))
         )
@@ -357,37 +421,63 @@ def tune(
 
 
 def _model(name: str) -> tuple[str, int, tuple[int, ...]]:
-    """``dense-ftE-xF[-G]`` / ``dense-qE-xF[-G]`` -> ("ft" / "q", E, (F[, G]))."""
+    """``dense-ftE-xF[-G]`` / ``dense-qE-xF[-G]`` -> ("ft" / "q", E, (F[, G])); ``rerank-ft-xF[-G]`` ->
+    ("rerank", 0, (F[, G]))."""
     head, _, folds = name.partition("-x")
+    if head == "rerank-ft":
+        return "rerank", 0, excluded_of(name)
     kind = "ft" if head.startswith("dense-ft") else "q"
     return kind, int(head.removeprefix(f"dense-{kind}")), tuple(int(f) for f in folds.split("-"))
 
 
+def _stage_one(
+    c: Candidate, built, dealt: Folds, prepared: dict
+) -> dict[tuple[int, ...], dict[str, Ranking]]:
+    """The fused rankings of ``c``'s first stage, by the folds the pieces that ranked them were built
+    without: ``(F,)`` -> fold F's queries (the plain cross-validation); ``(F, G)`` -> the queries of folds F
+    and G (the inner cross-validation of outer folds F and G). The index's encoder was built without no
+    fold: its pairs are the same rankings."""
+    lexical = built[f"lexical-{c.lexical}"]
+    shipped = c.encoder == "shipped"
+    out = {}
+    for f in range(dealt.k):
+        dense = built["dense-shipped"] if shipped else built[f"dense-{c.encoder}-x{f}"]
+        out[(f,)] = fused(c, lexical, dense, dealt.queries(f), DEPTH, prepared)
+    for f, g in models_needed(dealt)[dealt.k :]:
+        if shipped:
+            out[(f, g)] = {**out[(f,)], **out[(g,)]}
+        else:
+            dense = built[f"dense-{c.encoder}-x{f}-{g}"]
+            out[(f, g)] = fused(c, lexical, dense, dealt.queries(f, g), DEPTH, prepared)
+    return out
+
+
+def _values_of(c: Candidate, stage, dealt: Folds, gold: Gold, metrics, primary: str, rerank=None):
+    """metric -> query -> value of ``c`` (each query ranked with pieces built without it), and per outer
+    fold the primary values of its training queries ranked without that fold; ``rerank(excluded, q,
+    ranking)`` reranks the first stage's rankings."""
+    if rerank is not None:
+        stage = {x: {q: rerank(x, q, r) for q, r in ranked.items()} for x, ranked in stage.items()}
+    plain = values_of(gold, {q: r for f in range(dealt.k) for q, r in stage[(f,)].items()}, metrics)
+    if c.encoder == "shipped" and c.rerank != FINE_TUNED:  # nothing fold-specific: inner = plain
+        return plain, {f: plain[primary] for f in range(dealt.k)}
+    inner = {}
+    for f in range(dealt.k):
+        rankings = {q: stage[tuple(sorted((f, dealt.of[q])))][q] for q in dealt.training(f)}
+        inner[f] = values_of(gold, rankings, (primary,))[primary]
+    return plain, inner
+
+
 def _values(candidates, built, dealt: Folds, gold: Gold, metrics, primary: str, progress: bool):
-    """Per candidate: metric -> query -> value (each query's lanes built without it), and per outer fold the
-    primary values of its training queries ranked without that fold (the inner cross-validation)."""
+    """Per candidate: metric -> query id -> value (each query's lanes built without it), and per outer fold
+    the primary values of its training queries ranked without that fold (the inner cross-validation)."""
     from tqdm.auto import tqdm
 
-    ids = list(dealt.of)
-    shipped = built["dense-shipped"]
     plain, inner, prepared = {}, {}, {}
     for c in tqdm(candidates, desc="candidates", disable=not progress, leave=False):
-        lexical = built[f"lexical-{c.lexical}"]
-        if c.encoder == "shipped":
-            plain[c] = values_of(gold, fused(c, lexical, shipped, ids, DEPTH, prepared), metrics)
-            inner[c] = {f: plain[c][primary] for f in range(dealt.k)}
-            continue
-        piece = {f: built[f"dense-{c.encoder}-x{f}"] for f in range(dealt.k)}
-        dense = {q: piece[dealt.of[q]][q] for q in ids}
-        plain[c] = values_of(gold, fused(c, lexical, dense, ids, DEPTH, prepared), metrics)
-        inner[c] = {}
-        for f in range(dealt.k):
-            train = dealt.training(f)
-            dense = {
-                q: built[f"dense-{c.encoder}-x{min(f, dealt.of[q])}-{max(f, dealt.of[q])}"][q] for q in train
-            }
-            rankings = fused(c, lexical, dense, train, DEPTH, prepared)
-            inner[c][f] = values_of(gold, rankings, (primary,))[primary]
+        plain[c], inner[c] = _values_of(
+            c, _stage_one(c, built, dealt, prepared), dealt, gold, metrics, primary
+        )
     return plain, inner
 
 
@@ -397,14 +487,14 @@ def _ship(
     index: str,
     manifest: Mapping,
     gold: Gold,
-    recipes: tuple[Recipe, QueryRecipe],
+    recipes: tuple[Recipe, QueryRecipe, RerankRecipe],
     passages: bool,
     progress: bool,
 ) -> Path:
     """Write the preset; build the winner's encoder (every judged query) and the index to match. A query
     side is trained against the vectors its fold models learnt from (MaxP when the space read passages)."""
     winner = report.winner
-    recipe, query_recipe = recipes
+    recipe, query_recipe, rerank_recipe = recipes
     encoder = query_model = None
     evidence = {
         "gold": f"{gold.name}, {report.n_queries} queries, {report.folds}-fold CV, "
@@ -439,6 +529,11 @@ def _ship(
         served = cfg.replace(**{"embedding.query_model": query_model})
         emb = query_embedding(served.embedding, dict(manifest), cfg.home)
         Encoder(emb, cfg.home).encode_query("warm-up")
+    if winner.rerank == FINE_TUNED:  # trained on every judged query, as each fold's on its training queries
+        reranker = train_reranker(
+            index, f"{index}-tuned-reranker", cfg, recipe=rerank_recipe, gold=gold, progress=progress
+        )
+        winner = winner.reranked(reranker.name, winner.rerank_window)
     needs_build = encoder is not None or (winner.passages and not manifest.get("passages"))
     path = preset.write(cfg.home, index, preset.render(winner, encoder, evidence, query_model))
     if needs_build:

@@ -29,7 +29,7 @@ from scix_core.types import Ranking
 
 TUNED = "tuned (nested)"
 DEFAULTS = "defaults"
-CHOICES = ("encoder", "passages", "lexical", "fusion")
+CHOICES = ("encoder", "passages", "lexical", "fusion", "reranker")
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,8 @@ class CvRow:
             "lexical": c.lexical,
             "fusion": c.fusion.kind,
             "fusion_value": c.fusion.value,
+            "rerank": c.rerank,
+            "rerank_window": c.rerank_window,
             "means": dict(self.means),
             "ci95": list(self.ci),
         }
@@ -122,15 +124,23 @@ def nested(
     folds: Folds,
     primary: str,
     defaults: Candidate,
+    then: Callable[[Candidate], Sequence[Candidate]] | None = None,
 ) -> tuple[dict[str, dict[str, float]], list[Candidate]]:
     """metric -> query id -> value of tuning itself (each outer fold's choice on the other folds, scored on
-    the fold), and the candidate chosen for each fold."""
+    the fold), and the candidate chosen for each fold. ``then(pick)``: a later stage's variants of the
+    fold's pick (the pick reranked), among which the fold chooses again on the same queries."""
     metrics = list(next(iter(plain.values())))
     values: dict[str, dict[str, float]] = {m: {} for m in metrics}
     chosen = []
     for f in range(folds.k):
         train = set(folds.training(f))
-        pick = best(candidates, lambda c, f=f, train=train: _mean_on(inner[c][f], train), defaults)
+
+        def mean(c: Candidate, f: int = f, train: set[str] = train) -> float:
+            return _mean_on(inner[c][f], train)
+
+        pick = best(candidates, mean, defaults)
+        if then is not None:
+            pick = best([pick, *then(pick)], mean, defaults)
         chosen.append(pick)
         for q in folds.queries(f):
             for m in metrics:

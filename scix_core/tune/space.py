@@ -4,8 +4,10 @@ A candidate is one complete search pipeline: the encoder (the index's as shipped
 on the fold's training queries, or its query side alone fine-tuned for ``query_epochs`` against the index's
 vectors, :mod:`scix_core.train.query_side`), the dense lane scoring whole papers or by their best passage
 (MaxP), the lexical lanes' semantics, and the fusion (RRF with its k, or a convex combination of min-max or
-z-score normalised lane scores with the dense lane's weight α). Its :meth:`Candidate.overrides` are the
-``search.*`` settings that make the pipeline do exactly that.
+z-score normalised lane scores with the dense lane's weight α), and — when the space lists rerankers — the
+cross-encoder stage over the fused top window (a cross-encoder you have, or one fine-tuned on the fold's
+training queries: :mod:`scix_core.tune.rerank`). Its :meth:`Candidate.overrides` are the ``search.*``
+settings that make the pipeline do exactly that.
 
 A ``--space FILE.toml`` narrows or widens it: a ``[space]`` table with any of the fields of :class:`Space`
 (``epochs = [0]``: no fine-tuning of both towers; ``query_epochs = []``: none of the query side). Three are
@@ -20,11 +22,12 @@ from __future__ import annotations
 import itertools
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from scix_core.errors import ConfigError
 from scix_core.search.fusion import fusion_step
+from scix_core.search.stages.rerank import MAX_LIMIT as RERANK_LIMIT
 
 LEXICAL_MODES = ("auto", "and", "or")
 NORMALISERS = ("minmax", "zscore")
@@ -65,6 +68,8 @@ class Candidate:
     lexical: str  # the lexical lanes' semantics: auto, and, or
     fusion: Fusion
     query_epochs: int = 0  # n: the query side alone fine-tuned n epochs against the index's vectors
+    rerank: str = ""  # "": no reranker; "fine-tuned" (on the fold's training queries) or a cross-encoder
+    rerank_window: int = 0  # the fused papers the reranker re-scores
 
     @property
     def encoder(self) -> str:
@@ -76,7 +81,18 @@ class Candidate:
     @property
     def name(self) -> str:
         encoder = f"q-ft{self.query_epochs}" if self.query_epochs else self.encoder
-        return f"{encoder}{'+passages' if self.passages else ''} · {self.lexical} · {self.fusion.label}"
+        name = f"{encoder}{'+passages' if self.passages else ''} · {self.lexical} · {self.fusion.label}"
+        if self.rerank:
+            name += f" · rerank {Path(self.rerank).name or self.rerank} top {self.rerank_window}"
+        return name
+
+    @property
+    def first_stage(self) -> Candidate:
+        """This pipeline without its reranker: what the reranker re-scores."""
+        return replace(self, rerank="", rerank_window=0)
+
+    def reranked(self, model: str, window: int) -> Candidate:
+        return replace(self, rerank=model, rerank_window=window)
 
     @property
     def dense(self) -> str:
@@ -85,19 +101,25 @@ class Candidate:
 
     def overrides(self) -> dict[str, object]:
         """The ``search.*`` settings of this pipeline (the encoder is the index's: see the preset)."""
+        rerank = (
+            {"search.rerank": self.rerank, "search.rerank_window": self.rerank_window} if self.rerank else {}
+        )
         return {
             "search.lexical_mode": self.lexical,
             "search.passages": self.passages,
             **self.fusion.overrides(),
+            **rerank,
         }
 
     def changes(self, other: Candidate) -> tuple[str, ...]:
-        """The choices (encoder, passages, lexical, fusion) in which this candidate differs from ``other``."""
+        """The choices (encoder, passages, lexical, fusion, reranker) in which this candidate differs from
+        ``other``."""
         pairs = {
             "encoder": (self.encoder, other.encoder),
             "passages": (self.passages, other.passages),
             "lexical": (self.lexical, other.lexical),
             "fusion": (self.fusion, other.fusion),
+            "reranker": ((self.rerank, self.rerank_window), (other.rerank, other.rerank_window)),
         }
         return tuple(name for name, (a, b) in pairs.items() if a != b)
 
@@ -115,6 +137,11 @@ class Space:
     rrf_k: tuple[int, ...] = (10, 30, 60)
     normalise: tuple[str, ...] = NORMALISERS
     alphas: tuple[float, ...] = ALPHAS
+    # a reranker over the fused top ``rerank_window``, tried on the pipeline chosen without it (stage-wise):
+    # "fine-tuned" (a cross-encoder per fold, trained on its training queries: hours) or a cross-encoder you
+    # have (a workspace reranker's name or a path; the queries it was trained on are left out)
+    rerankers: tuple[str, ...] = ()
+    rerank_window: int = 30
     # fine-tuning needs this many training queries in the smallest training set it would use (the inner
     # folds' (K-2)/K of the judged queries): fewer make a handful of optimiser steps that move nothing
     min_train_queries: int = 200
@@ -135,6 +162,15 @@ class Space:
             raise ConfigError("space.lexical and space.passages need at least one value each")
         if any(k < 0 for k in self.rrf_k) or any(not 0 <= a <= 1 for a in self.alphas):
             raise ConfigError("space.rrf_k must be >= 0 and space.alphas within [0, 1]")
+        if self.rerank_window <= RERANK_LIMIT:
+            raise ConfigError(
+                f"space.rerank_window must exceed {RERANK_LIMIT} (the most results the pipeline reranks: a "
+                f"smaller window could only reshuffle a page), got {self.rerank_window}"
+            )
+        if any(not r or r == "off" for r in self.rerankers):
+            raise ConfigError(
+                f"space.rerankers: cross-encoder names or paths, or 'fine-tuned'; got {list(self.rerankers)}"
+            )
         if not self.rrf_k and not (self.normalise and self.alphas):
             raise ConfigError(
                 "the space has no fusion: give space.rrf_k or space.normalise with space.alphas"
@@ -196,9 +232,9 @@ def space_from(table: Mapping, where: str = "the space") -> Space:
         raise ConfigError(f"--space: unknown key(s) {unknown} in {where}; known: {sorted(known)}")
     values = {}
     for key, value in table.items():
-        if key == "min_train_queries":
-            if not isinstance(value, int) or value < 1:
-                raise ConfigError(f"space.min_train_queries must be a positive integer, got {value!r}")
+        if key in ("min_train_queries", "rerank_window"):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"space.{key} must be a positive integer, got {value!r}")
             values[key] = value
             continue
         items = value if isinstance(value, list) else [value]

@@ -5,21 +5,24 @@ nested cross-validation with fine-tuning, the preset the pipeline then runs, and
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from scix_core.config import load_config
 from scix_core.data.dataset import Dataset
-from scix_core.errors import ConfigError, UnknownNameError
+from scix_core.errors import ConfigError, ModelUnavailableError, UnknownNameError
 from scix_core.evaluate import evaluate
 from scix_core.evaluate.config_runs import ConfigRun
+from scix_core.evaluate.gold import from_index
 from scix_core.ingest import ingest
 from scix_core.notebook import TuneView
 from scix_core.search.fusion import ConvexFusion
 from scix_core.train.encoder import Recipe
 from scix_core.train.query_side import QueryRecipe
-from scix_core.tune import parse_budget, tune
+from scix_core.train.reranker import RerankRecipe, train_reranker
+from scix_core.tune import _ship, parse_budget, tune
 from scix_core.tune.pieces import Folds, models_needed
 from scix_core.tune.preset import preset_path
 from scix_core.tune.select import TUNED
@@ -42,16 +45,26 @@ def _code(i: int) -> str:
     return f"qzv{i:02d}kx"
 
 
+def _papers() -> tuple[Paper, ...]:
+    return tuple(
+        Paper(f"p{i:02d}", f"Report {_code(i)}", TOPICS[i % len(TOPICS)] + f" part {i}") for i in range(N)
+    )
+
+
+def _queries() -> tuple[Query, ...]:
+    return tuple(Query(f"q{i:02d}", _code(i)) for i in range(N))
+
+
+def _qrels() -> dict:
+    return {"train": {f"q{i:02d}": {f"p{i:02d}": 1} for i in range(N)}}
+
+
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory):
     """Each query is a made-up code word found in one paper's title; every abstract is about one of four
     unrelated topics. The lexical lane finds the one paper; the dense lane, shown a code word, ranks noise.
     So convex α = 0 (lexical alone) is perfect, α = 1 (dense alone) is not: the winner is known."""
-    papers = tuple(
-        Paper(f"p{i:02d}", f"Report {_code(i)}", TOPICS[i % len(TOPICS)] + f" part {i}") for i in range(N)
-    )
-    queries = tuple(Query(f"q{i:02d}", _code(i)) for i in range(N))
-    qrels = {"train": {f"q{i:02d}": {f"p{i:02d}": 1} for i in range(N)}}
+    papers, queries, qrels = _papers(), _queries(), _qrels()
     home = tmp_path_factory.mktemp("tune-home")
     # the torch backend: the fine-tuned fold models then encode as trained, with no ONNX export each
     settings = {"search.fusion": "convex", "search.convex_alpha": 1.0, "embedding.backend": "torch"}
@@ -75,6 +88,16 @@ def test_space_from_toml_and_its_errors(tmp_path):
     )
     assert space.candidates()[2].name == "q-ft2 · or · rrf k=60" and space.candidates()[2].encoder == "q2"
     assert load_space("fusion").query_epochs == () and load_space("full-fine-tuning").epochs == (0, 1, 2)
+    path.write_text("[space]\nrerankers = ['fine-tuned', 'models/ce']\nrerank_window = 40\n")
+    assert (load_space(path).rerankers, load_space(path).rerank_window) == (("fine-tuned", "models/ce"), 40)
+    reranked = Candidate(0, False, "or", rrf).reranked("models/ce", 40)
+    assert reranked.name == "shipped · or · rrf k=60 · rerank ce top 40"
+    assert (
+        reranked.overrides()["search.rerank"] == "models/ce"
+        and reranked.overrides()["search.rerank_window"] == 40
+    )
+    assert reranked.changes(Candidate(0, False, "or", rrf)) == ("reranker",)
+    assert reranked.first_stage == Candidate(0, False, "or", rrf)
     for body, message in (
         ("[space]\nepoch = [1]\n", "unknown key"),
         ("[space]\nquery_epochs = [0]\n", "query_epochs"),
@@ -82,6 +105,9 @@ def test_space_from_toml_and_its_errors(tmp_path):
         ("[space]\nalphas = ['half']\n", "expected a list of float"),
         ("[space]\nrrf_k = []\nnormalise = []\n", "no fusion"),
         ("epochs = [0]\n", "no \\[space\\] table"),
+        ("[space]\nrerank_window = 20\n", "must exceed 20"),
+        ("[space]\nrerank_window = '30'\n", "positive integer"),
+        ("[space]\nrerankers = ['off']\n", "cross-encoder names or paths"),
     ):
         path.write_text(body)
         with pytest.raises(ConfigError, match=message):
@@ -179,6 +205,7 @@ def test_no_test_query_reaches_its_folds_fine_tuning_or_choice(planted):
     )
     recipe = Recipe(epochs=1, batch_size=8, depth=10, skip=1, seed=3)
     query_recipe = QueryRecipe(epochs=1, batch_size=8, seed=3)
+    space = replace(space, rerankers=("fine-tuned",))
     report = tune(
         "planted",
         config=planted,
@@ -189,6 +216,7 @@ def test_no_test_query_reaches_its_folds_fine_tuning_or_choice(planted):
         write=False,
         recipe=recipe,
         query_recipe=query_recipe,
+        rerank_recipe=RerankRecipe(epochs=1, batch_size=8, depth=10, skip=1, max_length=64, seed=3),
     )
     assert (
         report.covered["encoder_epochs"] == [0, 1]
@@ -201,15 +229,120 @@ def test_no_test_query_reaches_its_folds_fine_tuning_or_choice(planted):
     for entry in report.ledger.values():
         test = set(entry["test"])
         assert test and not test & set(entry["chose_on"])
-        # per kind (both towers, the query side) its folds-but-one model and the two folds-but-two models
-        assert len(entry["models"]) == 6
+        # per kind (both towers, the query side, the reranker) its folds-but-one model and the two
+        # folds-but-two models
+        assert len(entry["models"]) == 9 and sum(n.startswith("rerank-ft") for n in entry["models"]) == 3
         for name, trained_on in entry["models"].items():
             saved = json.loads((pieces / f"{name}.json").read_text())
             assert saved["trained_on"] == trained_on and not test & set(trained_on)
             # a model scores only the queries of the folds it left out
             assert set(saved["rankings"]) == {q for q, g in fold_of.items() if g in saved["excluded"]}
     assert any(row.candidate.epochs == 1 for row in report.table)
+    # the reranker stage: each fold's choice is its first-stage choice, reranked or not; the defaults and
+    # the first-stage winner are reranked in the table too
+    assert report.covered["rerankers"] == ["fine-tuned"]
+    reranked = {row.candidate for row in report.table if row.candidate.rerank}
+    assert report.defaults.reranked("fine-tuned", 30) in reranked
+    assert report.winner.first_stage.reranked("fine-tuned", 30) in reranked
+    assert all(c.rerank in ("", "fine-tuned") for c in report.fold_choices)
     assert any(row.candidate.query_epochs == 1 for row in report.table)
+
+
+def test_a_reranker_you_have_is_tuned_as_the_pipeline_reranks(planted):
+    """A cross-encoder trained on 6 of the 24 queries: those are left out, and the tune's reranked defaults
+    score what `scix eval`'s hybrid+rerank run scores on the same queries."""
+    trained = train_reranker(
+        "planted",
+        "tiny",
+        planted,
+        recipe=RerankRecipe(epochs=1, batch_size=8, depth=10, skip=1, max_length=64, seed=3),
+        max_queries=6,
+        progress=False,
+    )
+    space = Space(
+        query_epochs=(),
+        epochs=(0,),
+        passages=(False,),
+        lexical=("auto",),
+        rrf_k=(),
+        normalise=("minmax",),
+        alphas=(0.0, 1.0),
+        rerankers=("tiny",),
+    )
+    cfg = planted.replace(**{"search.rerank_window": 30})
+    report = tune("planted", config=cfg, space=space, folds=3, permutations=200, progress=False, write=False)
+    assert report.n_queries == N - trained.queries == 18
+    assert any("the reranker 'tiny' was trained on are left out" in n for n in report.notes)
+    row = report.row(report.defaults.reranked("tiny", 30))
+    check = evaluate("planted", runs=("hybrid+rerank",), config=cfg, reranker="tiny", permutations=200)
+    assert check.n_queries == 18
+    for metric in ("ndcg@10", "mrr@10"):
+        assert row.means[metric] == pytest.approx(check.runs["hybrid+rerank"][metric], abs=1e-9)
+    # kept: a resumed run scores nothing again
+    again = tune(
+        "planted",
+        config=cfg,
+        space=space,
+        folds=3,
+        permutations=200,
+        progress=False,
+        write=False,
+        resume=True,
+        budget_s=0,
+    )
+    assert again.table == report.table
+    with pytest.raises(ModelUnavailableError, match="no cross-encoder 'no-such-model'"):
+        tune("planted", config=cfg, space=replace(space, rerankers=("no-such-model",)), progress=False)
+
+
+def test_a_reranker_that_wins_ships_in_the_preset(planted, tmp_path, monkeypatch):
+    """A cross-encoder that learnt the code words on another corpus (so none of this index's queries is
+    left out) beats the dense-alone defaults by far: the reranked defaults win, every fold chooses the
+    reranker, and the preset reranks. A fine-tuned winner's reranker is trained on every judged query."""
+    copy = Dataset(
+        "planted-copy", "python", (*_papers(), Paper("extra", "An extra paper")), _queries(), _qrels()
+    )
+    ingest(copy, "planted-copy", config=planted, progress=False)
+    recipe = RerankRecipe(epochs=10, batch_size=4, depth=24, skip=0, max_length=32, lr=2e-4, seed=3)
+    train_reranker("planted-copy", "code-words", planted, recipe=recipe, progress=False)
+    space = Space(
+        query_epochs=(),
+        epochs=(0,),
+        passages=(False,),
+        lexical=("auto",),
+        rrf_k=(),
+        normalise=("minmax",),
+        alphas=(1.0,),
+        rerankers=("code-words",),
+    )
+    report = tune("planted", config=planted, space=space, folds=4, permutations=2000, progress=False)
+    assert report.n_queries == N and report.winner == report.defaults.reranked("code-words", 30)
+    assert set(report.fold_choices) == {report.winner} and report.worth["reranker"] == report.winner
+    assert report.runs[TUNED]["ndcg@10"] > report.runs["defaults"]["ndcg@10"] + 0.3
+    assert report.decision.ship and report.preset
+    monkeypatch.setenv("SCIX_HOME", str(planted.home))
+    monkeypatch.delenv("SCIX_CONFIG", raising=False)
+    tuned = load_config("tuned", "planted")
+    assert (tuned.search.rerank, tuned.search.rerank_window) == ("code-words", 30)
+    from scix_core.search import Searcher
+
+    result = Searcher("planted", tuned).search(_code(7), "hybrid", limit=10)
+    assert "rerank" in result.rankings and result.ids[0] == "p07"
+    # a winner reranked by a fine-tuned cross-encoder: trained on every judged query, named in the preset
+    winner = report.defaults.reranked("fine-tuned", 30)
+    fine = replace(report, winner=winner, table=(replace(report.table[0], candidate=winner), *report.table))
+    searcher = Searcher("planted", planted)
+    gold = from_index(searcher.store, "train")
+    small = RerankRecipe(epochs=1, batch_size=8, depth=10, skip=1, max_length=32, seed=3)
+    recipes = (Recipe(), QueryRecipe(), small)
+    path = _ship(fine, planted, "planted", dict(searcher.manifest), gold, recipes, False, False)
+    assert 'rerank = "planted-tuned-reranker"' in path.read_text()
+    manifest = json.loads(
+        (
+            Workspace(planted.home).model_dir("rerankers", "planted-tuned-reranker") / "scix_manifest.json"
+        ).read_text()
+    )
+    assert sorted(manifest["query_ids"]) == sorted(gold.judged)
 
 
 def test_folds_too_small_to_fine_tune_tune_the_rest(planted):
@@ -298,6 +431,8 @@ def test_the_command_line(planted, monkeypatch, tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["hits"][0]["paper_id"] == "p05"
     assert main([*argv, "--budget", "two hours"]) == 2
     assert "--budget" in capsys.readouterr().err
+    assert main([*argv, "--reranker", "no-such-model", "--dry-run"]) != 0
+    assert "no cross-encoder 'no-such-model'" in capsys.readouterr().err
     assert main(["--config", "tuned", "info"]) == 2  # whose preset? a typed error, not a traceback
     assert "needs the index" in capsys.readouterr().err
 

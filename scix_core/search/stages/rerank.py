@@ -23,10 +23,23 @@ from scix_core.embeddings.onnx import BACKENDS, OnnxCrossEncoder, export
 from scix_core.errors import ConfigError, ModelUnavailableError, UnknownNameError
 from scix_core.search.stages.base import StageBypassed, StageContext
 from scix_core.types import Ranking, ScoredPaper
+from scix_core.workspace import Workspace
 
 WINDOW = 50
 MAX_LIMIT = 20  # the reference design's _RERANK_TOP_K_CAP
 MAX_LENGTH = 512
+
+
+def reranker_path(spec: str, home) -> Path:
+    """Where the cross-encoder ``spec`` lives: a path as given, else a reranker trained into the workspace
+    by that name (not a valid name either: the path as given, which the reranker reports missing)."""
+    path = Path(spec).expanduser()
+    if not path.exists():
+        try:
+            path = Workspace(home).model_dir("rerankers", spec)
+        except ConfigError:
+            pass
+    return path
 
 
 def passage(title: str, abstract: str) -> str:
