@@ -40,6 +40,7 @@ from scix_core.evaluate.runs import DEPTH
 from scix_core.evaluate.significance import GateDecision, compare, gate, holm
 from scix_core.ingest import ingest
 from scix_core.search import Searcher
+from scix_core.search.options import reranks
 from scix_core.search.stages.rerank import reranker_path
 from scix_core.train.encoder import Recipe, hybrid_rankings, train_encoder, triples
 from scix_core.train.query_side import QueryRecipe, Targets, index_encoders, positives, train_query_encoder
@@ -173,6 +174,11 @@ def tune(
                 "fold): the folds are dealt at random"
             )
         defaults = defaults_of(cfg, manifest)
+        if reranks(cfg.search.rerank) and cfg.search.rerank not in space.rerankers:
+            notes.append(
+                f"your configuration reranks with {cfg.search.rerank!r}: the defaults here are its first "
+                f"stage (--reranker {cfg.search.rerank} tries the reranker too)"
+            )
         epochs = [e for e in space.epochs if e > 0]
         qepochs = list(space.query_epochs)
         fine_tuned_reranker = FINE_TUNED in space.rerankers

@@ -291,6 +291,18 @@ def test_a_reranker_you_have_is_tuned_as_the_pipeline_reranks(planted):
         budget_s=0,
     )
     assert again.table == report.table
+    # a configured reranker not in the space: the defaults are its first stage, and the report says so
+    first = tune(
+        "planted",
+        config=cfg.replace(**{"search.rerank": "tiny"}),
+        space=replace(space, rerankers=()),
+        folds=3,
+        permutations=200,
+        progress=False,
+        write=False,
+    )
+    assert any("your configuration reranks with 'tiny'" in n for n in first.notes)
+    assert not any(row.candidate.rerank for row in first.table)
     with pytest.raises(ModelUnavailableError, match="no cross-encoder 'no-such-model'"):
         tune("planted", config=cfg, space=replace(space, rerankers=("no-such-model",)), progress=False)
 
