@@ -315,7 +315,7 @@ def test_a_reranker_that_wins_ships_in_the_preset(planted, tmp_path, monkeypatch
         "planted-copy", "python", (*_papers(), Paper("extra", "An extra paper")), _queries(), _qrels()
     )
     ingest(copy, "planted-copy", config=planted, progress=False)
-    recipe = RerankRecipe(epochs=10, batch_size=4, depth=24, skip=0, max_length=32, lr=2e-4, seed=3)
+    recipe = RerankRecipe(epochs=6, batch_size=8, depth=24, skip=0, max_length=32, lr=3e-4, seed=3)
     train_reranker("planted-copy", "code-words", planted, recipe=recipe, progress=False)
     space = Space(
         query_epochs=(),
