@@ -10,7 +10,9 @@ papers and their passages, and — when the space fine-tunes — an encoder per 
 on the other folds' queries only and scoring only the excluded ones. Every candidate of the space
 (:mod:`scix_core.tune.space`) is then the pipeline's own fusion step over those lanes, scored per query;
 :mod:`scix_core.tune.select` makes the CV table, the winner, the nested estimate of tuning itself and what
-each choice is worth. The nested estimate meets the defaults in paired randomisation tests over every
+each choice is worth. When the space lists rerankers, they are tried on the first-stage pipelines chosen
+without them (:mod:`scix_core.tune.rerank`), and each outer fold chooses again between its pick and its pick
+reranked. The nested estimate meets the defaults in paired randomisation tests over every
 metric, Holm-corrected, and the gate decides on them: the nested estimate has already paid for choosing
 among the candidates. The winner and each choice's best alone are compared with the defaults too, Holm over
 those candidates. Only a SHIP writes anything: the preset ``indexes/NAME/tuned.toml`` and, when
