@@ -166,7 +166,7 @@ def fine_tune(
         train_objectives=[(loader, loss)],
         epochs=recipe.epochs,
         warmup_steps=max(1, len(loader) * recipe.epochs // 10),
-        optimizer_params={"lr": recipe.lr},
+        optimizer_params={"lr": recipe.lr, "fused": True},  # AdamW's one kernel for every tensor
         show_progress_bar=progress,
     )
     return model, len(loader) * recipe.epochs
