@@ -59,7 +59,7 @@ from scix_core.tune.pieces import (
     run_key,
 )
 from scix_core.tune.report import TuneReport
-from scix_core.tune.rerank import FINE_TUNED, RerankStage, excluded_of
+from scix_core.tune.rerank import FINE_TUNED, RerankStage, excluded_of, fingerprint
 from scix_core.tune.select import DEFAULTS, TUNED, best, cv_table, fused, nested, values_of, worth
 from scix_core.tune.space import Candidate, Fusion, Space, load_space
 from scix_core.types import Ranking
@@ -205,6 +205,8 @@ def tune(
         }
         if space.rerankers:  # (only then: the keys of runs without a reranker stay as they were)
             extra["rerank_recipe"] = rerank_recipe.__dict__
+            # a cross-encoder retrained under the same name scores anew
+            extra["rerankers"] = {m: fingerprint(p) for m, p in sorted(rerankers.items())}
         key = run_key(manifest, gold, dealt, seed, extra)
         store = PieceStore(Workspace(cfg.home).home / "tune" / index / key, key, resume)
         plan = [f"lexical-{m}" for m in space.lexical] + ["dense-shipped"]

@@ -50,6 +50,16 @@ def excluded_of(name: str) -> tuple[int, ...]:
     return tuple(int(f) for f in name.partition("-x")[2].split("-"))
 
 
+def fingerprint(path: Path) -> list:
+    """A cross-encoder's path and its files' total size and latest time: what its kept scores depend on."""
+    files = [path] if path.is_file() else sorted(f for f in path.rglob("*") if f.is_file())
+    return [
+        str(path),
+        sum(f.stat().st_size for f in files),
+        max((f.stat().st_mtime_ns for f in files), default=0),
+    ]
+
+
 def windows(
     model: str, stage_one: Iterable[Mapping[tuple[int, ...], Mapping[str, Ranking]]], window: int
 ) -> Windows:

@@ -25,6 +25,7 @@ from scix_core.train.reranker import RerankRecipe, train_reranker
 from scix_core.tune import _ship, parse_budget, tune
 from scix_core.tune.pieces import Folds, models_needed
 from scix_core.tune.preset import preset_path
+from scix_core.tune.rerank import fingerprint
 from scix_core.tune.select import TUNED
 from scix_core.tune.space import Candidate, Fusion, Space, load_space
 from scix_core.types import Paper, Query
@@ -290,7 +291,12 @@ def test_a_reranker_you_have_is_tuned_as_the_pipeline_reranks(planted):
         resume=True,
         budget_s=0,
     )
-    assert again.table == report.table
+    assert again.table == report.table and again.setup["run_key"] == report.setup["run_key"]
+    # the run's key knows the model's files: one retrained under the same name is scored anew
+    folder = Workspace(planted.home).model_dir("rerankers", "tiny")
+    before = fingerprint(folder)
+    (folder / "scix_manifest.json").write_text((folder / "scix_manifest.json").read_text() + " ")
+    assert fingerprint(folder) != before
     # a configured reranker not in the space: the defaults are its first stage, and the report says so
     first = tune(
         "planted",
