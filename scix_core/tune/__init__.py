@@ -322,7 +322,7 @@ def tune(
         stage = RerankStage(space.rerank_window, store, clock, dealt, gold, queries, papers, cfg, progress)
         bases = list(dict.fromkeys([defaults, winner, *chosen]))
         prepared: dict = {}
-        stages = {b: _stage_one(b, built, dealt, prepared) for b in bases}
+        stages = {b: _stage_one(b, built, dealt, prepared, FINE_TUNED in models) for b in bases}
         covered_models = stage.build(models, stages, built, rerankers, rerank_recipe)
         for b in bases:
             for model in covered_models:
@@ -441,18 +441,21 @@ def _model(name: str) -> tuple[str, int, tuple[int, ...]]:
 
 
 def _stage_one(
-    c: Candidate, built, dealt: Folds, prepared: dict
+    c: Candidate, built, dealt: Folds, prepared: dict, pairs: bool
 ) -> dict[tuple[int, ...], dict[str, Ranking]]:
     """The fused rankings of ``c``'s first stage, by the folds the pieces that ranked them were built
-    without: ``(F,)`` -> fold F's queries (the plain cross-validation); ``(F, G)`` -> the queries of folds F
-    and G (the inner cross-validation of outer folds F and G). The index's encoder was built without no
-    fold: its pairs are the same rankings."""
+    without: ``(F,)`` -> fold F's queries (the plain cross-validation); with ``pairs`` (or a fine-tuned
+    encoder) also ``(F, G)`` -> the queries of folds F and G (the inner cross-validation of outer folds F and
+    G). The index's encoder was built without no fold: its pairs are the same rankings, only wanted where a
+    fold-specific reranker reads them."""
     lexical = built[f"lexical-{c.lexical}"]
     shipped = c.encoder == "shipped"
     out = {}
     for f in range(dealt.k):
         dense = built["dense-shipped"] if shipped else built[f"dense-{c.encoder}-x{f}"]
         out[(f,)] = fused(c, lexical, dense, dealt.queries(f), DEPTH, prepared)
+    if shipped and not pairs:
+        return out
     for f, g in models_needed(dealt)[dealt.k :]:
         if shipped:
             out[(f, g)] = {**out[(f,)], **out[(g,)]}
@@ -486,7 +489,7 @@ def _values(candidates, built, dealt: Folds, gold: Gold, metrics, primary: str, 
     plain, inner, prepared = {}, {}, {}
     for c in tqdm(candidates, desc="candidates", disable=not progress, leave=False):
         plain[c], inner[c] = _values_of(
-            c, _stage_one(c, built, dealt, prepared), dealt, gold, metrics, primary
+            c, _stage_one(c, built, dealt, prepared, False), dealt, gold, metrics, primary
         )
     return plain, inner
 

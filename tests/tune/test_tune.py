@@ -60,6 +60,13 @@ def _qrels() -> dict:
     return {"train": {f"q{i:02d}": {f"p{i:02d}": 1} for i in range(N)}}
 
 
+def _fixed_encoder(**choices) -> Space:
+    """A space without fine-tuning: whole papers, ``auto`` semantics unless ``choices`` say otherwise."""
+    return Space(
+        **{"query_epochs": (), "epochs": (0,), "passages": (False,), "lexical": ("auto",), **choices}
+    )
+
+
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory):
     """Each query is a made-up code word found in one paper's title; every abstract is about one of four
@@ -129,15 +136,7 @@ def test_models_needed_cover_every_fold_and_pair():
 
 
 def test_the_known_winner_ships_and_the_preset_runs_it(planted, monkeypatch):
-    space = Space(
-        query_epochs=(),
-        epochs=(0,),
-        passages=(False,),
-        lexical=("auto",),
-        rrf_k=(),
-        normalise=("minmax",),
-        alphas=(0.0, 1.0),
-    )
+    space = _fixed_encoder(rrf_k=(), normalise=("minmax",), alphas=(0.0, 1.0))
     report = tune("planted", config=planted, space=space, folds=4, permutations=2000, progress=False)
     assert report.defaults == Candidate(0, False, "auto", Fusion("minmax", 1.0))
     assert report.winner == Candidate(0, False, "auto", Fusion("minmax", 0.0))
@@ -176,15 +175,7 @@ def test_the_known_winner_ships_and_the_preset_runs_it(planted, monkeypatch):
 def test_nothing_better_than_the_defaults_writes_nothing(planted):
     preset = preset_path(planted.home, "planted")
     before = preset.read_text() if preset.exists() else None
-    space = Space(
-        query_epochs=(),
-        epochs=(0,),
-        passages=(False,),
-        lexical=("auto",),
-        rrf_k=(),
-        normalise=("minmax",),
-        alphas=(1.0,),
-    )
+    space = _fixed_encoder(rrf_k=(), normalise=("minmax",), alphas=(1.0,))
     report = tune("planted", config=planted, space=space, folds=4, permutations=500, progress=False)
     assert report.winner == report.defaults and not report.decision.ship and report.preset is None
     assert "defaults are the best" in report.decision.reasons[0]
@@ -260,16 +251,7 @@ def test_a_reranker_you_have_is_tuned_as_the_pipeline_reranks(planted):
         max_queries=6,
         progress=False,
     )
-    space = Space(
-        query_epochs=(),
-        epochs=(0,),
-        passages=(False,),
-        lexical=("auto",),
-        rrf_k=(),
-        normalise=("minmax",),
-        alphas=(0.0, 1.0),
-        rerankers=("tiny",),
-    )
+    space = _fixed_encoder(rrf_k=(), normalise=("minmax",), alphas=(0.0, 1.0), rerankers=("tiny",))
     cfg = planted.replace(**{"search.rerank_window": 30})
     report = tune("planted", config=cfg, space=space, folds=3, permutations=200, progress=False, write=False)
     assert report.n_queries == N - trained.queries == 18
@@ -323,16 +305,7 @@ def test_a_reranker_that_wins_ships_in_the_preset(planted, tmp_path, monkeypatch
     ingest(copy, "planted-copy", config=planted, progress=False)
     recipe = RerankRecipe(epochs=6, batch_size=8, depth=24, skip=0, max_length=32, lr=3e-4, seed=3)
     train_reranker("planted-copy", "code-words", planted, recipe=recipe, progress=False)
-    space = Space(
-        query_epochs=(),
-        epochs=(0,),
-        passages=(False,),
-        lexical=("auto",),
-        rrf_k=(),
-        normalise=("minmax",),
-        alphas=(1.0,),
-        rerankers=("code-words",),
-    )
+    space = _fixed_encoder(rrf_k=(), normalise=("minmax",), alphas=(1.0,), rerankers=("code-words",))
     report = tune("planted", config=planted, space=space, folds=4, permutations=2000, progress=False)
     assert report.n_queries == N and report.winner == report.defaults.reranked("code-words", 30)
     assert set(report.fold_choices) == {report.winner} and report.worth["reranker"] == report.winner
@@ -382,15 +355,7 @@ def test_folds_too_small_to_fine_tune_tune_the_rest(planted):
 
 
 def test_budget_and_resume(planted):
-    space = Space(
-        query_epochs=(),
-        epochs=(0,),
-        passages=(False,),
-        lexical=("auto", "or"),
-        rrf_k=(60,),
-        normalise=(),
-        alphas=(),
-    )
+    space = _fixed_encoder(lexical=("auto", "or"), rrf_k=(60,), normalise=(), alphas=())
     with pytest.raises(ConfigError, match="budget ran out"):
         tune("planted", config=planted, space=space, folds=4, budget_s=0, progress=False, write=False)
     first = tune(
@@ -477,15 +442,7 @@ def test_a_winner_reading_passages_rebuilds_the_index_from_its_sources(tmp_path,
     settings = {"search.fusion": "convex", "search.convex_alpha": 1.0, "embedding.backend": "torch"}
     cfg = load_config().replace(home=home, **settings)
     ingest(folder, "beir", "beir", config=cfg, progress=False)
-    space = Space(
-        query_epochs=(),
-        epochs=(0,),
-        passages=(True,),
-        lexical=("auto",),
-        rrf_k=(),
-        normalise=("minmax",),
-        alphas=(0.0,),
-    )
+    space = _fixed_encoder(passages=(True,), rrf_k=(), normalise=("minmax",), alphas=(0.0,))
     report = tune("beir", config=cfg, space=space, folds=4, permutations=500, progress=False)
     assert report.winner == Candidate(0, True, "auto", Fusion("minmax", 0.0)) and report.decision.ship
     manifest = json.loads((Workspace(home).index_dir("beir") / "manifest.json").read_text())
@@ -498,15 +455,7 @@ def test_a_winner_reading_passages_rebuilds_the_index_from_its_sources(tmp_path,
 
     assert Searcher("beir", tuned).search(_code(7), "hybrid").ids[0] == "p07"
     # the index has passage vectors now, so the defaults read them: a space without passages still has them
-    fusion_only = Space(
-        query_epochs=(),
-        epochs=(0,),
-        passages=(False,),
-        lexical=("auto",),
-        rrf_k=(60,),
-        normalise=(),
-        alphas=(),
-    )
+    fusion_only = _fixed_encoder(rrf_k=(60,), normalise=(), alphas=())
     again = tune(
         "beir", config=cfg, space=fusion_only, folds=4, permutations=200, progress=False, write=False
     )
@@ -520,15 +469,7 @@ def test_serve_workers_read_the_tuned_preset(planted, monkeypatch):
     from scix_core.serve.app import from_environment
     from scix_core.serve.front import INDEX_ENV, TUNED_ENV
 
-    space = Space(
-        query_epochs=(),
-        epochs=(0,),
-        passages=(False,),
-        lexical=("auto",),
-        rrf_k=(),
-        normalise=("zscore",),
-        alphas=(0.0,),
-    )
+    space = _fixed_encoder(rrf_k=(), normalise=("zscore",), alphas=(0.0,))
     assert tune("planted", config=planted, space=space, folds=4, permutations=500, progress=False).preset
     monkeypatch.setenv("SCIX_HOME", str(planted.home))
     monkeypatch.delenv("SCIX_CONFIG", raising=False)
