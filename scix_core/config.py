@@ -219,6 +219,11 @@ class RecommendConfig:
     mmr_tail_every: int = 12  # n of the reach picks in Tier 1
     tier_tail_every: int = 12  # n of the reach picks in Tier 3
     tier2_tail_every: int = 15  # n of the reach picks in Tier 2
+    # over a candidate pool (new papers, a feed's window), Tier 1 for a user with at most this many interest
+    # clusters (0: never): the page's last pick at λ pool_spread_lambda — a library that has shown few
+    # interests so far likely has others, and no co-saved paper reaches them from a pool
+    pool_spread_clusters: int = 3
+    pool_spread_lambda: float = 0.6  # that pick's MMR λ (the spread pick)
     n_explore: int = 2  # exploration papers from outside the user's clusters, added after the list
     explore_pool: int = 200  # they are drawn from the index's top this many trending papers
     # a paper nobody saved (a feed's new papers, the cold-item protocol's) takes the mean co-save score of

@@ -141,6 +141,36 @@ def cluster_coverage(rec_vectors: np.ndarray, centroids: np.ndarray) -> float:
     return len(set((rec_vectors @ centroids.T).argmax(axis=1).tolist())) / len(centroids)
 
 
+def random_coverage(
+    side, splits: Sequence[UserSplit], centroids: dict[str, np.ndarray], k: int, candidates, seed: int
+) -> dict[str, float]:
+    """Each user's interest-cluster coverage by ``k`` of the ``candidates`` (catalogue rows) they have not
+    saved, drawn at random (seeded): what spread alone reaches on this measure — its reference, not a peer."""
+    rows = np.asarray(candidates, dtype=np.int64)
+    vectors = side.vectors.get(rows)
+    rng = np.random.default_rng(seed)
+    out = {}
+    for s in splits:
+        free = np.flatnonzero(~np.isin(rows, side.rows(p for p in s.train if p in side.catalog.row)))
+        drawn = rng.choice(free, size=min(k, len(free)), replace=False)
+        out[s.user] = cluster_coverage(vectors[drawn], centroids[s.user])
+    return out
+
+
+def random_line(setup: Mapping) -> str:
+    """What a report says of a random list's coverage (``setup.random_coverage``); "" in a report without."""
+    drawn = setup.get("random_coverage")
+    if not drawn:
+        return ""
+    sample = drawn.get("per_tier_users")
+    return (
+        f"a random list of {setup['k']} of the candidates covers {drawn['users']:.3f} of the users' interest "
+        "clusters"
+        + (f" ({sample:.3f} for the per-tier tables' users)" if sample is not None else "")
+        + ": what spread alone reaches on that measure — its reference, not a peer"
+    )
+
+
 @dataclass(frozen=True)
 class RecEvalReport:
     index: str
@@ -218,6 +248,8 @@ class RecEvalReport:
                 )
             table.add_row(run, *cells)
         console.print(table)
+        if random_line(self.setup):
+            console.print(random_line(self.setup), highlight=False)
         for run, why in self.setup.get("not_applicable", {}).items():
             console.print(f"{run}: not applicable under this protocol — {why}", highlight=False)
         for name, decision in self.gates.items():
@@ -467,6 +499,9 @@ def evaluate_recs(
         per_user = {run: _score(rec, recommended[run], splits, centroids, cutoffs) for run in runs}
         seconds["metrics"] = time.perf_counter() - t
         candidates = len(new_rows) if cold else len(rec.side.catalog)
+        drawn = random_coverage(
+            rec.side, splits, centroids, cutoffs[0], new_rows if cold else np.arange(candidates), seed
+        )
         catalogue = {
             run: len({p for ids in recommended[run].values() for p in ids}) / candidates for run in runs
         }
@@ -527,6 +562,11 @@ def evaluate_recs(
         "per_tier_users": len(truncated) if per_tier else 0,
         "per_tier_parts": [len(p) for p in job.parts],  # the users truncated at a time
         "per_tier_first_process": list(shared),  # the tables the first process made (two processes)
+        # a random list's interest-cluster coverage: every evaluated user's mean, the per-tier sample's
+        "random_coverage": {
+            "users": float(np.mean(list(drawn.values()))),
+            "per_tier_users": float(np.mean([drawn[s.user] for s in truncated])) if per_tier else None,
+        },
     }
     return RecEvalReport(
         index,

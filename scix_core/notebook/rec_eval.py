@@ -24,7 +24,7 @@ from pathlib import Path
 
 from scix_core.config import Config, load_config
 from scix_core.evaluate import rec_runs
-from scix_core.evaluate.recs import evaluate_recs, in_parts, tested_per_tier
+from scix_core.evaluate.recs import evaluate_recs, in_parts, random_line, tested_per_tier
 from scix_core.notebook import charts
 from scix_core.notebook.frontend import Rendered, View, banner, heading, table
 from scix_core.train.scorer import in_run_scorer
@@ -126,6 +126,8 @@ def render_rec_eval(report: dict) -> Rendered:
             }
         )
     parts.append(table(rows, "scix-rec-eval"))
+    if random_line(setup):
+        parts.append(banner(random_line(setup), "note"))
     for trunc, block in report.get("per_tier", {}).items():
         users = sum(block["tiers"].values())
         parts.append(

@@ -63,6 +63,7 @@ NON_NEGATIVE = (
     "tier2_neighbour_cover",
     "tier1_neighbour_cover",
     "neighbours",
+    "pool_spread_clusters",
     "weight_cosave",
     "community_weight",
     "tier2_community_weight",
@@ -84,8 +85,9 @@ def _check_config(cfg) -> None:
     for name in ("mmr_lambda", "tier_mmr_lambda", "tier2_mmr_lambda"):
         if not 0.0 <= getattr(r, name) <= 1.0:
             raise ConfigError(f"recommend.{name} must be within [0, 1], not {getattr(r, name)}")
-    if not 0.0 <= r.mmr_tail_lambda <= 1.0:
-        raise ConfigError(f"recommend.mmr_tail_lambda must be within [0, 1], not {r.mmr_tail_lambda}")
+    for name in ("mmr_tail_lambda", "pool_spread_lambda"):
+        if not 0.0 <= getattr(r, name) <= 1.0:
+            raise ConfigError(f"recommend.{name} must be within [0, 1], not {getattr(r, name)}")
     if min(r.mmr_tail_every, r.tier_tail_every, r.tier2_tail_every) < 1:
         raise ConfigError("recommend.mmr_tail_every, tier_tail_every and tier2_tail_every must be >= 1")
     if r.cosave_per_slot < 0 or r.cosave_candidates < 0:

@@ -17,6 +17,8 @@ from scix_core.evaluate.recs import (
     cluster_coverage,
     diversity,
     evaluate_recs,
+    random_coverage,
+    random_line,
     ranking_metrics,
     split_libraries,
 )
@@ -204,6 +206,9 @@ def test_the_cold_item_protocol_on_real_libraries(citeulike_home):
         assert 0.0 < report.runs[run]["recall@10"] <= 1.0, run  # every run finds new papers
         assert report.catalogue_coverage[run] <= 1.0  # of the new papers: the candidates
     assert set(setup["tuned"]) == {"svm", "cf-from-text"}  # tuned on new items carved from the training ones
+    drawn = setup["random_coverage"]  # a random list's coverage beside the runs': the measure's reference
+    assert 0.0 < drawn["users"] <= 1.0 and 0.0 < drawn["per_tier_users"] <= 1.0
+    assert f"covers {drawn['users']:.3f}" in random_line(setup) and random_line({}) == ""
     assert all(
         block["runs"].keys() == {"cascade", "content-knn", "svm", "cf-from-text"}
         for block in report.per_tier.values()
@@ -219,7 +224,7 @@ def test_the_cold_item_protocol_on_real_libraries(citeulike_home):
 @pytest.mark.model
 @pytest.mark.realdata
 def test_cold_lists_are_drawn_from_the_new_papers_only(citeulike_home, tmp_path):
-    from scix_core.evaluate.rec_lists import replay
+    from scix_core.evaluate.rec_lists import interest_centroids, replay
     from scix_core.recommend import Recommender, UserState
     from scix_core.recommend.library import library_saves
     from scix_core.recommend.splits import cold_split, new_items, sample
@@ -243,17 +248,33 @@ def test_cold_lists_are_drawn_from_the_new_papers_only(citeulike_home, tmp_path)
     peers = rec_runs.Peers(rec, train, evaluated=[s.user for s in splits], cold=0.2, validation_users=50)
     outside = np.ones(len(rec.side.catalog), dtype=bool)
     outside[rows] = False
-    bridged = 0
+    bridged, spread = 0, 0
     for s in splits:
         got = rec.recommend(s.user, 10, log=False)
         assert got.ids and set(got.ids) <= new, got.ids
+        # Tier 1 over a pool: no reach past the page; a library of few interests gets its 10th pick spread
+        mmr, k = got.stage("mmr").summary, got.stage("cluster").summary["k"]
+        assert "reach_picks" not in mmr and got.tier == 1
+        assert (mmr["spread_pick"] is not None) == (k <= rec.config.recommend.pool_spread_clusters), k
+        if mmr["spread_pick"] is not None:
+            spread += 1
+            assert mmr["spread_pick"] == got.ids[9]
         ctx = rec.context(s.user)
         for peer in ("content-knn", "svm", "cf-from-text"):
             assert set(peers.recommend(peer, ctx, 10)) <= new, peer
         # a new paper nobody saved gets a co-save score through the papers like it; nothing outside the pool
         assert not ctx.cosaves.scores[outside].any()
         bridged += int((ctx.cosaves.scores[rows] > 0).sum())
-    assert bridged > 0
+    assert bridged > 0 and spread > 0
+    # a random list's coverage (the measure's reference): drawn from the candidates a user has not saved —
+    # with the user's saves and 10 new papers as the candidates, those 10 are the list
+    first = splits[0]
+    cents = {first.user: interest_centroids(rec, rec.context(first.user))}
+    saved = rec.side.rows(p for p in first.train if p in rec.side.catalog.row)
+    ten = np.array(rows[:10])
+    drawn = random_coverage(rec.side, [first], cents, 10, np.concatenate([saved, ten]), seed=3)
+    assert drawn == {first.user: cluster_coverage(rec.side.vectors.get(ten), cents[first.user])}
+    assert 0.0 < drawn[first.user] <= 1.0
     with pytest.raises(ConfigError, match="two protocols"):
         evaluate_recs("cul", cfg, new_share=0.2, train_size=5, runs=("tier1",), progress=False)
     with pytest.raises(ConfigError, match="cannot rank new items"):

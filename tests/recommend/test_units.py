@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -22,7 +23,7 @@ from scix_core.recommend.result import RecItem, plain
 from scix_core.recommend.stages.base import Features
 from scix_core.recommend.stages.cluster import cuts, medoid, silhouette, silhouettes, ward_labels
 from scix_core.recommend.stages.match import match_ids
-from scix_core.recommend.stages.mmr import mmr, mmr_many, tail_of
+from scix_core.recommend.stages.mmr import is_reach, mmr, mmr_many, tail_of
 from scix_core.recommend.stages.quota import allocate, importance
 from scix_core.recommend.stages.suppress import suppressed_codes
 from scix_core.recommend.state import Event, StoredCluster
@@ -209,6 +210,22 @@ def test_cosaved_count_grows_with_the_list_only_past_the_floor():
     assert cosaved_count(cfg, 100, pooled=True) == 50
     assert tail_of(cfg) == (cfg.limit, cfg.mmr_tail_lambda, cfg.mmr_tail_every)
     assert tail_of(cfg, 3, pooled=True) is None and tail_of(cfg, 2, pooled=True) is None
+
+
+def test_over_a_pool_a_library_of_few_interests_gets_the_pages_last_pick_spread():
+    cfg = RecommendConfig(limit=10, pool_spread_clusters=3, pool_spread_lambda=0.6)
+    tail = tail_of(cfg, 1, pooled=True, clusters=3)
+    assert tail == (9, 0.6, 1, 10) and [i for i in range(50) if is_reach(tail, i)] == [9]  # the 10th only
+    assert tail_of(cfg, 1, pooled=True, clusters=4) is None  # more interests known: the list as it was
+    assert tail_of(cfg, 1, pooled=True) is None and tail_of(cfg, 3, pooled=True, clusters=1) is None
+    assert tail_of(replace(cfg, pool_spread_clusters=0), 1, pooled=True, clusters=1) is None  # off
+    assert tail_of(cfg, 1, clusters=1) == (10, cfg.mmr_tail_lambda, cfg.mmr_tail_every)  # no pool: the reach
+    # 0–10 alike in falling relevance, 11 orthogonal and the least relevant: at the 10th pick λ .6 takes 11
+    # (0 against .6 · .18 − .4 for 9), then relevance order again
+    vecs = unit_rows(*([[1, 0]] * 11), [0, 1])
+    rel = np.linspace(1.0, 0.0, 12)
+    assert mmr(rel, vecs, 12, 1.0) == list(range(12))
+    assert mmr(rel, vecs, 12, 1.0, tail=tail) == [*range(9), 11, 9, 10]
 
 
 def test_mmr_quota_bonus_gives_an_under_served_cluster_a_slot_softly():

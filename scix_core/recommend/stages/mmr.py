@@ -21,6 +21,11 @@ the first ``limit`` picks every n-th is a reach pick (:func:`tail_of`), at
 λ ``mmr_tail_lambda`` (0: the candidate least like every pick so far), the
 only picks that may take the co-saved papers past ``cosave_candidates``
 (``Candidate.reach``). The other picks are the list without them.
+
+Over a candidate pool (a feed's window, the cold-item protocol's new papers)
+there is nothing to reach; there a user of at most ``pool_spread_clusters``
+interest clusters gets the page's last pick at λ ``pool_spread_lambda`` instead
+(the spread pick, :func:`tail_of`).
 """
 
 from __future__ import annotations
@@ -36,6 +41,10 @@ from scix_core.recommend.stages.base import Tier1State
 from scix_core.recommend.stages.quota import allocate
 
 QUOTA_SHAPES = ("step", "deficit")
+
+#: MMR's picks at another λ: (head, λ', n) — after the first ``head`` picks every n-th — and, with a fourth
+#: element, only the picks before it
+Tail = tuple[int, float, int] | tuple[int, float, int, int]
 
 
 def slot_targets(state: Tier1State, pool, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -67,11 +76,11 @@ def mmr_many(
     shape: str = "step",
     cover: tuple[np.ndarray, np.ndarray] | None = None,
     cover_gain: float = 0.0,
-    tail: tuple[int, float, int] | None = None,
+    tail: Tail | None = None,
     reach: np.ndarray | None = None,
 ) -> list[list[int]]:
     """MMR at each of ``lams`` over the same pool: per λ, indices into the pool in pick order. ``tail``
-    (head, λ', n): after the first ``head`` picks, every n-th at λ' instead of the row's λ — the only picks
+    (:data:`Tail`): after the first ``head`` picks, every n-th at λ' instead of the row's λ — the only picks
     that may take a candidate marked in ``reach`` (while others remain), whose scores do not set the
     relevance scale either; ``bonus`` for a candidate whose group is below its target — all of it
     (``shape="step"``), or in proportion to the share of the target still missing (``"deficit"``: a group
@@ -150,20 +159,36 @@ def mmr_many(
     return picked.tolist()
 
 
-def is_reach(tail: tuple[int, float, int] | None, pick: int) -> bool:
-    """Whether the 0-based ``pick`` is one of the tail's reach picks: every n-th after the first ``head``."""
-    return tail is not None and pick >= tail[0] and (pick - tail[0]) % tail[2] == tail[2] - 1
+def is_reach(tail: Tail | None, pick: int) -> bool:
+    """Whether the 0-based ``pick`` is one of the tail's picks: every n-th after the first ``head`` (and
+    before the end, where the tail has one)."""
+    if tail is None or pick < tail[0] or (len(tail) > 3 and pick >= tail[3]):
+        return False
+    return (pick - tail[0]) % tail[2] == tail[2] - 1
 
 
-def tail_of(cfg: RecommendConfig, tier: int = 1, pooled: bool = False) -> tuple[int, float, int] | None:
-    """MMR's reach picks past the configured list length in ``tier``: (``limit``, ``mmr_tail_lambda``,
-    every ``mmr_tail_every`` — ``tier_tail_every`` in Tier 3, ``tier2_tail_every`` in Tier 2), or None
-    without ``tail_reach`` or over a candidate pool (``pooled``: a day's listing, the cold-item protocol's
-    new papers). The reach picks take the co-saved papers past ``cosave_candidates``; a paper nobody saved
-    has no co-saves to reach into (its co-save score is the pool's estimate, recommend/pool.py), and there
-    they only spent a long list's slots on the candidates least like the rest (docs/history.md#cold-items)."""
+def tail_of(cfg: RecommendConfig, tier: int = 1, pooled: bool = False, clusters: int = 0) -> Tail | None:
+    """MMR's picks at another λ in ``tier``. Outside a candidate pool, the reach picks past the configured
+    list length: (``limit``, ``mmr_tail_lambda``, every ``mmr_tail_every`` — ``tier_tail_every`` in Tier 3,
+    ``tier2_tail_every`` in Tier 2), or None without ``tail_reach``. They take the co-saved papers past
+    ``cosave_candidates``; a paper nobody saved has no co-saves to reach into (its co-save score is the
+    pool's estimate, recommend/pool.py), and over a pool (``pooled``: a day's listing, the cold-item
+    protocol's new papers) they only spent a long list's slots on the candidates least like the rest.
+
+    Over a pool, Tier 1's spread pick instead, for a user of at most ``pool_spread_clusters`` interest
+    ``clusters``: the page's last pick (the ``limit``-th) at λ ``pool_spread_lambda``. Outside a pool the
+    co-saved candidates carry the neighbourhood's other interests into the list; a pool has none, and a
+    library that has shown few interests so far likely holds others (docs/history.md#cold-items)."""
+    if pooled:
+        spread = tier == 1 and 0 < clusters <= cfg.pool_spread_clusters and cfg.limit > 0
+        return (cfg.limit - 1, cfg.pool_spread_lambda, 1, cfg.limit) if spread else None
     every = {3: cfg.tier_tail_every, 2: cfg.tier2_tail_every}.get(tier, cfg.mmr_tail_every)
-    return (cfg.limit, cfg.mmr_tail_lambda, every) if cfg.tail_reach and not pooled else None
+    return (cfg.limit, cfg.mmr_tail_lambda, every) if cfg.tail_reach else None
+
+
+def tier1_tail(state: Tier1State) -> Tail | None:
+    """:func:`tail_of` for a Tier-1 state: over a pool or not, and its number of clusters."""
+    return tail_of(state.side.config, 1, state.side.pool is not None, len(state.clusters))
 
 
 @dataclass(frozen=True)
@@ -220,7 +245,7 @@ def tier1_sweep(
         cfg.mmr_quota_shape,
         inputs.cover,
         cfg.tier1_neighbour_cover,
-        tail_of(cfg, pooled=state.side.pool is not None),
+        tier1_tail(state),
         inputs.reach,
     )
 
@@ -232,7 +257,7 @@ class Mmr:
         pool = state.kept
         cfg = state.side.config
         lam, bonus = cfg.mmr_lambda, cfg.mmr_quota_bonus
-        tail = tail_of(cfg, pooled=state.side.pool is not None)
+        tail = tier1_tail(state)
         picks, targets, neighbours = tier1_picks(state, pool, state.limit, lam)
         selected = tuple(pool[i] for i in picks)
         moves = tuple((pool[i].paper_id, i + 1, pos) for pos, i in enumerate(picks, start=1))
@@ -252,7 +277,10 @@ class Mmr:
             "moved": sum(1 for _, rel, pos in moves if rel != pos),
             "moves": [list(m) for m in moves],
             "clusters_picked": sorted({c.cluster_id for c in selected if c.cluster_id is not None}),
-            # the tail's picks past the limit that could take papers from the community's further reach
-            "reach_picks": [c.paper_id for i, c in enumerate(selected) if is_reach(tail, i)],
         }
+        tails = [c.paper_id for i, c in enumerate(selected) if is_reach(tail, i)]
+        if state.side.pool is None:  # the tail's picks past the limit that could take the further co-saves
+            summary["reach_picks"] = tails
+        else:  # the page's last pick, spread for a library of few interests (none: not this user)
+            summary["spread_pick"] = tails[0] if tails else None
         return replace(state, selected=selected, mmr_moves=moves), summary
