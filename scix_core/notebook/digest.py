@@ -72,6 +72,8 @@ def render_digest(feed, rec, saved: Sequence[str]) -> Rendered:
         if paper.listed:
             meta.append(f"listed {paper.listed.isoformat()}")
         lines = [f"{'exploration: outside your interests' if item.exploration else 'found by ' + w.source}"]
+        if w.spread:
+            lines.append("picked to spread the page: your library shows few interests so far")
         if w.cluster is not None and not item.exploration:
             medoid = titles.get(w.medoid, w.medoid or "")
             lines.append(f"interest cluster {w.cluster} (around “{medoid[:90]}”)")

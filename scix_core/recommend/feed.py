@@ -171,7 +171,8 @@ class Feed:
 @dataclass(frozen=True)
 class Why:
     """Why a paper is in a feed: its interest cluster (and that cluster's medoid paper), the saved paper
-    nearest it and how near, and the parts of its score."""
+    nearest it and how near, the parts of its score, and whether it is the page's spread pick (MMR's last
+    pick for a library of few interests, :func:`~scix_core.recommend.stages.mmr.tail_of`)."""
 
     paper_id: str
     source: str
@@ -180,15 +181,18 @@ class Why:
     nearest_saved: str | None
     similarity: float | None
     parts: tuple[tuple[str, float], ...]
+    spread: bool = False
 
 
 def reasons(feed: Feed, side, saved: Sequence[str]) -> dict[str, Why]:
     """Each item's :class:`Why`: the nearest of the user's ``saved`` papers by the index's vectors (none
     without vectors or saves), the medoid of Tier 1's cluster."""
     result = feed.recommendations
-    medoids = {}
+    medoids, spread = {}, None
     if any(s.name == "quota" for s in result.stages):
         medoids = {c.cluster_id: c.medoid for c in result.stage("quota").output}
+    if any(s.name == "mmr" for s in result.stages):
+        spread = result.stage("mmr").summary.get("spread_pick")
     saved = [p for p in saved if p in side.catalog.row]
     nearest: dict[str, tuple[str, float]] = {}
     if side.vectors is not None and saved and result.items:
@@ -208,6 +212,7 @@ def reasons(feed: Feed, side, saved: Sequence[str]) -> dict[str, Why]:
             nearest.get(i.paper_id, (None, None))[0],
             nearest.get(i.paper_id, (None, None))[1],
             tuple(i.scores),
+            i.paper_id == spread and not i.exploration,
         )
         for i in result.items
     }

@@ -370,3 +370,11 @@ def test_the_digest_renders_each_paper_with_why_and_its_save_is_instant(listed):
     again = view.act(first, "dismiss").html  # and the digest is ranked again without it
     assert f'data-paper="{first}"' not in again
     assert rec.state.last_visit("feed", user) is None  # reading a digest is not a feed visit
+    # a page of 4: a library of few interests gets the 4th pick spread, and the digest says why it is there
+    short = DigestView("feed", user=user, config=cfg.replace(**{"recommend.limit": 4}), limit=4)
+    page = short.render().html
+    mmr = short.feed.recommendations.stage("mmr").summary
+    clusters = short.feed.recommendations.stage("cluster").summary["k"]
+    assert clusters <= cfg.recommend.pool_spread_clusters and page.count("picked to spread the page") == 1
+    assert mmr["spread_pick"] == [i for i in short.feed.items if not i.exploration][3].paper_id
+    short.rec.close()
