@@ -186,7 +186,7 @@ class Why:
 
 def reasons(feed: Feed, side, saved: Sequence[str]) -> dict[str, Why]:
     """Each item's :class:`Why`: the nearest of the user's ``saved`` papers by the index's vectors (none
-    without vectors or saves), the medoid of Tier 1's cluster."""
+    without vectors or saves), the medoid of Tier 1's cluster, and whether MMR made it the spread pick."""
     result = feed.recommendations
     medoids, spread = {}, None
     if any(s.name == "quota" for s in result.stages):
