@@ -224,6 +224,10 @@ class RecommendConfig:
     # interests so far likely has others, and no co-saved paper reaches them from a pool
     pool_spread_clusters: int = 3
     pool_spread_lambda: float = 0.6  # that pick's MMR λ (the spread pick)
+    # over a candidate pool, Tier 1's heuristic weight of the co-save score past the page (the picks after
+    # `limit`; weight_cosave: one ranking throughout): deeper in a list of new papers their co-save
+    # estimates find more of a user's later saves than the similarity does
+    pool_later_cosave: float = 1.4
     n_explore: int = 2  # exploration papers from outside the user's clusters, added after the list
     explore_pool: int = 200  # they are drawn from the index's top this many trending papers
     # a paper nobody saved (a feed's new papers, the cold-item protocol's) takes the mean co-save score of

@@ -64,6 +64,7 @@ NON_NEGATIVE = (
     "tier1_neighbour_cover",
     "neighbours",
     "pool_spread_clusters",
+    "pool_later_cosave",
     "weight_cosave",
     "community_weight",
     "tier2_community_weight",

@@ -24,11 +24,20 @@ class HeuristicScorer:
         self.cfg = cfg
         self.use_profiles = cfg.heuristic == "profile" if use_profiles is None else use_profiles
 
-    def score(self, table: FeatureTable) -> np.ndarray:
+    def _content(self, table: FeatureTable) -> np.ndarray:
         if table.has_ewma and self.use_profiles:
-            content = self.cfg.weight_longterm * table.column(
+            return self.cfg.weight_longterm * table.column(
                 "longterm_sim"
             ) + self.cfg.weight_shortterm * table.column("shortterm_sim")
-        else:
-            content = self.cfg.weight_cosine * table.column("cosine")
-        return content + self.cfg.weight_cosave * table.column("cosave")
+        return self.cfg.weight_cosine * table.column("cosine")
+
+    def score(self, table: FeatureTable) -> np.ndarray:
+        return self._content(table) + self.cfg.weight_cosave * table.column("cosave")
+
+    def later(self, table: FeatureTable) -> np.ndarray | None:
+        """Over a candidate pool, the score past the page: the co-save part weighted ``pool_later_cosave``
+        (None where that is the page's own weight, or where the scorer has no co-save part)."""
+        w = self.cfg.pool_later_cosave
+        if self.cfg.weight_cosave <= 0 or w == self.cfg.weight_cosave:
+            return None
+        return self._content(table) + w * table.column("cosave")

@@ -68,6 +68,7 @@ class Candidate:
     scores: tuple[tuple[str, float], ...] | Features = ()  # (name, value) pairs
     score: float = 0.0
     reach: bool = False  # a co-saved paper past cosave_candidates: only MMR's tail picks take it
+    later: float | None = None  # over a pool, the score past the page (the scorer's `later`; None: `score`)
 
 
 @dataclass(frozen=True, eq=False)

@@ -78,6 +78,7 @@ def mmr_many(
     cover_gain: float = 0.0,
     tail: Tail | None = None,
     reach: np.ndarray | None = None,
+    later: tuple[int, np.ndarray] | None = None,
 ) -> list[list[int]]:
     """MMR at each of ``lams`` over the same pool: per λ, indices into the pool in pick order. ``tail``
     (:data:`Tail`): after the first ``head`` picks, every n-th at λ' instead of the row's λ — the only picks
@@ -87,6 +88,8 @@ def mmr_many(
     with no pick yet gets all of it, one near its target little). ``cover``
     (:meth:`~scix_core.recommend.interests.Neighbourhood.cover`: each candidate's interest per neighbour, each
     interest's weight): + ``cover_gain`` × the weight of the interests a candidate would cover first.
+    ``later`` (first pick, relevance): from that 0-based pick on, every pick but the tail's trades that
+    relevance instead (min-max scaled the same way).
 
     The picks of every λ are made in step, one row per λ in each array, so a sweep costs about one MMR's
     array operations, not one per λ (the evaluation's λ sweep); each row's arithmetic is that λ's alone, to
@@ -129,9 +132,16 @@ def mmr_many(
             shape=(n, len(weight)),
         )
         live = np.ones((m, len(weight)))  # λs × interests
+    if later is not None:
+        second = np.asarray(later[1], dtype=np.float64)
+        low2, span2 = second[~held].min(), np.ptp(second[~held])
+        second = lam[0] * ((second - low2) / span2 if span2 > 0 else np.ones(n))
     for i in range(min(k, n)):
         reaching = is_reach(tail, i)
-        gain = rels[reaching] - keep[reaching] * closest if i else rels[reaching].copy()
+        if later is not None and i >= later[0] and not reaching:
+            gain = second - keep[0] * closest if i else second.copy()
+        else:
+            gain = rels[reaching] - keep[reaching] * closest if i else rels[reaching].copy()
         if quota:
             missing = np.maximum(goal - counts, 0)  # per group, then per candidate by its group
             gain += bonus * (missing / share if shape == "deficit" else missing > 0)[:, slot]
@@ -247,7 +257,17 @@ def tier1_sweep(
         cfg.tier1_neighbour_cover,
         tier1_tail(state),
         inputs.reach,
+        later_of(state, pool),
     )
+
+
+def later_of(state: Tier1State, pool) -> tuple[int, np.ndarray] | None:
+    """Over a candidate pool, the picks past the page (``limit``) by each candidate's ``later`` score (the
+    scorer's, :meth:`HeuristicScorer.later <scix_core.recommend.scorers.heuristic.HeuristicScorer.later>`);
+    None outside a pool or when the scorer gave none."""
+    if state.side.pool is None or not pool or any(c.later is None for c in pool):
+        return None
+    return state.side.config.limit, np.array([c.later for c in pool], dtype=np.float64)
 
 
 class Mmr:

@@ -21,13 +21,17 @@ class Score:
         table = self.table if self.table is not None else features(state, state.candidates)
         scores = self.scorer.score(table)
         names = (*table.names, self.scorer.name)
+        # over a pool, the scorer's ranking past the page where it has one (docs/recommendations.md)
+        later = getattr(self.scorer, "later", None) if state.side.pool is not None else None
+        later = later(table) if later is not None else None
+        laters = np.asarray(later, dtype=np.float64).tolist() if later is not None else [None] * len(scores)
         # the constructor, not dataclasses.replace: a few hundred candidates a user, every request
         scored = tuple(
             Candidate(
-                c.paper_id, c.row, c.source, c.cluster_id, c.cosine, Features(names, (*row, s)), s, c.reach
+                c.paper_id, c.row, c.source, c.cluster_id, c.cosine, Features(names, (*row, s)), s, c.reach, t
             )
-            for c, s, row in zip(
-                state.candidates, np.asarray(scores, dtype=np.float64).tolist(), table.values.tolist()
+            for c, s, row, t in zip(
+                state.candidates, np.asarray(scores, dtype=np.float64).tolist(), table.values.tolist(), laters
             )
         )
         scored = tuple(sorted(scored, key=lambda c: (-c.score, c.row)))
