@@ -255,6 +255,7 @@ def test_cold_lists_are_drawn_from_the_new_papers_only(citeulike_home, tmp_path)
         # Tier 1 over a pool: no reach past the page; a library of few interests gets its 10th pick spread
         mmr, k = got.stage("mmr").summary, got.stage("cluster").summary["k"]
         assert "reach_picks" not in mmr and got.tier == 1
+        assert all(c.later is not None for c in got.stage("mmr").output)  # past the page: the later score
         assert (mmr["spread_pick"] is not None) == (k <= rec.config.recommend.pool_spread_clusters), k
         if mmr["spread_pick"] is not None:
             spread += 1

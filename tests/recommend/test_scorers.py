@@ -98,6 +98,12 @@ def test_without_ewma_the_heuristic_is_065_cosine(rec_indexes):
     assert HeuristicScorer(spec).score(with_ewma) == pytest.approx(
         [0.4 * 0.9 + 0.25 * 0.8, 0.4 * 0.1 + 0.25 * 0.2]
     )
+    # past the page over a pool: the co-save part at pool_later_cosave; none without one or without a change
+    assert HeuristicScorer(RecommendConfig()).later(table) == pytest.approx(
+        [0.65 * 0.5, 0.65 * 0.7 + 1.4 * 0.4]
+    )
+    assert HeuristicScorer(spec).later(with_ewma) is None
+    assert HeuristicScorer(RecommendConfig(pool_later_cosave=0.7)).later(table) is None
 
 
 def test_audit_flags_constant_and_zero_split_features():

@@ -228,6 +228,18 @@ def test_over_a_pool_a_library_of_few_interests_gets_the_pages_last_pick_spread(
     assert mmr(rel, vecs, 12, 1.0, tail=tail) == [*range(9), 11, 9, 10]
 
 
+def test_picks_past_the_page_trade_the_later_relevance():
+    # four orthogonal candidates: relevance 1, .9, .5, .1; past the first two picks the later relevance
+    # (3 best, then 2) orders what is left; the page itself is the relevance order
+    vecs = unit_rows([1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1])
+    rel, later = np.array([1.0, 0.9, 0.5, 0.1]), np.array([0.0, 0.1, 0.2, 0.9])
+    assert mmr(rel, vecs, 4, 1.0) == [0, 1, 2, 3]
+    assert mmr(rel, vecs, 4, 1.0, later=(2, later)) == [0, 1, 3, 2]
+    assert mmr(rel, vecs, 4, 1.0, later=(0, later)) == [3, 2, 1, 0]
+    # the tail's picks keep the first relevance: the spread pick at 2 (λ 1 here) takes 2 before 3
+    assert mmr(rel, vecs, 4, 1.0, tail=(1, 1.0, 1, 3), later=(2, later)) == [0, 1, 2, 3]
+
+
 def test_mmr_quota_bonus_gives_an_under_served_cluster_a_slot_softly():
     vecs = unit_rows([1, 0], [1, 0], [0, 1], [0, 1])
     rel = np.array([1.0, 0.9, 0.5, 0.2])  # scaled: 1, 0.875, 0.375, 0
