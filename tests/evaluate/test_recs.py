@@ -256,6 +256,7 @@ def test_cold_lists_are_drawn_from_the_new_papers_only(citeulike_home, tmp_path)
         mmr, k = got.stage("mmr").summary, got.stage("cluster").summary["k"]
         assert "reach_picks" not in mmr and got.tier == 1
         assert all(c.later is not None for c in got.stage("mmr").output)  # past the page: the later score
+        assert mmr["later_from_pick"] == rec.config.recommend.limit + 1
         assert (mmr["spread_pick"] is not None) == (k <= rec.config.recommend.pool_spread_clusters), k
         if mmr["spread_pick"] is not None:
             spread += 1

@@ -303,4 +303,6 @@ class Mmr:
             summary["reach_picks"] = tails
         else:  # the page's last pick, spread for a library of few interests (none: not this user)
             summary["spread_pick"] = tails[0] if tails else None
+            # the picks past the page, ranked by the scorer's later score (none: the one ranking throughout)
+            summary["later_from_pick"] = cfg.limit + 1 if later_of(state, pool) is not None else None
         return replace(state, selected=selected, mmr_moves=moves), summary
