@@ -99,8 +99,7 @@ def mmr_many(
         return [[] for _ in lams]
     rel = np.asarray(relevance, dtype=np.float64)
     held = np.zeros(n, dtype=bool) if reach is None or reach.all() else np.asarray(reach, dtype=bool)
-    low, span = rel[~held].min(), np.ptp(rel[~held])
-    scaled = (rel - low) / span if span > 0 else np.ones(n)
+    scaled = _scaled(rel, held)
     lam = np.asarray(lams, dtype=np.float64)[:, None]
     lam = (lam, np.full_like(lam, tail[1]) if tail is not None else lam)  # (λ, the reach picks' λ) per row
     rels, keep = (lam[0] * scaled, lam[1] * scaled), (1 - lam[0], 1 - lam[1])
@@ -133,9 +132,7 @@ def mmr_many(
         )
         live = np.ones((m, len(weight)))  # λs × interests
     if later is not None:
-        second = np.asarray(later[1], dtype=np.float64)
-        low2, span2 = second[~held].min(), np.ptp(second[~held])
-        second = lam[0] * ((second - low2) / span2 if span2 > 0 else np.ones(n))
+        second = lam[0] * _scaled(np.asarray(later[1], dtype=np.float64), held)
     for i in range(min(k, n)):
         reaching = is_reach(tail, i)
         if later is not None and i >= later[0] and not reaching:
@@ -167,6 +164,12 @@ def mmr_many(
                 similar[b] = (vecs @ vecs[b]).astype(np.float64)
             np.maximum(closest[row], similar[b], out=closest[row])
     return picked.tolist()
+
+
+def _scaled(relevance: np.ndarray, held: np.ndarray) -> np.ndarray:
+    """Min-max scaled by the candidates not ``held`` (all 1 when those are equal)."""
+    low, span = relevance[~held].min(), np.ptp(relevance[~held])
+    return (relevance - low) / span if span > 0 else np.ones(len(relevance))
 
 
 def is_reach(tail: Tail | None, pick: int) -> bool:
