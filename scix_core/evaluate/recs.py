@@ -11,7 +11,9 @@ excludes them). Per user and run: recall@10, nDCG@10 and hit-rate@10
 (trec_eval), intra-list diversity (mean pairwise cosine distance of the
 recommended papers), and coverage of the user's interest clusters (the Ward
 clusters of the training saves, Tier 1's rule; a recommended paper covers
-the cluster whose centroid it is nearest to); per run, catalogue coverage.
+the cluster whose centroid it is nearest to) and S-recall over those clusters
+(:func:`subtopic_recall`); per run, catalogue coverage; beside the runs, a
+random list's figures (:func:`random_lists`), their reference.
 Paired per-user randomisation tests with Holm correction and the search
 gate (``scix_core.evaluate.significance``) compare every run with the
 baseline. ``per_tier`` truncates the training saves of a seeded sample of
@@ -81,12 +83,13 @@ CUTOFFS = (K,)
 
 
 def metric_names(cutoffs: Sequence[int] = CUTOFFS) -> tuple[str, ...]:
-    """recall, nDCG and hit rate at every cutoff, then diversity at the first and interest-cluster
-    coverage."""
+    """recall, nDCG and hit rate at every cutoff, then at the first diversity, interest-cluster coverage and
+    subtopic recall over the interest clusters."""
     return (
         *(f"{m}@{k}" for k in cutoffs for m in ("recall", "ndcg", "hit")),
         f"ild@{cutoffs[0]}",
         "cluster_coverage",
+        f"s_recall@{cutoffs[0]}",
     )
 
 
@@ -138,36 +141,55 @@ def tested_per_tier(cutoffs: Sequence[int]) -> tuple[str, ...]:
 def cluster_coverage(rec_vectors: np.ndarray, centroids: np.ndarray) -> float:
     if not len(rec_vectors) or not len(centroids):
         return 0.0
-    return len(set((rec_vectors @ centroids.T).argmax(axis=1).tolist())) / len(centroids)
+    return len(set(nearest_clusters(rec_vectors, centroids).tolist())) / len(centroids)
 
 
-def random_coverage(
-    side, splits: Sequence[UserSplit], centroids: dict[str, np.ndarray], k: int, candidates, seed: int
-) -> dict[str, float]:
-    """Each user's interest-cluster coverage by ``k`` of the ``candidates`` (catalogue rows) they have not
-    saved, drawn at random (seeded): what spread alone reaches on this measure — its reference, not a peer."""
+def nearest_clusters(vectors: np.ndarray, centroids: np.ndarray) -> np.ndarray:
+    """Each vector's interest cluster: the one whose centroid it is nearest to (cosine, unit vectors)."""
+    if not len(vectors) or not len(centroids):
+        return np.zeros(len(vectors), dtype=np.int64)
+    return (vectors @ centroids.T).argmax(axis=1)
+
+
+def subtopic_recall(listed: Sequence[str], held_out: Mapping[str, int]) -> float:
+    """S-recall (Zhai, Cohen & Lafferty 2003) with the user's interest clusters as the subtopics: of the
+    clusters holding a held-out save (``held_out``: paper -> cluster), the share in which the list holds
+    one. A list of papers from every cluster but none the user saves scores 0; coverage would score it 1.
+    (ndeval's, through ir-measures, stops at cutoff 20; the lists here go to 1000.)"""
+    wanted = set(held_out.values())
+    if not wanted:
+        return 0.0
+    return len({held_out[p] for p in listed if p in held_out}) / len(wanted)
+
+
+def random_lists(side, splits: Sequence[UserSplit], k: int, candidates, seed: int) -> dict[str, list[str]]:
+    """Each user's ``k`` of the ``candidates`` (catalogue rows) they have not saved, drawn at random (seeded):
+    what spread alone reaches on each measure — the runs' reference, not a peer."""
     rows = np.asarray(candidates, dtype=np.int64)
-    vectors = side.vectors.get(rows)
     rng = np.random.default_rng(seed)
     out = {}
     for s in splits:
-        free = np.flatnonzero(~np.isin(rows, side.rows(p for p in s.train if p in side.catalog.row)))
+        free = rows[~np.isin(rows, side.rows(p for p in s.train if p in side.catalog.row))]
         drawn = rng.choice(free, size=min(k, len(free)), replace=False)
-        out[s.user] = cluster_coverage(vectors[drawn], centroids[s.user])
+        out[s.user] = [side.catalog.ids[int(r)] for r in drawn]
     return out
 
 
 def random_line(setup: Mapping) -> str:
-    """What a report says of a random list's coverage (``setup.random_coverage``); "" in a report without."""
-    drawn = setup.get("random_coverage")
+    """What a report says of a random list (``setup.random_list``: its means over every evaluated user and
+    over the per-tier tables' sample); "" in a report without."""
+    drawn = setup.get("random_list")
     if not drawn:
         return ""
-    sample = drawn.get("per_tier_users")
+    k, every, sample = setup["k"], drawn["users"], drawn.get("per_tier_users")
+
+    def text(m: Mapping) -> str:
+        return f"coverage {m['cluster_coverage']:.3f}, S-recall@{k} {m[f's_recall@{k}']:.3f}"
+
     return (
-        f"a random list of {setup['k']} of the candidates covers {drawn['users']:.3f} of the users' interest "
-        "clusters"
-        + (f" ({sample:.3f} for the per-tier tables' users)" if sample is not None else "")
-        + ": what spread alone reaches on that measure — its reference, not a peer"
+        f"a random list of {k} of the candidates: {text(every)}, recall@{k} {every[f'recall@{k}']:.4f}"
+        + (f" ({text(sample)} for the per-tier tables' users)" if sample else "")
+        + ": what spread alone reaches on each measure — their reference, not a peer"
     )
 
 
@@ -320,6 +342,16 @@ def _score(
     values[f"ild@{first}"] = {s.user: diversity(vectors[s.user]) for s in splits}
     values["cluster_coverage"] = {
         s.user: cluster_coverage(vectors[s.user], centroids[s.user]) for s in splits
+    }
+    held = {s.user: sorted(p for p in s.test if p in side.catalog.row) for s in splits}
+    clusters = {
+        s.user: dict(
+            zip(held[s.user], nearest_clusters(side.vectors.get(side.rows(held[s.user])), centroids[s.user]))
+        )
+        for s in splits
+    }
+    values[f"s_recall@{first}"] = {
+        s.user: subtopic_recall(recommended[s.user][:first], clusters[s.user]) for s in splits
     }
     return values
 
@@ -499,8 +531,12 @@ def evaluate_recs(
         per_user = {run: _score(rec, recommended[run], splits, centroids, cutoffs) for run in runs}
         seconds["metrics"] = time.perf_counter() - t
         candidates = len(new_rows) if cold else len(rec.side.catalog)
-        drawn = random_coverage(
-            rec.side, splits, centroids, cutoffs[0], new_rows if cold else np.arange(candidates), seed
+        drawn = _score(
+            rec,
+            random_lists(rec.side, splits, cutoffs[0], new_rows if cold else np.arange(candidates), seed),
+            splits,
+            centroids,
+            cutoffs[:1],
         )
         catalogue = {
             run: len({p for ids in recommended[run].values() for p in ids}) / candidates for run in runs
@@ -562,10 +598,14 @@ def evaluate_recs(
         "per_tier_users": len(truncated) if per_tier else 0,
         "per_tier_parts": [len(p) for p in job.parts],  # the users truncated at a time
         "per_tier_first_process": list(shared),  # the tables the first process made (two processes)
-        # a random list's interest-cluster coverage: every evaluated user's mean, the per-tier sample's
-        "random_coverage": {
-            "users": float(np.mean(list(drawn.values()))),
-            "per_tier_users": float(np.mean([drawn[s.user] for s in truncated])) if per_tier else None,
+        # a random list's measures: every evaluated user's means, the per-tier sample's
+        "random_list": {
+            "users": means(drawn),
+            "per_tier_users": (
+                means({m: {s.user: v[s.user] for s in truncated} for m, v in drawn.items()})
+                if per_tier
+                else None
+            ),
         },
     }
     return RecEvalReport(

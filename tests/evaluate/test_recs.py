@@ -17,10 +17,12 @@ from scix_core.evaluate.recs import (
     cluster_coverage,
     diversity,
     evaluate_recs,
-    random_coverage,
+    nearest_clusters,
     random_line,
+    random_lists,
     ranking_metrics,
     split_libraries,
+    subtopic_recall,
 )
 from tests.slices import library_counts
 
@@ -82,6 +84,16 @@ def test_diversity_and_cluster_coverage_by_hand():
     centroids = np.eye(3)[:2]
     assert cluster_coverage(np.array([[1.0, 0.1, 0], [0.9, 0.2, 0]]), centroids) == 0.5
     assert cluster_coverage(np.array([[1.0, 0, 0], [0, 1.0, 0]]), centroids) == 1.0
+
+
+def test_subtopic_recall_over_interest_clusters_by_hand():
+    centroids = np.eye(3)[:2]  # two interests
+    assert nearest_clusters(np.array([[0.9, 0.1, 0], [0.2, 0.8, 0.5]]), centroids).tolist() == [0, 1]
+    held = {"a": 0, "b": 0, "c": 1}  # held-out saves in both interests
+    assert subtopic_recall(["x", "a", "b"], held) == 0.5  # two hits, one interest
+    assert subtopic_recall(["c", "y", "a"], held) == 1.0
+    assert subtopic_recall(["x", "y"], held) == 0.0  # spread without a saved paper reaches nothing
+    assert subtopic_recall(["a"], {}) == 0.0
 
 
 def test_unknown_runs_list_the_valid_ones():
@@ -206,9 +218,13 @@ def test_the_cold_item_protocol_on_real_libraries(citeulike_home):
         assert 0.0 < report.runs[run]["recall@10"] <= 1.0, run  # every run finds new papers
         assert report.catalogue_coverage[run] <= 1.0  # of the new papers: the candidates
     assert set(setup["tuned"]) == {"svm", "cf-from-text"}  # tuned on new items carved from the training ones
-    drawn = setup["random_coverage"]  # a random list's coverage beside the runs': the measure's reference
-    assert 0.0 < drawn["users"] <= 1.0 and 0.0 < drawn["per_tier_users"] <= 1.0
-    assert f"covers {drawn['users']:.3f}" in random_line(setup) and random_line({}) == ""
+    drawn = setup["random_list"]  # a random list's measures beside the runs': their reference
+    for m in (drawn["users"], drawn["per_tier_users"]):
+        assert 0.0 < m["cluster_coverage"] <= 1.0 and 0.0 <= m["s_recall@10"] <= 1.0
+    assert f"coverage {drawn['users']['cluster_coverage']:.3f}" in random_line(setup)
+    assert random_line({}) == ""
+    # S-recall needs held-out saves in the list: the cascade's lists beat a random one there
+    assert report.runs["tier1"]["s_recall@10"] > drawn["users"]["s_recall@10"]
     assert all(
         block["runs"].keys() == {"cascade", "content-knn", "svm", "cf-from-text"}
         for block in report.per_tier.values()
@@ -224,7 +240,7 @@ def test_the_cold_item_protocol_on_real_libraries(citeulike_home):
 @pytest.mark.model
 @pytest.mark.realdata
 def test_cold_lists_are_drawn_from_the_new_papers_only(citeulike_home, tmp_path):
-    from scix_core.evaluate.rec_lists import interest_centroids, replay
+    from scix_core.evaluate.rec_lists import replay
     from scix_core.recommend import Recommender, UserState
     from scix_core.recommend.library import library_saves
     from scix_core.recommend.splits import cold_split, new_items, sample
@@ -268,15 +284,13 @@ def test_cold_lists_are_drawn_from_the_new_papers_only(citeulike_home, tmp_path)
         assert not ctx.cosaves.scores[outside].any()
         bridged += int((ctx.cosaves.scores[rows] > 0).sum())
     assert bridged > 0 and spread > 0
-    # a random list's coverage (the measure's reference): drawn from the candidates a user has not saved —
-    # with the user's saves and 10 new papers as the candidates, those 10 are the list
+    # a random list (the measures' reference): drawn from the candidates a user has not saved — with the
+    # user's saves and 10 new papers as the candidates, those 10 are the list
     first = splits[0]
-    cents = {first.user: interest_centroids(rec, rec.context(first.user))}
     saved = rec.side.rows(p for p in first.train if p in rec.side.catalog.row)
     ten = np.array(rows[:10])
-    drawn = random_coverage(rec.side, [first], cents, 10, np.concatenate([saved, ten]), seed=3)
-    assert drawn == {first.user: cluster_coverage(rec.side.vectors.get(ten), cents[first.user])}
-    assert 0.0 < drawn[first.user] <= 1.0
+    drawn = random_lists(rec.side, [first], 10, np.concatenate([saved, ten]), seed=3)
+    assert sorted(drawn[first.user]) == sorted(rec.side.catalog.ids[r] for r in ten)
     with pytest.raises(ConfigError, match="two protocols"):
         evaluate_recs("cul", cfg, new_share=0.2, train_size=5, runs=("tier1",), progress=False)
     with pytest.raises(ConfigError, match="cannot rank new items"):
@@ -390,7 +404,7 @@ def test_metrics_at_every_cutoff_by_hand():
     )
     assert values["ndcg@50"]["u"] == pytest.approx((1 / np.log2(13)) / (1 + 1 / np.log2(3)))
     assert metric_names((50, 100))[:4] == ("recall@50", "ndcg@50", "hit@50", "recall@100")
-    assert metric_names((50, 100))[-2:] == ("ild@50", "cluster_coverage")
+    assert metric_names((50, 100))[-3:] == ("ild@50", "cluster_coverage", "s_recall@50")
     with pytest.raises(ConfigError, match="cutoffs"):
         check_cutoffs([0])
     with pytest.raises(ConfigError, match="per-tier-users"):  # before any index is opened
