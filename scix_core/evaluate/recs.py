@@ -328,13 +328,28 @@ class RecEvalReport:
             console.print(f"co-save weights: as configured — {chosen['reason']}", highlight=False)
 
 
+def held_out_clusters(
+    side, splits: Sequence[UserSplit], centroids: dict[str, np.ndarray]
+) -> dict[str, dict[str, int]]:
+    """Each user's held-out papers with the interest cluster of each (S-recall's subtopics): the same for
+    every run and every per-tier table (a truncation changes the training saves, not the held-out ones)."""
+    out = {}
+    for s in splits:
+        held = sorted(p for p in s.test if p in side.catalog.row)
+        found = nearest_clusters(side.vectors.get(side.rows(held)), centroids[s.user])
+        out[s.user] = dict(zip(held, found.tolist()))
+    return out
+
+
 def _score(
     rec,
     recommended: dict[str, list[str]],
     splits: Sequence[UserSplit],
     centroids: dict[str, np.ndarray],
+    held: dict[str, dict[str, int]],
     cutoffs: Sequence[int] = CUTOFFS,
 ):
+    """Every per-user measure of one run's lists (``held``: :func:`held_out_clusters`)."""
     values = ranking_metrics(recommended, splits, cutoffs)
     side = rec.side
     first = cutoffs[0]
@@ -343,15 +358,8 @@ def _score(
     values["cluster_coverage"] = {
         s.user: cluster_coverage(vectors[s.user], centroids[s.user]) for s in splits
     }
-    held = {s.user: sorted(p for p in s.test if p in side.catalog.row) for s in splits}
-    clusters = {
-        s.user: dict(
-            zip(held[s.user], nearest_clusters(side.vectors.get(side.rows(held[s.user])), centroids[s.user]))
-        )
-        for s in splits
-    }
     values[f"s_recall@{first}"] = {
-        s.user: subtopic_recall(recommended[s.user][:first], clusters[s.user]) for s in splits
+        s.user: subtopic_recall(recommended[s.user][:first], held[s.user]) for s in splits
     }
     return values
 
@@ -528,7 +536,8 @@ def evaluate_recs(
         recommended.update({r: lane.lists[r] for r in runs if r in LANE_RUNS})
         recommended = {r: recommended[r] for r in runs}
         t = time.perf_counter()
-        per_user = {run: _score(rec, recommended[run], splits, centroids, cutoffs) for run in runs}
+        held = held_out_clusters(rec.side, splits, centroids)
+        per_user = {run: _score(rec, recommended[run], splits, centroids, held, cutoffs) for run in runs}
         seconds["metrics"] = time.perf_counter() - t
         candidates = len(new_rows) if cold else len(rec.side.catalog)
         drawn = _score(
@@ -536,6 +545,7 @@ def evaluate_recs(
             random_lists(rec.side, splits, cutoffs[0], new_rows if cold else np.arange(candidates), seed),
             splits,
             centroids,
+            held,
             cutoffs[:1],
         )
         catalogue = {
@@ -544,7 +554,7 @@ def evaluate_recs(
         tiers: dict = {}
         if per_tier:
             t = time.perf_counter()
-            tiers = _per_tier_tables(rec, made, truncated, centroids, cutoffs, peer_runs, permutations)
+            tiers = _per_tier_tables(rec, made, truncated, centroids, held, cutoffs, peer_runs, permutations)
             seconds["per-tier tables (metrics)"] = time.perf_counter() - t
     comparisons, gates = (), {}
     t = time.perf_counter()
@@ -639,6 +649,7 @@ def _per_tier_tables(
     lists: dict,
     splits: Sequence[UserSplit],
     centroids: dict[str, np.ndarray],
+    held: dict[str, dict[str, int]],
     cutoffs: Sequence[int],
     peer_runs: Sequence[str],
     permutations: int = PERMUTATIONS,
@@ -648,7 +659,7 @@ def _per_tier_tables(
     out = {}
     tested = tested_per_tier(cutoffs)
     for name, (made, ran) in lists.items():
-        values = {run: _score(rec, ids, splits, centroids, cutoffs) for run, ids in made.items()}
+        values = {run: _score(rec, ids, splits, centroids, held, cutoffs) for run, ids in made.items()}
         out[name] = {
             "tiers": {f"tier{t}": n for t, n in sorted(ran.items())},
             "runs": {run: means(v) for run, v in values.items()},
