@@ -135,10 +135,9 @@ def mmr_many(
         second = lam[0] * _scaled(np.asarray(later[1], dtype=np.float64), held)
     for i in range(min(k, n)):
         reaching = is_reach(tail, i)
-        if later is not None and i >= later[0] and not reaching:
-            gain = second - keep[0] * closest if i else second.copy()
-        else:
-            gain = rels[reaching] - keep[reaching] * closest if i else rels[reaching].copy()
+        past_page = later is not None and i >= later[0] and not reaching
+        trade, kept = (second, keep[0]) if past_page else (rels[reaching], keep[reaching])
+        gain = trade - kept * closest if i else trade.copy()
         if quota:
             missing = np.maximum(goal - counts, 0)  # per group, then per candidate by its group
             gain += bonus * (missing / share if shape == "deficit" else missing > 0)[:, slot]
