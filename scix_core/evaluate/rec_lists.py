@@ -25,8 +25,10 @@ once it has tuned and fitted the peers it says so (:data:`TUNED`), and the
 first, done with its own runs, makes the per-tier tables of 1, 3 and 5 saves
 the second has not claimed yet (:func:`share_per_tier`, :class:`Claims`): the
 first claims from the fewest saves up (the one-save table as soon as its own
-runs are done), the second from all the saves down.
-Which process makes a table changes nothing in it.
+runs are done), the second from five saves down.
+Which process makes a table changes nothing in it. The table of all the saves
+truncates nothing, so it is made from the main lists, over every evaluated
+user (:func:`full_saves_table`).
 """
 
 from __future__ import annotations
@@ -50,8 +52,11 @@ from scix_core.recommend.profile import unit
 from scix_core.recommend.scorers.heuristic import HeuristicScorer
 from scix_core.recommend.splits import UserSplit
 from scix_core.recommend.stages.cluster import ward_labels
+from scix_core.recommend.tiers import entitled
 
 TRUNCATIONS = (1, 3, 5, None)
+#: the tables that truncate the sample's saves; the last of TRUNCATIONS (all the saves) truncates nothing
+TRUNCATED = tuple(n for n in TRUNCATIONS if n)
 #: the per-tier tables truncate at most this many users at once: a larger sample (every evaluated user, say)
 #: is truncated a part at a time, every other user's saves kept — each part joins the whole community, as
 #: a new user does, instead of a community of the few users left untruncated
@@ -231,7 +236,7 @@ def run_job(job: PeerJob, rec=None) -> PeerLists:
     if job.per_tier_runs:
         t = time.perf_counter()
         claims = Claims(job.tmp) if own else None  # shared with the first process; alone, every table here
-        per_tier = per_tier_lists(rec, job, peers, lists, claims, TRUNCATIONS[::-1] if own else TRUNCATIONS)
+        per_tier = per_tier_lists(rec, job, peers, claims, TRUNCATED[::-1] if own else TRUNCATED)
         seconds["per-tier tables (lists)"] = time.perf_counter() - t
     if own:
         seconds["peers process"] = time.perf_counter() - t0
@@ -289,12 +294,10 @@ def share_per_tier(rec, job: PeerJob, second: Future, seconds: dict[str, float])
     claimed at once (the second claims from all the saves down, after its main lists, so it reaches that
     table last), then — once the second has tuned and fitted the peers (:data:`TUNED`; their tuning and
     EASE's and iALS's fits then come from the caches) — each of 1, 3 and 5 saves the second has not claimed
-    yet, fewest saves first. The table of all the saves is the second's (its peers' lists are that
-    process's main lists). {} when the second claimed them all, or ended without tuning the peers (it
+    yet, fewest saves first. {} when the second claimed them all, or ended without tuning the peers (it
     could not read the vectors: the job then runs here; or it failed)."""
-    small = [n for n in TRUNCATIONS if n]
     claims = Claims(job.tmp)
-    if not job.per_tier_runs or not claims.take(table_name(small[0])):
+    if not job.per_tier_runs or not claims.take(table_name(TRUNCATED[0])):
         return {}
     flag = job.tmp / TUNED
     while not flag.exists() and not second.done():
@@ -303,7 +306,7 @@ def share_per_tier(rec, job: PeerJob, second: Future, seconds: dict[str, float])
         return {}
     t = time.perf_counter()
     peers = _peers(rec, job, [r for r in job.per_tier_runs if r in rec_runs.COLLAB], {})
-    made = per_tier_lists(rec, job, peers, {}, claims, small)
+    made = per_tier_lists(rec, job, peers, claims)
     seconds["per-tier tables (lists, first process)"] = time.perf_counter() - t
     return made
 
@@ -327,17 +330,15 @@ def per_tier_lists(
     main,
     job: PeerJob,
     peers: rec_runs.Peers,
-    lists: Lists,
     claims: Claims | None = None,
-    truncations: Sequence[int | None] = TRUNCATIONS,
+    truncations: Sequence[int] = TRUNCATED,
 ) -> dict:
-    """The default cascade and the peers with each evaluated user's training saves truncated to each of
-    ``truncations`` (1, 3, 5, all; with ``claims``, only those this process claims, in that order).
-    Everything is refitted on the truncated saves — a model that kept the user's full row would
-    offer their own truncated-away saves back: the peers (with the parameters tuned on the full saves),
-    the cascade's community, and EASE by the exact low-rank update of the full fit (a refit where that is
-    not cheaper). At "all" the peers' lists are the main run's. The users are truncated a part at a time
-    (``job.parts``), the other parts' users keeping their saves."""
+    """The default cascade and the peers with each sampled user's training saves truncated to each of
+    ``truncations`` (1, 3, 5; with ``claims``, only those this process claims, in that order). Everything
+    is refitted on the truncated saves — a model that kept the user's full row would offer their own
+    truncated-away saves back: the peers (with the parameters tuned on the full saves), the cascade's
+    community, and EASE by the exact low-rank update of the full fit (a refit where that is not cheaper).
+    The users are truncated a part at a time (``job.parts``), the other parts' users keeping their saves."""
     out = {}
     parts = job.parts or (job.truncated,)
     others = UserState(job.others) if job.others is not None else None
@@ -347,20 +348,44 @@ def per_tier_lists(
             continue
         made: Lists = {run: {} for run in ("cascade", *job.per_tier_runs)}
         ran: dict[int, int] = {}
-        for number, part in enumerate(parts if trunc else (job.truncated,)):
-            rec, fitted = (
-                (main, peers) if trunc is None else _truncated(main, job, peers, others, parts, number, trunc)
-            )
+        for number, part in enumerate(parts):
+            rec, fitted = _truncated(main, job, peers, others, parts, number, trunc)
             for s in part:
-                result = rec.recommend(s.user, job.depth, log=False)
-                ran[result.tier] = ran.get(result.tier, 0) + 1
-                made["cascade"][s.user] = [i.paper_id for i in result.items if not i.exploration][: job.depth]
+                tier, made["cascade"][s.user] = _cascade(rec, s.user, job.depth)
+                ran[tier] = ran.get(tier, 0) + 1
                 ctx = rec.context(s.user)
                 for peer in job.per_tier_runs:
-                    done = lists.get(peer, {}).get(s.user) if trunc is None else None  # the main run's list
-                    made[peer][s.user] = done if done is not None else fitted.recommend(peer, ctx, job.depth)
+                    made[peer][s.user] = fitted.recommend(peer, ctx, job.depth)
         out[name] = (made, ran)
     return out
+
+
+def full_saves_table(
+    rec, lists: Lists, splits: Sequence[UserSplit], per_tier_runs: Sequence[str], depth: int
+) -> tuple[Lists, dict[int, int]]:
+    """The per-tier table of all the training saves, over every evaluated user: it truncates nothing, so
+    its community and peers are the main run's and so are its lists — each peer's its own, the cascade's
+    the Tier 1 run's for a user Tier 1 answers (what ``rec.recommend`` gives; a test holds them equal),
+    asked of ``rec`` for anyone else or where that run was not made."""
+    made: Lists = {run: {s.user: lists[run][s.user] for s in splits} for run in per_tier_runs}
+    made = {"cascade": {}, **made}
+    ran: dict[int, int] = {}
+    tier1 = lists.get("tier1", {})
+    for s in splits:
+        ids = tier1.get(s.user)
+        if ids and entitled(rec.config.recommend, len(rec.stored(s.user).saved)) == 1:
+            tier = 1
+        else:
+            tier, ids = _cascade(rec, s.user, depth)
+        made["cascade"][s.user] = ids
+        ran[tier] = ran.get(tier, 0) + 1
+    return made, ran
+
+
+def _cascade(rec, user: str, depth: int) -> tuple[int, list[str]]:
+    """The tier the default cascade ran for ``user``, and its list without the exploration picks."""
+    result = rec.recommend(user, depth, log=False)
+    return result.tier, [i.paper_id for i in result.items if not i.exploration][:depth]
 
 
 def _truncated(main, job: PeerJob, peers: rec_runs.Peers, others: UserState, parts, number: int, trunc: int):

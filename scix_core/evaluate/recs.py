@@ -62,6 +62,7 @@ from scix_core.evaluate.rec_lists import (
     LANE_RUNS,
     TRUNCATIONS,
     PeerJob,
+    full_saves_table,
     one_thread_here,
     per_tier_parts,
     replay,
@@ -102,6 +103,21 @@ def in_parts(setup: Mapping) -> str:
     (:func:`~scix_core.evaluate.rec_lists.per_tier_parts`)."""
     sizes = setup.get("per_tier_parts") or ()
     return f", {len(sizes)} parts of up to {max(sizes):,} in turn" if len(sizes) > 1 else ""
+
+
+def tier_table_title(trunc: str, block: Mapping, n_users: int, setup: Mapping) -> str:
+    """What a per-tier table (``per_tier[trunc]``) holds: whose training saves, truncated to what, and the
+    tiers that ran."""
+    users = sum(block["tiers"].values())
+    if trunc == table_name(None):
+        return (
+            f"all the training saves of all {users:,} users (nothing truncated: the main run's lists): "
+            f"tiers run {block['tiers']}"
+        )
+    return (
+        f"{users:,} of the {n_users:,} users' training saves truncated to {trunc}{in_parts(setup)} "
+        f"(the others' kept): tiers run {block['tiers']}"
+    )
 
 
 def check_cutoffs(cutoffs: Sequence[int]) -> tuple[int, ...]:
@@ -287,8 +303,7 @@ class RecEvalReport:
                 "run",
                 *metrics,
                 *(h for m in tested for h in (f"cascade Δ {m}", "p_adj")),
-                title=f"{sum(block['tiers'].values())} of the {self.n_users} users' training saves "
-                f"truncated to {trunc}{in_parts(self.setup)} (the others' kept): tiers run {block['tiers']}",
+                title=tier_table_title(trunc, block, self.n_users, self.setup),
             )
             for run, avg in block["runs"].items():
                 cells = [f"{avg[m]:.4f}" for m in metrics]
@@ -531,9 +546,13 @@ def evaluate_recs(
             if parallel:
                 pool.shutdown(cancel_futures=True)
         seconds.update(lane.seconds)
+        recommended.update(lane.lists)
         made = {**lane.per_tier, **shared}
+        if per_tier:
+            t = time.perf_counter()
+            made[table_name(None)] = full_saves_table(rec, recommended, splits, peer_runs, depth)
+            seconds["per-tier table of all the saves (lists)"] = time.perf_counter() - t
         made = {n: made[n] for n in map(table_name, TRUNCATIONS) if n in made}
-        recommended.update({r: lane.lists[r] for r in runs if r in LANE_RUNS})
         recommended = {r: recommended[r] for r in runs}
         t = time.perf_counter()
         held = held_out_clusters(rec.side, splits, centroids)
@@ -554,7 +573,7 @@ def evaluate_recs(
         tiers: dict = {}
         if per_tier:
             t = time.perf_counter()
-            tiers = _per_tier_tables(rec, made, truncated, centroids, held, cutoffs, peer_runs, permutations)
+            tiers = _per_tier_tables(rec, made, splits, centroids, held, cutoffs, peer_runs, permutations)
             seconds["per-tier tables (metrics)"] = time.perf_counter() - t
     comparisons, gates = (), {}
     t = time.perf_counter()
@@ -654,12 +673,14 @@ def _per_tier_tables(
     peer_runs: Sequence[str],
     permutations: int = PERMUTATIONS,
 ) -> dict:
-    """Each truncation's lists (:func:`~scix_core.evaluate.rec_lists.per_tier_lists`) scored, and the cascade
+    """Each table's lists (:func:`~scix_core.evaluate.rec_lists.per_tier_lists`,
+    :func:`~scix_core.evaluate.rec_lists.full_saves_table`) scored over the users they hold, and the cascade
     tested against each peer on recall at every cutoff and on coverage, Holm over each table."""
     out = {}
     tested = tested_per_tier(cutoffs)
     for name, (made, ran) in lists.items():
-        values = {run: _score(rec, ids, splits, centroids, held, cutoffs) for run, ids in made.items()}
+        users = [s for s in splits if s.user in made["cascade"]]
+        values = {run: _score(rec, ids, users, centroids, held, cutoffs) for run, ids in made.items()}
         out[name] = {
             "tiers": {f"tier{t}": n for t, n in sorted(ran.items())},
             "runs": {run: means(v) for run, v in values.items()},

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from scix_core.config import Config, load_config
 from scix_core.evaluate import rec_runs
-from scix_core.evaluate.recs import evaluate_recs, in_parts, random_line, tested_per_tier
+from scix_core.evaluate.recs import evaluate_recs, random_line, tested_per_tier, tier_table_title
 from scix_core.notebook import charts
 from scix_core.notebook.frontend import Rendered, View, banner, heading, table
 from scix_core.train.scorer import in_run_scorer
@@ -129,13 +129,8 @@ def render_rec_eval(report: dict) -> Rendered:
     if random_line(setup):
         parts.append(banner(random_line(setup), "note"))
     for trunc, block in report.get("per_tier", {}).items():
-        users = sum(block["tiers"].values())
-        parts.append(
-            heading(
-                f"Training saves of {users} of the {report['n_users']} users truncated to {trunc}"
-                f"{in_parts(report.get('setup', {}))} (the others' kept): tiers run {block['tiers']}"
-            )
-        )
+        title = tier_table_title(trunc, block, report["n_users"], report.get("setup", {}))
+        parts.append(heading(title[0].upper() + title[1:]))
         tests = {(c["baseline"], c["metric"]): c for c in block.get("comparisons", [])}
         rows = []
         for r, m in block["runs"].items():

@@ -104,8 +104,20 @@ def test_unknown_runs_list_the_valid_ones():
 
 @pytest.mark.model
 @pytest.mark.realdata
-def test_eval_recs_on_real_libraries(citeulike_home, citeulike_data):
+def test_eval_recs_on_real_libraries(citeulike_home, citeulike_data, monkeypatch):
+    from scix_core.evaluate import recs
     from scix_core.train.scorer import in_run_scorer
+
+    asked = []
+
+    def full_saves_table(rec, lists, splits, peer_runs, depth):  # the real table, and the cascade asked anew
+        made, ran = real(rec, lists, splits, peer_runs, depth)
+        without = {r: v for r, v in lists.items() if r != "tier1"}
+        asked.append((made, ran, real(rec, without, splits, peer_runs, depth)))
+        return made, ran
+
+    real = recs.full_saves_table
+    monkeypatch.setattr(recs, "full_saves_table", full_saves_table)
 
     runs = (
         "tier3",
@@ -164,7 +176,10 @@ def test_eval_recs_on_real_libraries(citeulike_home, citeulike_data):
     assert all(
         set(block["runs"]) == {"cascade", "content-knn", "rp3beta"} for block in report.per_tier.values()
     )
-    # the main table's tier1 finishes the way Tier 1 itself picks: the cascade on all the training saves
+    # the table of all the saves takes the cascade's lists from the main table's tier1, which finishes the
+    # way Tier 1 itself picks: the cascade asked of the recommender gives every user the same list
+    ((made, ran, anew),) = asked
+    assert anew == (made, ran) and len(made["cascade"]) == 60
     for metric in ("recall@10", "cluster_coverage"):
         assert report.per_tier["all"]["runs"]["cascade"][metric] == pytest.approx(
             report.runs["tier1"][metric]
@@ -597,7 +612,8 @@ def test_two_processes_make_the_lists_one_process_makes(home, monkeypatch):
     # the peers and Tier 3 come from the second process, the per-tier lists from either: every figure the same
     assert two.per_user == one.per_user and two.per_tier == one.per_tier
     # the first, done with its own runs, made the one-save table (it claims from the fewest saves up, the
-    # second from all the saves down, after its main lists); the table of all the saves is the second's
+    # second from five saves down, after its main lists); the table of all the saves, which truncates nothing,
+    # the first makes from the main lists once both are done
     first = two.setup["per_tier_first_process"]
     assert "1" in first and "all" not in first and one.setup["per_tier_first_process"] == []
     assert "per-tier tables (lists, first process)" in two.seconds
