@@ -353,7 +353,7 @@ def per_tier_lists(
             for s in part:
                 tier, made["cascade"][s.user] = _cascade(rec, s.user, job.depth)
                 ran[tier] = ran.get(tier, 0) + 1
-                ctx = rec.context(s.user)
+                ctx = rec.stored(s.user)  # the peers read the saves alone, no co-save scores
                 for peer in job.per_tier_runs:
                     made[peer][s.user] = fitted.recommend(peer, ctx, job.depth)
         out[name] = (made, ran)

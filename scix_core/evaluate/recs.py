@@ -17,7 +17,7 @@ random list's figures (:func:`random_lists`), their reference.
 Paired per-user randomisation tests with Holm correction and the search
 gate (``scix_core.evaluate.significance``) compare every run with the
 baseline. ``per_tier`` truncates the training saves of a seeded sample of
-``per_tier_users`` evaluated users (all when None) to 1, 3, 5 and all — the
+``per_tier_users`` evaluated users (all when None) to 1, 3 and 5 — the
 other users keep theirs: the community a new user joins; more than
 :data:`~scix_core.evaluate.rec_lists.PER_TIER_PART` are truncated that many
 at a time, everyone else kept — runs the default
@@ -25,7 +25,8 @@ tier cascade, ``content-knn`` and every tuned peer of
 the runs (on the truncated saves) on each, and reports which tier ran; every
 peer and the cascade's community are refitted on the truncated saves (peers
 with the parameters tuned on the full ones; EASE by an exact low-rank update
-of the full fit).
+of the full fit). The table of all the saves truncates nothing: every evaluated
+user, from the main run's lists (:func:`~scix_core.evaluate.rec_lists.full_saves_table`).
 ``new_share`` F is the cold-item protocol instead (``--new-items``): a seeded
 share F of the catalogue is "new" — in nobody's training saves, so in no
 fit — each user's saves of it are held out, users with one such save and
