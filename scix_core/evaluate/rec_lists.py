@@ -367,8 +367,10 @@ def full_saves_table(
     its community and peers are the main run's and so are its lists — each peer's its own, the cascade's
     the Tier 1 run's for a user Tier 1 answers (what ``rec.recommend`` gives; a test holds them equal),
     asked of ``rec`` for anyone else or where that run was not made."""
-    made: Lists = {run: {s.user: lists[run][s.user] for s in splits} for run in per_tier_runs}
-    made = {"cascade": {}, **made}
+    made: Lists = {
+        "cascade": {},
+        **{run: {s.user: lists[run][s.user] for s in splits} for run in per_tier_runs},
+    }
     ran: dict[int, int] = {}
     tier1 = lists.get("tier1", {})
     for s in splits:
