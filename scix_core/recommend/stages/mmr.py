@@ -267,9 +267,14 @@ def later_of(state: Tier1State, pool) -> tuple[int, np.ndarray] | None:
     """Over a candidate pool, the picks past the page (``limit``) by each candidate's ``later`` score (the
     scorer's, :meth:`HeuristicScorer.later <scix_core.recommend.scorers.heuristic.HeuristicScorer.later>`);
     None outside a pool or when the scorer gave none."""
-    if state.side.pool is None or not pool or any(c.later is None for c in pool):
+    if not ranks_later(state, pool):
         return None
     return state.side.config.limit, np.array([c.later for c in pool], dtype=np.float64)
+
+
+def ranks_later(state: Tier1State, pool) -> bool:
+    """Whether the picks past the page rank by a later score (:func:`later_of` gives one)."""
+    return state.side.pool is not None and bool(pool) and all(c.later is not None for c in pool)
 
 
 class Mmr:
@@ -306,5 +311,5 @@ class Mmr:
         else:  # the page's last pick, spread for a library of few interests (none: not this user)
             summary["spread_pick"] = tails[0] if tails else None
             # the picks past the page, ranked by the scorer's later score (none: the one ranking throughout)
-            summary["later_from_pick"] = cfg.limit + 1 if later_of(state, pool) is not None else None
+            summary["later_from_pick"] = cfg.limit + 1 if ranks_later(state, pool) else None
         return replace(state, selected=selected, mmr_moves=moves), summary
